@@ -1,0 +1,184 @@
+"""Exhaustive breadth-first search with a visited set.
+
+States get ids in the order BFS discovers them, so the frontier is simply the id
+range not yet expanded, and the first violation found of a safety property lies at
+minimal depth: its trace is a shortest counterexample. With `record_graph` the
+search keeps every edge (successor id and actor) for the progress analysis.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from explorer.interface import ALWAYS, ALWAYS_STEP, Model
+from explorer.limits import Limits, peak_memory_mb
+
+# how often (in expanded states) limits are checked and progress is reported
+CHECK_EVERY = 2048
+
+
+@dataclass
+class Finding:
+    """Where a safety property first failed: a state, or an edge from `state_id` by `action`."""
+
+    state_id: int
+    reason: str
+    action: object = None  # for a step invariant: the action leaving state_id
+    next_state: object = None
+
+
+@dataclass
+class Exploration:
+    model: Model
+    states: list = field(default_factory=list)  # id -> (canonical) state
+    parent: list = field(default_factory=list)  # id -> parent id (-1 for initial states)
+    depth: array = field(default_factory=lambda: array("i"))
+    findings: dict = field(default_factory=dict)  # property name -> Finding
+    deadlocks: list = field(default_factory=list)  # ids without successors, in BFS order
+    edges: Optional[list] = None  # id -> array of succ_id * n_actor_slots + actor index
+    enabled: Optional[list] = None  # id -> bitmask of actors with an enabled action
+    actors: dict = field(default_factory=dict)  # actor -> index
+    transitions: int = 0
+    expanded: int = 0
+    complete: bool = False
+    stop_reason: Optional[str] = None
+    seconds: float = 0.0
+    action_counts: Counter = field(default_factory=Counter)
+    peak_memory_mb: float = 0.0
+
+    ACTOR_SLOTS = 64  # edge encoding: actor index < 64
+
+    @property
+    def max_depth(self) -> int:
+        return max(self.depth) if self.depth else 0
+
+
+ProgressCallback = Callable[[dict], None]
+
+
+def explore(
+    model: Model,
+    limits: Limits = Limits(),
+    record_graph: bool = False,
+    canonical: Optional[Callable] = None,
+    on_progress: Optional[ProgressCallback] = None,
+) -> Exploration:
+    """Visit every reachable state (up to the limits), judging the safety properties."""
+    props = [p for p in model.properties() if p.not_applicable is None]
+    state_props = [p for p in props if p.kind == ALWAYS]
+    step_props = [p for p in props if p.kind == ALWAYS_STEP]
+    ex = Exploration(model=model)
+    if record_graph:
+        ex.edges, ex.enabled = [], []
+    index: dict = {}
+    states, parent, depth, findings = ex.states, ex.parent, ex.depth, ex.findings
+    successors, actor_of = model.successors, model.actor
+    actors = ex.actors
+    slots = Exploration.ACTOR_SLOTS
+    counts: Counter = Counter()
+    canon = canonical or (lambda s: s)
+
+    def judge_state(sid: int, state) -> None:
+        for p in state_props:
+            if p.name not in findings:
+                reason = p.check(state)
+                if reason:
+                    findings[p.name] = Finding(sid, reason)
+
+    for init in model.initial_states():
+        key = canon(init)
+        if key not in index:
+            index[key] = len(states)
+            states.append(key)
+            parent.append(-1)
+            depth.append(0)
+            judge_state(index[key], key)
+
+    start = time.perf_counter()
+    max_states = limits.max_states
+    max_depth = limits.max_depth
+    head = 0
+    truncated_depth = False
+    while head < len(states):
+        if head % CHECK_EVERY == 0 and head:
+            elapsed = time.perf_counter() - start
+            if on_progress is not None:
+                on_progress(
+                    {"states": len(states), "expanded": head, "transitions": ex.transitions,
+                     "frontier": len(states) - head, "depth": depth[head], "seconds": elapsed}
+                )
+            if limits.time_limit is not None and elapsed > limits.time_limit:
+                ex.stop_reason = f"time limit of {limits.time_limit}s reached"
+                break
+            if limits.max_memory_mb is not None and peak_memory_mb() > limits.max_memory_mb:
+                ex.stop_reason = f"memory limit of {limits.max_memory_mb} MB reached"
+                break
+        sid = head
+        head += 1
+        state = states[sid]
+        d = depth[sid]
+        if max_depth is not None and d >= max_depth:
+            truncated_depth = True
+            if record_graph:
+                ex.edges.append(array("q"))
+                ex.enabled.append(0)
+            continue
+        succ = successors(state)
+        ex.transitions += len(succ)
+        if not succ:
+            ex.deadlocks.append(sid)
+        if record_graph:
+            out = array("q")
+            mask = 0
+        for action, nxt in succ:
+            counts[action] += 1
+            for p in step_props:
+                if p.name not in findings:
+                    reason = p.check(state, action, nxt)
+                    if reason:
+                        findings[p.name] = Finding(sid, reason, action, nxt)
+            key = canon(nxt)
+            tid = index.get(key)
+            if tid is None:
+                if max_states is not None and len(states) >= max_states:
+                    ex.stop_reason = f"state limit of {max_states} reached"
+                    break
+                tid = len(states)
+                index[key] = tid
+                states.append(key)
+                parent.append(sid)
+                depth.append(d + 1)
+                judge_state(tid, key)
+            if record_graph:
+                actor = actor_of(action)
+                a = actors.get(actor)
+                if a is None:
+                    a = actors[actor] = len(actors)
+                out.append(tid * slots + a)
+                mask |= 1 << a
+        else:
+            if record_graph:
+                ex.edges.append(out)
+                ex.enabled.append(mask)
+            continue
+        break  # state limit reached inside the successor loop
+    ex.expanded = head
+    ex.seconds = time.perf_counter() - start
+    if ex.stop_reason is None and truncated_depth:
+        ex.stop_reason = f"depth limit of {max_depth} reached"
+    ex.complete = ex.stop_reason is None
+    kinds: Counter = Counter()
+    for action, n in counts.items():
+        kinds[model.action_kind(action)] += n
+    ex.action_counts = kinds
+    ex.peak_memory_mb = peak_memory_mb()
+    if on_progress is not None:
+        on_progress(
+            {"states": len(states), "expanded": head, "transitions": ex.transitions,
+             "frontier": len(states) - head, "depth": ex.max_depth, "seconds": ex.seconds, "done": True}
+        )
+    return ex

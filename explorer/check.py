@@ -1,0 +1,127 @@
+"""Run a search on a model and turn it into verdicts with replayed counterexamples."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+from explorer.bfs import Exploration, ProgressCallback, explore
+from explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, EVENTUALLY, Model
+from explorer.limits import Limits
+from explorer.liveness import find_progress_violation
+from explorer.replay import replay
+from explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED, CheckResult, PropertyResult, Stats
+from explorer.trace import Trace, build_trace, concrete_path
+
+
+class CounterexampleNotReplayable(AssertionError):
+    """A trace the search produced does not replay through the model: an explorer bug."""
+
+
+def check(
+    model: Model,
+    limits: Limits = Limits(),
+    name: str = "",
+    canonical: Optional[Callable] = None,
+    on_progress: Optional[ProgressCallback] = None,
+) -> CheckResult:
+    props = list(model.properties())
+    wants_progress = any(p.kind == EVENTUALLY and p.not_applicable is None for p in props)
+    ex = explore(model, limits, record_graph=wants_progress, canonical=canonical, on_progress=on_progress)
+    results = {}
+    progress_seconds = 0.0
+    bound = f"search stopped: {ex.stop_reason}; {len(ex.states)} states, depth {ex.max_depth} reached, no violation found"
+    for p in props:
+        if p.not_applicable is not None:
+            results[p.name] = PropertyResult(p.name, NOT_APPLICABLE, p.description, p.not_applicable)
+            continue
+        trace, reason = None, ""
+        if p.kind in (ALWAYS, ALWAYS_STEP) and p.name in ex.findings:
+            finding = ex.findings[p.name]
+            trace, reason = _safety_trace(ex, canonical, p, finding), finding.reason
+            _confirm(model, trace, lambda t, p=p, f=finding: _still_violates(model, p, t))
+        elif p.kind == DEADLOCK_FREE and ex.deadlocks:
+            trace = _trace_to(ex, canonical, ex.deadlocks[0])
+            reason = "no thread of any rank can take a step"
+            _confirm(model, trace, lambda t: not model.successors(t.final_state))
+        elif p.kind == EVENTUALLY and ex.complete:
+            t0 = time.perf_counter()
+            lasso = find_progress_violation(ex, p.check)
+            progress_seconds += time.perf_counter() - t0
+            if lasso is not None:
+                trace = _lasso_trace(ex, canonical, lasso)
+                reason = lasso.reason
+                _confirm(model, trace, lambda t: _lasso_closes(model, t, canonical))
+        if trace is not None:
+            results[p.name] = PropertyResult(p.name, VIOLATED, p.description, reason, trace)
+        elif ex.complete:
+            results[p.name] = PropertyResult(p.name, VERIFIED, p.description)
+        else:
+            results[p.name] = PropertyResult(p.name, BOUNDED, p.description, bound)
+    fired = set(ex.action_counts)
+    stats = Stats(
+        states=len(ex.states),
+        transitions=ex.transitions,
+        max_depth=ex.max_depth,
+        seconds=ex.seconds,
+        complete=ex.complete,
+        stop_reason=ex.stop_reason,
+        action_counts=dict(sorted(ex.action_counts.items())),
+        never_fired=tuple(k for k in model.action_kinds() if k not in fired),
+        frontier=len(ex.states) - ex.expanded,
+        peak_memory_mb=ex.peak_memory_mb,
+        progress_seconds=progress_seconds,
+    )
+    return CheckResult(name=name, results=results, stats=stats)
+
+
+def _trace_to(ex: Exploration, canonical, sid: int) -> Trace:
+    ids = [sid]
+    while ex.parent[ids[-1]] >= 0:
+        ids.append(ex.parent[ids[-1]])
+    ids.reverse()
+    initial, path = concrete_path(ex.model, [ex.states[i] for i in ids], canonical)
+    return build_trace(ex.model, initial, path)
+
+
+def _safety_trace(ex: Exploration, canonical, prop, finding) -> Trace:
+    trace = _trace_to(ex, canonical, finding.state_id)
+    if finding.action is None:
+        return trace
+    # a step invariant: append the first violating step from the concrete last state
+    model, state = ex.model, trace.final_state
+    for action, nxt in model.successors(state):
+        if prop.check(state, action, nxt):
+            path = [(s.action, s.state) for s in trace.steps] + [(action, nxt)]
+            return build_trace(model, trace.initial, path)
+    raise CounterexampleNotReplayable("the violating step is not enabled in the trace's last state")
+
+
+def _lasso_trace(ex: Exploration, canonical, lasso) -> Trace:
+    canon_path = [ex.states[i] for i in lasso.prefix + lasso.cycle]
+    initial, path = concrete_path(ex.model, canon_path, canonical)
+    cycle_start = len(lasso.prefix) - 1 if lasso.cycle else None
+    return build_trace(ex.model, initial, path, cycle_start)
+
+
+def _still_violates(model, prop, trace: Trace) -> bool:
+    if prop.kind == ALWAYS:
+        return bool(prop.check(trace.final_state))
+    last = trace.steps[-1]
+    before = trace.steps[-2].state if len(trace.steps) > 1 else trace.initial
+    return bool(prop.check(before, last.action, last.state))
+
+
+def _lasso_closes(model, trace: Trace, canonical) -> bool:
+    if trace.cycle_start is None:  # a deadlock with work left
+        return not model.successors(trace.final_state)
+    canon = canonical or (lambda s: s)
+    entry = trace.steps[trace.cycle_start - 1].state if trace.cycle_start > 0 else trace.initial
+    return canon(trace.final_state) == canon(entry)
+
+
+def _confirm(model, trace: Trace, still_bad) -> None:
+    """Replay the schedule from scratch; the replay must reach the same states and still fail."""
+    again = replay(model, trace.schedule)
+    if [s.state for s in again.steps] != [s.state for s in trace.steps] or not still_bad(again):
+        raise CounterexampleNotReplayable(f"counterexample does not replay: {trace.schedule}")

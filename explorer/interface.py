@@ -1,0 +1,74 @@
+"""The whole contract between a model and the explorer.
+
+The explorer never imports a protocol: it sees states and actions as opaque hashable
+values and learns everything else through `Model`. Properties are plain values built
+by the constructors below; adding one never touches a search strategy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Hashable, Optional, Protocol, Sequence
+
+ALWAYS = "always"  # state invariant: check(state) -> None or a reason
+ALWAYS_STEP = "always_step"  # transition invariant: check(state, action, next) -> None or a reason
+EVENTUALLY = "eventually"  # progress: pending(state) -> None or what is still unresolved
+DEADLOCK_FREE = "deadlock_free"  # no reachable state without a successor
+
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    kind: str
+    check: Optional[Callable] = None
+    description: str = ""
+    not_applicable: Optional[str] = None  # reason why the property says nothing here
+
+    @property
+    def is_safety(self) -> bool:
+        return self.kind in (ALWAYS, ALWAYS_STEP, DEADLOCK_FREE)
+
+
+def always(name: str, check: Callable, description: str = "", not_applicable: str | None = None) -> Property:
+    return Property(name, ALWAYS, check, description, not_applicable)
+
+
+def always_step(name: str, check: Callable, description: str = "", not_applicable: str | None = None) -> Property:
+    return Property(name, ALWAYS_STEP, check, description, not_applicable)
+
+
+def eventually(name: str, pending: Callable, description: str = "", not_applicable: str | None = None) -> Property:
+    """Every behaviour that is weakly fair to every actor leaves the pending states for good."""
+    return Property(name, EVENTUALLY, pending, description, not_applicable)
+
+
+def deadlock_free(name: str, description: str = "") -> Property:
+    return Property(name, DEADLOCK_FREE, None, description)
+
+
+class Model(Protocol):
+    """What the explorer needs from a model. States and actions are hashable values."""
+
+    def initial_states(self) -> Sequence[Hashable]:
+        """The states a behaviour may start in."""
+
+    def successors(self, state) -> list[tuple[Hashable, Hashable]]:
+        """Every enabled (action, next state), in a fixed order (determinism)."""
+
+    def properties(self) -> Sequence[Property]:
+        """The properties to judge; each gets its own verdict."""
+
+    def actor(self, action) -> Hashable:
+        """Who takes the action: weak fairness is per actor."""
+
+    def action_id(self, action) -> str:
+        """Stable text naming the action in a schedule string."""
+
+    def action_kind(self, action) -> str:
+        """The class of the action, for statistics (e.g. `S.check`)."""
+
+    def action_kinds(self) -> Sequence[str]:
+        """Every class the model can take (those that never fire are reported)."""
+
+    def describe(self, state, action, next_state) -> str:
+        """The step in the domain's words, for traces."""

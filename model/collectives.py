@@ -1,0 +1,53 @@
+"""all_reduce as a rendezvous: every rank arrives with a value, then departs with the reduction.
+
+A rank's register for a thread group is `()` outside a collective, `(tag, WAITING, value)`
+after it arrived, and `(tag, DONE, result)` once the last rank arrived. The last arrival
+completes the collective for everybody; each rank then departs in a step of its own.
+Two ranks WAITING under different tags can never meet again: that is a mismatch.
+"""
+
+from __future__ import annotations
+
+from model.state import DONE, WAITING, Rank, State
+
+SCHEDULER = "s_coll"
+PREFETCH = "p_coll"
+
+
+def elementwise(op, values):
+    """Reduce a list of equal-length int tuples element by element (MIN or MAX)."""
+    return tuple(op(column) for column in zip(*values))
+
+
+def arrive(state: State, group: str, r: int, rank: Rank, tag: tuple, value: tuple, op) -> State:
+    """Rank r (already updated to `rank`) enters collective `tag` with `value`.
+
+    Returns the new global state; when r is the last to arrive every register of the
+    group switches to DONE with the reduced value.
+    """
+    rank = rank._replace(**{group: (tag, WAITING, value)})
+    ranks = list(state)
+    ranks[r] = rank
+    regs = [getattr(x, group) for x in ranks]
+    if all(reg and reg[0] == tag and reg[1] == WAITING for reg in regs):
+        result = elementwise(op, [reg[2] for reg in regs])
+        done = (tag, DONE, result)
+        ranks = [x._replace(**{group: done}) for x in ranks]
+    return tuple(ranks)
+
+
+def result_for(rank: Rank, group: str, tag: tuple):
+    """The reduced value if this rank may depart collective `tag`, else None."""
+    reg = getattr(rank, group)
+    if reg and reg[1] == DONE and reg[0] == tag:
+        return reg[2]
+    return None
+
+
+def mismatch(state: State, group: str):
+    """Two ranks waiting in different collectives of the same group, or None."""
+    waiting = [(r, getattr(x, group)[0]) for r, x in enumerate(state) if getattr(x, group) and getattr(x, group)[1] == WAITING]
+    for (r1, t1), (r2, t2) in zip(waiting, waiting[1:]):
+        if t1 != t2:
+            return (r1, t1), (r2, t2)
+    return None

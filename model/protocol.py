@@ -1,0 +1,109 @@
+"""The prefetch protocol as an explorer model: every thread of every rank, interleaved.
+
+`PrefetchProtocol(config, predicate)` is all the explorer needs (see
+`explorer/interface.py`). Mutants of the protocol override one step method.
+"""
+
+from __future__ import annotations
+
+from model.actions import ACTION_KINDS, Action
+from model.clock import ClockSteps
+from model.config import Config
+from model.describe import describe_step
+from model.io_thread import IOThreadSteps
+from model.predicates import OperationView, Predicate, load_predicate
+from model.prefetch_thread import PrefetchThreadSteps
+from model.properties import build_properties
+from model.scheduler import SchedulerSteps
+from model.state import C_COMPLETED, C_DRAIN, C_HITS, C_TERMINATE, S_DRAIN, initial_state
+
+_COLLECTIVE_NAMES = {
+    C_HITS: "all_reduce(MIN hits)",
+    C_DRAIN: "all_reduce(MIN queue sizes) of drain",
+    C_TERMINATE: "all_reduce(MAX [not can_terminate, terminated])",
+    C_COMPLETED: "all_reduce(MIN completed_tokens)",
+}
+
+
+class PrefetchProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockSteps):
+    """The protocol of PROTOCOL.md for one configuration and one completion predicate."""
+
+    def __init__(self, config: Config, predicate: Predicate | str = "fixed", name: str | None = None):
+        if isinstance(predicate, str):
+            name, predicate = load_predicate(predicate)
+        self.config = config
+        self.predicate = predicate
+        self.predicate_name = name or getattr(predicate, "__name__", "predicate")
+        self._decisions: dict = {}
+        self._hashes = tuple(tuple(f"h{i}" for i in range(n)) for n in range(max(q.pages for q in config.requests) + 1))
+        self._properties = build_properties(self)
+
+    # ---- explorer interface ----
+
+    def initial_states(self):
+        return [initial_state(self.config.ranks, self.config.num_requests)]
+
+    def successors(self, state) -> list:
+        out = []
+        for r in range(self.config.ranks):
+            out += self.scheduler_steps(state, r)
+            out += self.prefetch_steps(state, r)
+            out += self.io_steps(state, r)
+            out += self.clock_steps(state, r)
+        return out
+
+    def properties(self):
+        return self._properties
+
+    def actor(self, action: Action):
+        return action.actor
+
+    def action_id(self, action: Action) -> str:
+        return action.id
+
+    def action_kind(self, action: Action) -> str:
+        return action.kind
+
+    def action_kinds(self):
+        return ACTION_KINDS
+
+    def describe(self, state, action: Action, next_state) -> str:
+        return describe_step(self, state, action, next_state)
+
+    # ---- protocol facts used by steps, properties and traces ----
+
+    def view(self, state, r: int, q: int) -> OperationView:
+        op = state[r].ops[q]
+        return OperationView(
+            hash_value=self._hashes[op.hash_value],
+            completed_tokens=op.completed * self.config.page_size,
+            page_size=self.config.page_size,
+            terminated=op.terminated,
+            policy=self.config.policy,
+            timed_out=op.timed_out,
+        )
+
+    def decide(self, state, r: int, q: int) -> bool:
+        """The predicate's local answer (memoised: a predicate must be a pure function)."""
+        op = state[r].ops[q]
+        key = (op.hash_value, op.completed, op.terminated, op.timed_out)
+        known = self._decisions.get(key)
+        if known is None:
+            known = self._decisions[key] = bool(self.predicate(self.view(state, r, q)))
+        return known
+
+    def quiescent(self, state) -> bool:
+        """Every request resolved and every thread idle with nothing queued for it."""
+        for rank in state:
+            if rank.s_pc[0] != S_DRAIN or rank.p_pc >= 0 or rank.i_pc:
+                return False
+            if rank.prefetch_queue or rank.prefetch_buffer:
+                return False
+            if not all(op.ready for op in rank.ops):
+                return False
+        return True
+
+    def collective_name(self, tag) -> str:
+        kind, q = tag
+        name = _COLLECTIVE_NAMES[kind]
+        return name if q < 0 else f"{name} for request {q}"

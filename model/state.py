@@ -1,0 +1,120 @@
+"""The protocol state: nested tuples of small ints, immutable and hashable.
+
+A global state is a tuple with one `Rank` per tensor-parallel rank. Everything a
+thread can observe lives in its own rank's tuple; ranks meet only through the
+collective registers (`s_coll`, `p_coll`), which hold what each rank brought to the
+current all_reduce (see `model/collectives.py`).
+
+Field names follow SGLang's (`hash_value`, `completed_tokens`, `ongoing_prefetch`...)
+so a reader can hold the model against the upstream source.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+# ---- host slot status, one entry per page of an issued operation ----
+HELD = 0  # reserved at issue, not yet given back
+RELEASED = 1  # put on host_mem_release_queue (or freed) exactly once
+IN_TREE = 2  # handed to the radix tree by insert
+DOUBLE = 3  # given back twice: a host-memory violation
+
+# ---- prefetch-thread stage of an operation ----
+QUEUED = 0  # on prefetch_queue (or never issued)
+QUERIED = 1  # taken, hits queried, waiting in all_reduce(MIN) of hits
+REVOKED = 2
+PUBLISHED = 3
+
+# ---- scheduler program counter: (kind, request) ----
+S_ISSUE = 0  # about to issue request q
+S_DRAIN = 1  # top of a scheduler round: drain the control queues
+S_DRAIN_WAIT = 2  # arrived in the drain all_reduce(MIN)
+S_CHECK = 3  # about to run check_prefetch_progress(q)
+S_MAX_WAIT = 4  # arrived in the all_reduce(MAX) of [not can_terminate, terminated]
+S_MIN_WAIT = 5  # terminated q, arrived in the all_reduce(MIN) of completed_tokens
+
+# ---- IO thread phase within a page ----
+IO_READ = 0  # read page from storage, then write it into its host slots
+IO_COUNT = 1  # page written: increment(page_size) under the op lock
+IO_RELEASE = 2  # loop over: release host slots [completed_tokens, hits)
+
+# ---- collective tags (kind, request); a register is () or (tag, phase, value) ----
+C_HITS = 0  # prefetch thread: MIN of hit pages
+C_DRAIN = 1  # scheduler: MIN of (revoke queue size, release queue size)
+C_TERMINATE = 2  # scheduler: MAX of (not can_terminate, terminated)
+C_COMPLETED = 3  # scheduler: MIN of completed tokens
+WAITING = 0
+DONE = 1
+
+NOT_INSERTED = -1
+
+
+class Op(NamedTuple):
+    """One PrefetchOperation on one rank, plus the scheduler's view of its request."""
+
+    issued: bool = False  # an operation exists on this rank
+    ongoing: bool = False  # request id is in ongoing_prefetch
+    ready: bool = False  # scheduler resolved the request on this rank
+    stage: int = QUEUED  # prefetch-thread stage
+    hash_value: int = 0  # len(hash_value), in pages; 0 until publish
+    written: int = 0  # leading pages whose data is in host memory
+    completed: int = 0  # completed_tokens // page_size
+    terminated: bool = False
+    timed_out: bool = False
+    io_failed: bool = False  # the IO thread met a failing page
+    slots: tuple[int, ...] = ()  # per page: HELD / RELEASED / IN_TREE / DOUBLE
+    inserted: int = NOT_INSERTED  # tokens handed to the radix tree
+
+
+class Rank(NamedTuple):
+    """Everything one tensor-parallel rank holds."""
+
+    s_pc: tuple[int, int]
+    p_pc: int  # request the prefetch thread works on, or -1 when idle
+    i_pc: tuple[int, ...]  # () idle, else (request, page, IO_READ | IO_COUNT)
+    prefetch_queue: tuple[int, ...]
+    prefetch_buffer: tuple[int, ...]
+    revoke_queue: tuple[int, ...]
+    release_queue: int  # entries (pages) on host_mem_release_queue
+    s_coll: tuple  # scheduler collective register
+    p_coll: tuple  # prefetch-thread collective register
+    ops: tuple[Op, ...]
+
+
+State = tuple  # tuple[Rank, ...]
+
+
+def initial_state(ranks: int, requests: int) -> State:
+    """Every rank before its scheduler has issued anything."""
+    rank = Rank(
+        s_pc=(S_ISSUE, 0),
+        p_pc=-1,
+        i_pc=(),
+        prefetch_queue=(),
+        prefetch_buffer=(),
+        revoke_queue=(),
+        release_queue=0,
+        s_coll=(),
+        p_coll=(),
+        ops=(Op(),) * requests,
+    )
+    return (rank,) * ranks
+
+
+def set_rank(state: State, r: int, rank: Rank) -> State:
+    return state[:r] + (rank,) + state[r + 1 :]
+
+
+def set_op(rank: Rank, q: int, op: Op, **rank_changes) -> Rank:
+    ops = rank.ops[:q] + (op,) + rank.ops[q + 1 :]
+    return rank._replace(ops=ops, **rank_changes)
+
+
+def give_back(slots: tuple[int, ...], first: int, last: int, status: int) -> tuple[int, ...]:
+    """Mark pages [first, last) as released or handed to the tree; twice is DOUBLE."""
+    if first >= last:
+        return slots
+    out = list(slots)
+    for p in range(first, last):
+        out[p] = status if out[p] == HELD else DOUBLE
+    return tuple(out)
