@@ -72,3 +72,6 @@ class Model(Protocol):
 
     def describe(self, state, action, next_state) -> str:
         """The step in the domain's words, for traces."""
+
+    def fields(self, state) -> dict:
+        """Optional: a flat readable view of a state (name -> value), for viewers and diffs."""

@@ -107,3 +107,57 @@ class PrefetchProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, Clock
         kind, q = tag
         name = _COLLECTIVE_NAMES[kind]
         return name if q < 0 else f"{name} for request {q}"
+
+    def fields(self, state) -> dict:
+        """A flat, readable view of the state (`r0.q0.hash_value` -> 2), for trace viewers and diffs."""
+        out = {}
+        ps = self.config.page_size
+        for r, rank in enumerate(state):
+            out[f"r{r}.scheduler"] = _scheduler_pc(rank.s_pc)
+            out[f"r{r}.prefetch"] = "idle" if rank.p_pc < 0 else f"q{rank.p_pc}: waiting in all_reduce(MIN hits)"
+            out[f"r{r}.io"] = _io_pc(rank.i_pc)
+            out[f"r{r}.prefetch_queue"] = list(rank.prefetch_queue)
+            out[f"r{r}.prefetch_buffer"] = list(rank.prefetch_buffer)
+            out[f"r{r}.revoke_queue"] = list(rank.revoke_queue)
+            out[f"r{r}.host_mem_release_queue"] = rank.release_queue
+            for q, op in enumerate(rank.ops):
+                p = f"r{r}.q{q}."
+                out[p + "issued"] = op.issued
+                out[p + "in_ongoing_prefetch"] = op.ongoing
+                out[p + "ready"] = op.ready
+                out[p + "hash_value"] = f"{op.hash_value} page(s)"
+                out[p + "pages_written"] = op.written
+                out[p + "completed_tokens"] = op.completed * ps
+                out[p + "terminated"] = op.terminated
+                if self.config.policy == "timeout":
+                    out[p + "timed_out"] = op.timed_out
+                out[p + "host_slots"] = "".join(".RTX"[s] for s in op.slots) or "-"
+                out[p + "inserted_tokens"] = "-" if op.inserted < 0 else op.inserted
+        return out
+
+
+def _scheduler_pc(pc) -> str:
+    from model.state import S_CHECK, S_DRAIN_WAIT, S_ISSUE, S_MAX_WAIT, S_MIN_WAIT
+
+    kind, q = pc
+    return {
+        S_ISSUE: f"issue q{q}",
+        S_DRAIN: "drain (round start)",
+        S_DRAIN_WAIT: "waiting in drain all_reduce(MIN)",
+        S_CHECK: f"check q{q}",
+        S_MAX_WAIT: f"q{q}: waiting in all_reduce(MAX)",
+        S_MIN_WAIT: f"q{q}: waiting in all_reduce(MIN completed)",
+    }[kind]
+
+
+def _io_pc(pc) -> str:
+    from model.state import IO_COUNT, IO_READ
+
+    if not pc:
+        return "idle"
+    q, page, phase = pc
+    if phase == IO_READ:
+        return f"q{q}: read page {page}"
+    if phase == IO_COUNT:
+        return f"q{q}: increment page {page}"
+    return f"q{q}: release"

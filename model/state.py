@@ -67,18 +67,24 @@ class Op(NamedTuple):
 
 
 class Rank(NamedTuple):
-    """Everything one tensor-parallel rank holds."""
+    """Everything one tensor-parallel rank holds.
 
-    s_pc: tuple[int, int]
+    The scheduler's program counter and collective register come last on purpose:
+    symmetry reduction sorts ranks as tuples, so ranks are ordered first by what
+    the prefetch and IO threads see, and a scheduler-only step (the only kind that
+    can repeat forever) permutes only ranks whose other threads look alike.
+    """
+
     p_pc: int  # request the prefetch thread works on, or -1 when idle
-    i_pc: tuple[int, ...]  # () idle, else (request, page, IO_READ | IO_COUNT)
+    i_pc: tuple[int, ...]  # () idle, else (request, page, IO_READ | IO_COUNT | IO_RELEASE)
     prefetch_queue: tuple[int, ...]
     prefetch_buffer: tuple[int, ...]
     revoke_queue: tuple[int, ...]
     release_queue: int  # entries (pages) on host_mem_release_queue
-    s_coll: tuple  # scheduler collective register
     p_coll: tuple  # prefetch-thread collective register
     ops: tuple[Op, ...]
+    s_coll: tuple  # scheduler collective register
+    s_pc: tuple[int, int]
 
 
 State = tuple  # tuple[Rank, ...]

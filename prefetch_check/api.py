@@ -1,0 +1,46 @@
+"""The Python API: check a configuration with a predicate from a user's own tests.
+
+    from prefetch_check import check, compare, uniform_config
+    result = check(uniform_config(ranks=2, requests=2, pages=2), "fixed")
+    assert result.all_verified
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from explorer.check import check as check_model
+from explorer.limits import Limits
+from explorer.result import CheckResult
+from model.config import Config
+from model.predicates import Predicate
+from model.protocol import PrefetchProtocol
+
+
+def build_model(config: Config, predicate: Predicate | str = "fixed") -> PrefetchProtocol:
+    return PrefetchProtocol(config, predicate)
+
+
+def check(
+    config: Config,
+    predicate: Predicate | str = "fixed",
+    limits: Limits = Limits(),
+    on_progress=None,
+) -> CheckResult:
+    """Judge every property of the protocol for one configuration and one predicate."""
+    model = build_model(config, predicate)
+    return check_model(model, limits, name=model.predicate_name, on_progress=on_progress)
+
+
+def compare(
+    config: Config,
+    predicates: Iterable[Predicate | str] = ("buggy", "fixed"),
+    limits: Limits = Limits(),
+    on_progress=None,
+) -> dict[str, CheckResult]:
+    """The same configuration under several predicates, side by side (name -> result)."""
+    out = {}
+    for p in predicates:
+        result = check(config, p, limits, on_progress)
+        out[result.name] = result
+    return out
