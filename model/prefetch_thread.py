@@ -35,12 +35,17 @@ class PrefetchThreadSteps:
         agreed = result_for(rank, GROUP, (C_HITS, q))
         if agreed is None:
             return []
-        (hit_pages,) = agreed
+        hit_pages = self.decision_hits(agreed, r, q)
         op = rank.ops[q]
         pages = len(op.slots)
         if hit_pages * cfg.page_size < cfg.effective_threshold:
             return [(Action(r, PREFETCH, "revoke", q), set_rank(state, r, self.revoked(rank, q, op, pages)))]
         return [(Action(r, PREFETCH, "publish", q), set_rank(state, r, self.published(rank, q, op, pages, hit_pages)))]
+
+    def decision_hits(self, agreed: tuple, r: int, q: int) -> int:
+        """The hit count (pages) revoke-or-publish is decided on: the result of all_reduce(MIN)."""
+        (hit_pages,) = agreed
+        return hit_pages
 
     def revoked(self, rank, q, op, pages):
         """Put q on the revoke queue and release every host slot; hash_value stays empty."""

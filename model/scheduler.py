@@ -94,17 +94,20 @@ class SchedulerSteps:
         if agreed is None:
             return []
         n_revoke, n_release = agreed
+        rank = self.drained(rank._replace(s_coll=()), n_revoke, n_release)
+        return [(Action(r, SCHEDULER, "drain"), set_rank(state, r, rank))]
+
+    def drained(self, rank, n_revoke: int, n_release: int):
+        """Pop n_revoke request ids (dropping them from ongoing_prefetch), free n_release slots, start the round."""
         ops = list(rank.ops)
         for q in rank.revoke_queue[:n_revoke]:
             ops[q] = ops[q]._replace(ongoing=False)
         rank = rank._replace(
             revoke_queue=rank.revoke_queue[n_revoke:],
             release_queue=rank.release_queue - n_release,
-            s_coll=(),
             ops=tuple(ops),
         )
-        rank = rank._replace(s_pc=next_waiting(rank.ops, -1))
-        return [(Action(r, SCHEDULER, "drain"), set_rank(state, r, rank))]
+        return rank._replace(s_pc=next_waiting(rank.ops, -1))
 
     def s_check(self, state, r, q):
         cfg, rank = self.config, state[r]
@@ -117,10 +120,17 @@ class SchedulerSteps:
             # upstream returns before the collective: best_effort always terminates
             return [(Action(r, SCHEDULER, "check", q), self._terminate(state, r, q, rank))]
         can = self.decide(state, r, q)
-        terminated = int(op.terminated) if cfg.shape == "late2025" else 0
         moved = rank._replace(s_pc=(S_MAX_WAIT, q))
-        nxt = arrive(state, GROUP, r, moved, (C_TERMINATE, q), (1 - int(can), terminated), max)
+        nxt = arrive(state, GROUP, r, moved, (C_TERMINATE, q), self.termination_vote(op, can), self.termination_reduce)
         return [(Action(r, SCHEDULER, "check", q), nxt)]
+
+    # the reduction of the termination collective (all_reduce MAX)
+    termination_reduce = staticmethod(max)
+
+    def termination_vote(self, op, can: bool) -> tuple[int, int]:
+        """What this rank brings to the termination collective: [not can_terminate, terminated]."""
+        terminated = int(op.terminated) if self.config.shape == "late2025" else 0
+        return (1 - int(can), terminated)
 
     def s_decide(self, state, r, q):
         rank = state[r]
@@ -145,13 +155,18 @@ class SchedulerSteps:
         agreed = result_for(rank, GROUP, (C_COMPLETED, q))
         if agreed is None:
             return []
-        (min_completed,) = agreed
         op = rank.ops[q]
-        tree_pages = min_completed // ps
+        tokens = self.insert_tokens(agreed, op)
+        tree_pages = tokens // ps
         slots = give_back(op.slots, 0, tree_pages, IN_TREE)
         slots = give_back(slots, tree_pages, op.completed, RELEASED)
         extra = max(0, op.completed - tree_pages)
-        op = op._replace(slots=slots, inserted=min_completed, ongoing=False, ready=True)
+        op = op._replace(slots=slots, inserted=tokens, ongoing=False, ready=True)
         rank = set_op(rank, q, op, s_coll=(), release_queue=rank.release_queue + extra)
         rank = rank._replace(s_pc=next_waiting(rank.ops, q))
         return [(Action(r, SCHEDULER, "insert", q), set_rank(state, r, rank))]
+
+    def insert_tokens(self, agreed: tuple, op) -> int:
+        """The tokens insert hands to the tree: min_completed, the result of all_reduce(MIN)."""
+        (min_completed,) = agreed
+        return min_completed
