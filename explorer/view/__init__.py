@@ -1,0 +1,21 @@
+"""Counterexample viewers: terminal, HTML, Markdown, JSON, and the explored state graph.
+
+Every format draws the same `layout.TraceView`, so they show the same steps, the same
+changed fields, the same decisive step and the same verdict.
+"""
+
+from explorer.view.graph_export import state_graph, write_dot, write_graphml
+from explorer.view.html import trace_to_html
+from explorer.view.json_export import trace_to_json
+from explorer.view.markdown import trace_to_markdown
+from explorer.view.terminal import render_trace
+
+__all__ = [
+    "render_trace",
+    "trace_to_html",
+    "trace_to_markdown",
+    "trace_to_json",
+    "state_graph",
+    "write_dot",
+    "write_graphml",
+]
