@@ -9,7 +9,7 @@ and writes the description in one wide column next to the lanes.
 from __future__ import annotations
 
 from rich import box
-from rich.console import Console, Group
+from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -88,20 +88,22 @@ def trace_table(view: TraceView, width: int, layout: str = "auto") -> Table:
 
 def verdict_panel(view: TraceView) -> Panel:
     style = {"VIOLATED": "red", "VERIFIED": "green"}.get(view.verdict, "yellow")
-    lines = []
+    body = Table.grid(padding=(0, 2))
+    body.add_column(style="dim", no_wrap=True)
+    body.add_column(overflow="fold")
     if view.prop_description:
-        lines.append(Text.assemble(("property  ", "dim"), view.prop_description))
+        body.add_row("property", view.prop_description)
     decisive = [r for r in view.rows if r.decisive]
     if decisive:
         r = decisive[0]
-        lines.append(Text.assemble(("decisive  ", "dim"), (f"step {r.number} ", "bold"), f"({view.columns[r.column].label}: {r.action_id})"))
+        body.add_row("decisive", Text.assemble((f"step {r.number} ", "bold"), f"({view.columns[r.column].label}: {r.action_id})"))
     if view.cycle_start is not None:
-        lines.append(Text.assemble(("lasso     ", "dim"), (view.cycle_text, "cyan")))
+        body.add_row("lasso", Text(view.cycle_text, style="cyan"))
     if view.reason:
-        lines.append(Text.assemble(("why       ", "dim"), (view.reason, f"bold {style}")))
-    lines.append(Text.assemble(("schedule  ", "dim"), (view.schedule, "dim")))
+        body.add_row("why", Text(view.reason, style=f"bold {style}"))
+    body.add_row("schedule", Text(view.schedule, style="dim"))
     title = Text.assemble((f" {view.verdict} ", f"bold white on {style}"), " ", (view.prop_name, "bold"), " ")
-    return Panel(Group(*lines), title=title, title_align="left", border_style=style)
+    return Panel(body, title=title, title_align="left", border_style=style)
 
 
 def _description(view: TraceView, row) -> Text:
@@ -128,10 +130,10 @@ def _changes(changes) -> Text:
             text.append(prefix + " ", style="bold")
         for k, c in enumerate(items):
             if k:
-                text.append(", ")
-            text.append(leaf(c.name) + " ")
+                text.append(" · ", style="dim")
+            text.append(leaf(c.name) + ": ")
             text.append(show(c.old), style="dim strike")
-            text.append("→")
+            text.append(" → ")
             text.append(show(c.new), style="bold green")
     return text
 
