@@ -14,6 +14,7 @@ from explorer.interface import always
 from explorer.replay import replay
 from explorer.view import render_trace, trace_to_html, trace_to_json, trace_to_markdown
 from explorer.view.layout import clauses
+from explorer.view.terminal import render_trace as render_with_layout  # `layout=` is beyond the public API
 from test_view_support import CASES, case, step_texts
 
 ALL = sorted(CASES)
@@ -22,9 +23,7 @@ ALL = sorted(CASES)
 def terminal(name: str, width: int = 1000, layout: str = "auto") -> str:
     model, trace, prop = case(name)
     console = Console(width=width, record=True, force_terminal=False, color_system=None)
-    from explorer.view.terminal import render_trace as render  # the layout switch is not public API
-
-    render(console, model, trace, prop, f"title of {name}", layout=layout)
+    render_with_layout(console, model, trace, prop, f"title of {name}", layout=layout)
     return console.export_text()
 
 
@@ -163,7 +162,6 @@ def test_lasso_shows_where_the_cycle_starts_in_every_format():
     page = out["html"]
     mark = page.index('class="cycle-mark"')
     assert page.index(f'data-step="{k - 1}"') < mark < page.index(f'data-step="{k}"')
-    assert re.findall(r'class="step( \w+)*" data-step="(\d+)"', page)
     cycle_rows = [int(s) for s in re.findall(r'class="step cycle" data-step="(\d+)"', page)]
     assert cycle_rows == list(range(k, n + 1))
     md = out["markdown"].splitlines()

@@ -190,12 +190,12 @@ def _field_table(model, trace) -> tuple[list[str], list[tuple]]:
 
 def _columns(model, trace) -> list[Column]:
     """Every actor that acts or could act along the trace; (group, name) pairs as a full grid."""
-    seen: dict = {}
-    for step in trace.steps:
-        seen.setdefault(step.actor, None)
+    seen: dict = {}  # in the order the model lists its enabled actions (its own thread order)
     for state in [trace.initial] + [s.state for s in trace.steps]:
         for action, _ in model.successors(state):
             seen.setdefault(model.actor(action), None)
+    for step in trace.steps:
+        seen.setdefault(step.actor, None)
     actors = list(seen)
     if not actors or not all(isinstance(a, tuple) and len(a) == 2 for a in actors):
         return [Column(a, None, _actor_text(a), _actor_text(a)) for a in actors]
