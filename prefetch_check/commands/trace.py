@@ -1,0 +1,102 @@
+"""`prefetch-check trace`: show the counterexample of one scenario / predicate / property.
+
+Exit status: 0 a counterexample is shown, 1 the property has none (VERIFIED,
+BOUNDED or NOT APPLICABLE: the reason is printed), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from explorer.result import VIOLATED
+from prefetch_check.api import build_model, check
+from prefetch_check.commands.common import (
+    add_case_flag, add_limit_flags, check_predicate, check_property, limit_overrides, one_case, output_console,
+)
+from prefetch_check.progress import RunProgress
+from prefetch_check.scenario import InputError
+
+HELP = "show the counterexample of a scenario for one predicate and property"
+FORMATS = ("terminal", "html", "markdown", "json", "dot", "graphml")
+GRAPH_STATES = 5000  # default cap on the exported state graph (graphs are for small scenarios)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("scenario", metavar="SCENARIO", help="a scenario file")
+    add_case_flag(parser)
+    parser.add_argument("--predicate", default="buggy", metavar="P", help="buggy (default), fixed or package.module:function")
+    parser.add_argument("--property", metavar="NAME", help="the property (default: the first one violated)")
+    parser.add_argument("--format", choices=FORMATS, default="terminal", help="terminal (default), html, markdown, json, dot, graphml")
+    parser.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (required for dot and graphml)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    add_limit_flags(parser)
+
+
+def viewer():
+    """The trace viewer module (explorer/view), with a clear message if it is missing."""
+    try:
+        import explorer.view as view
+    except ImportError as exc:
+        raise InputError(f"the trace viewer is not available in this installation (explorer.view: {exc})") from None
+    return view
+
+
+def execute(args) -> int:
+    predicate = check_predicate(args.predicate)
+    prop = check_property(args.property) if args.property else None
+    if args.format in ("dot", "graphml") and not args.out:
+        raise InputError(f"--format {args.format} writes a file: give it with --out FILE")
+    if args.out and not Path(args.out).parent.is_dir():
+        raise InputError(f"--out {args.out}: the folder {Path(args.out).parent} does not exist")
+    view = viewer()
+    scenario, case = one_case(args.scenario, args.case)
+    limits = scenario.limits_for(predicate, limit_overrides(args))
+    with RunProgress(1, quiet=args.quiet) as progress:
+        progress.start(0, f"{case.name} · {predicate}")
+        result = check(case.config, predicate, limits, progress.callback(0))
+        progress.finish(0, result)
+    if prop is None:
+        prop = next((n for n in result.violated), None)
+        if prop is None:
+            print(f"{case.name} under {predicate}: no property is violated, so there is no counterexample "
+                  f"({', '.join(f'{n} {r.verdict}' for n, r in result.results.items())})")
+            return 1
+    pr = result.results[prop]
+    if pr.verdict != VIOLATED or pr.trace is None:
+        why = f": {pr.reason}" if pr.reason else ""
+        print(f"{case.name} under {predicate}: {prop} is {pr.verdict}{why}; there is no counterexample to show")
+        return 1
+    model = build_model(case.config, predicate)
+    title = f"{case.name} · {predicate} · {prop}"
+    _emit(view, args, model, pr, title)
+    return 0
+
+
+def _emit(view, args, model, pr, title) -> None:
+    trace = pr.trace
+    if args.format == "terminal":
+        if args.out:
+            with open(args.out, "w", encoding="utf-8") as out:
+                view.render_trace(output_console(out), model, trace, pr, title)
+        else:
+            view.render_trace(output_console(), model, trace, pr, title)
+        return
+    if args.format in ("dot", "graphml"):
+        limit = args.max_states or GRAPH_STATES
+        graph = view.state_graph(model, highlight=trace, max_states=limit)
+        (view.write_dot if args.format == "dot" else view.write_graphml)(graph, args.out)
+        print(f"wrote the state graph ({graph.number_of_nodes()} states, counterexample marked) to {args.out}")
+        return
+    if args.format == "html":
+        text = view.trace_to_html(model, trace, pr, title)
+    elif args.format == "markdown":
+        text = view.trace_to_markdown(model, trace, pr, title)
+    else:
+        text = json.dumps(view.trace_to_json(model, trace, pr, title), indent=2) + "\n"
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {args.format} to {args.out}")
+    else:
+        sys.stdout.write(text)

@@ -1,0 +1,141 @@
+"""Read scenario files and check ALL of them before anything runs.
+
+A scenario becomes one or more `Case`s (one per matrix combination), each a ready
+`Config`, plus its expectations and limits. Any problem in any file is reported
+(file, line, key) before a single state is explored: nothing half-run is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from explorer.limits import Limits
+from model.config import Config
+from prefetch_check.scenario.errors import InputError, ScenarioError, did_you_mean
+from prefetch_check.scenario.expectations import Expect, parse_expect
+from prefetch_check.scenario.limits import parse_limits, resolve
+from prefetch_check.scenario.matrix import case_label, check_matrix, expand
+from prefetch_check.scenario.parameters import ValueProblem, build_config
+from prefetch_check.scenario.schema import META, PARAMETERS, SHORTHAND, TOP_LEVEL
+from prefetch_check.scenario.source import Source, read_source
+
+
+@dataclass(frozen=True)
+class Case:
+    """One run of a scenario: a matrix combination (or the scenario itself) as a Config."""
+
+    scenario: str
+    label: str  # "ranks=2, policy=timeout", or "" without a matrix
+    config: Config
+
+    @property
+    def name(self) -> str:
+        return f"{self.scenario}[{self.label}]" if self.label else self.scenario
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    path: str
+    description: str
+    cases: tuple[Case, ...]
+    expect: dict = field(default_factory=dict)  # predicate -> Expect
+    limits: dict = field(default_factory=dict)  # None / predicate -> {limit: value}
+
+    def limits_for(self, predicate: str, overrides: dict | None = None) -> Limits:
+        return resolve(self.limits, predicate, overrides or {})
+
+    def expectation(self, predicate: str) -> Expect | None:
+        return self.expect.get(predicate)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Parse and validate one scenario file; raises ScenarioError with file and line."""
+    source = read_source(Path(path))
+    doc = source.parse()
+    try:
+        return _build(source, doc, Path(path).stem)
+    except ValueProblem as problem:
+        raise source.error(problem.keypath, problem.message) from None
+
+
+def _build(source: Source, doc: dict, stem: str) -> Scenario:
+    for key in doc:
+        if key not in TOP_LEVEL:
+            raise ValueProblem((key,), f"unknown key {key!r}" + did_you_mean(key, TOP_LEVEL))
+    for key in META:
+        if key in doc and not isinstance(doc[key], str):
+            raise ValueProblem((key,), f"{key} must be a string")
+    requests = doc.get("request", [])
+    if not isinstance(requests, list):
+        raise ValueProblem(("request",), "requests with different contents are written as [[request]] tables")
+    if requests:
+        both = [k for k in SHORTHAND if k in doc]
+        if both:
+            raise ValueProblem(
+                (both[0],),
+                f"{both[0]!r} is set at the top level and [[request]] tables describe the requests; "
+                "with [[request]] tables, put pages, hits and failing inside each table (their number is the request count)",
+            )
+    top = {k: v for k, v in doc.items() if k in PARAMETERS}
+    matrix = check_matrix(doc.get("matrix", {}), top, bool(requests))
+    name = doc.get("name", stem)
+    cases = []
+    for choice in expand(matrix):
+        values = {**top, **choice}
+        where = lambda key, choice=choice: ("matrix", key) if key in choice else (key,)  # noqa: E731
+        try:
+            config = build_config(values, requests, where)
+        except ValueProblem as problem:
+            if choice and problem.keypath[:1] == ("matrix",):
+                problem.message += f" (in the matrix case {case_label(choice)})"
+            raise
+        cases.append(Case(name, case_label(choice), config))
+    return Scenario(
+        name=name,
+        path=source.path,
+        description=doc.get("description", ""),
+        cases=tuple(cases),
+        expect=parse_expect(doc.get("expect", {})),
+        limits=parse_limits(doc.get("limits", {})),
+    )
+
+
+def scenario_files(paths) -> list[Path]:
+    """Files as given; folders searched for *.toml (sorted, so runs are in a fixed order)."""
+    out = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(p.rglob("*.toml"))
+            if not found:
+                raise InputError(f"{p}: no scenario files (*.toml) in this folder")
+            out += found
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise InputError(f"{p}: no such scenario file or folder")
+    return list(dict.fromkeys(out))
+
+
+class ScenarioErrors(InputError):
+    """Several files with problems: one paragraph each."""
+
+
+def load_scenarios(paths) -> list[Scenario]:
+    """Every scenario under `paths`, all validated; every problem found is reported at once."""
+    scenarios, problems = [], []
+    for path in scenario_files(paths):
+        try:
+            scenarios.append(load_scenario(path))
+        except InputError as exc:
+            problems.append(str(exc))
+    seen: dict[str, str] = {}
+    for s in scenarios:
+        if s.name in seen:
+            problems.append(f"{s.path}: the scenario name {s.name!r} is already used by {seen[s.name]}; names must be unique")
+        seen.setdefault(s.name, s.path)
+    if problems:
+        raise ScenarioErrors("\n\n".join(problems))
+    return scenarios

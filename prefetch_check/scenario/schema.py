@@ -1,0 +1,114 @@
+"""What a scenario file may say: every key, its type, its allowed range, its default.
+
+Defaults of the protocol parameters come from `model.config.Config` itself, so a
+scenario that leaves a key out means exactly what the Python API means.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional
+
+from model.config import POLICIES, SHAPES, Config
+from model.properties import NAMES as PROPERTY_NAMES
+
+_CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Config) if f.default is not dataclasses.MISSING}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One scenario parameter. kind: int | bool | choice | per_rank_int | per_rank_bool | per_rank_pages."""
+
+    name: str
+    kind: str
+    doc: str
+    low: int = 0
+    high: int = 0
+    choices: tuple = ()
+    default: object = None
+
+    def allowed(self) -> str:
+        """The allowed values in words, for error messages and the README."""
+        if self.kind == "bool":
+            return "true or false"
+        if self.kind == "choice":
+            return "one of " + ", ".join(f'"{c}"' for c in self.choices)
+        if self.kind == "int":
+            return f"an integer in {self.low}..{self.high}"
+        if self.kind == "per_rank_int":
+            return f"an integer in {self.low}..pages (same on every rank), or a table keyed by rank, e.g. {{ 1 = 0 }}"
+        if self.kind == "per_rank_bool":
+            return "true or false (every rank), or a table keyed by rank, e.g. { 1 = true }"
+        return "a table keyed by rank of page-index lists, e.g. { 1 = [0] } (page 0 fails on rank 1)"
+
+
+def _config(name, kind, doc, **kw) -> Param:
+    return Param(name, kind, doc, default=_CONFIG_DEFAULTS.get(name), **kw)
+
+
+# Protocol parameters that hold for the whole scenario (fields of Config).
+GLOBAL = (
+    Param("ranks", "int", "tensor-parallel ranks R", 1, 16, default=1),
+    _config("page_size", "int", "tokens per page", low=1, high=4096),
+    _config("storage_batch_size", "int", "pages the IO thread loads per batch", low=1, high=4096),
+    _config("prefetch_threshold", "int", "tokens below which no prefetch is issued / a prefetch is revoked", low=0, high=1_000_000),
+    _config("clamp_threshold", "bool", "the prefetch thread compares hits against max(threshold, page_size)"),
+    _config("policy", "choice", "completion policy of the scheduler", choices=POLICIES),
+    _config("timeout_clock", "bool", "under policy timeout: the clock may fire (false: it never does)"),
+    _config("shape", "choice", "upstream protocol version (see PROTOCOL.md, Version note)", choices=SHAPES),
+    Param("alloc_may_fail", "per_rank_bool", "host allocation at issue may fail on these ranks", default=False),
+)
+
+# What storage holds for each request; top-level shorthand (every request alike) or [[request]] tables.
+REQUEST = (
+    Param("pages", "int", "pages per request", 1, 64, default=2),
+    Param("hits", "per_rank_int", "leading pages present in storage, per rank (default: all pages)", 0, 64),
+    Param("failing", "per_rank_pages", "page indices whose load fails, per rank (default: none)"),
+)
+REQUESTS = Param("requests", "int", "number of requests (all alike; use [[request]] tables to vary them)", 1, 8, default=1)
+
+PARAMETERS = {p.name: p for p in GLOBAL + (REQUESTS,) + REQUEST}
+SHORTHAND = ("requests",) + tuple(p.name for p in REQUEST)  # excluded when [[request]] tables are used
+REQUEST_KEYS = {p.name: p for p in REQUEST}
+
+META = {"name": "a short name shown in reports (default: the file name)", "description": "free text"}
+TABLES = {
+    "request": "[[request]] tables, one per request (pages, hits, failing)",
+    "matrix": "[matrix]: parameter -> list of values; one run per combination",
+    "limits": "[limits]: max_states, max_depth, time_limit (and [limits.<predicate>])",
+    "expect": "[expect.<predicate>]: violates, verifies, not_applicable, why",
+}
+TOP_LEVEL = tuple(META) + tuple(PARAMETERS) + tuple(TABLES)
+
+LIMIT_KEYS = {"max_states": (int, 1), "max_depth": (int, 1), "time_limit": (float, 0)}
+EXPECT_KEYS = ("violates", "verifies", "not_applicable", "why")
+EXPECT_VERDICTS = {"violates": "VIOLATED", "verifies": "VERIFIED", "not_applicable": "NOT APPLICABLE"}
+ALL = "all"
+
+MAX_CASES = 256  # a matrix larger than this is almost certainly a mistake
+
+
+def type_name(value) -> str:
+    """TOML's word for a parsed value, for error messages."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a table"
+    return type(value).__name__
+
+
+def describe_properties() -> str:
+    return ", ".join(PROPERTY_NAMES)
+
+
+def default_of(name: str) -> Optional[object]:
+    return PARAMETERS[name].default
