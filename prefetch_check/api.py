@@ -15,6 +15,7 @@ from explorer.result import CheckResult
 from model.config import Config
 from model.predicates import Predicate
 from model.protocol import PrefetchProtocol
+from model.symmetry import canonicalizer
 
 
 def build_model(config: Config, predicate: Predicate | str = "fixed") -> PrefetchProtocol:
@@ -26,10 +27,16 @@ def check(
     predicate: Predicate | str = "fixed",
     limits: Limits = Limits(),
     on_progress=None,
+    reductions: bool = True,
 ) -> CheckResult:
-    """Judge every property of the protocol for one configuration and one predicate."""
+    """Judge every property of the protocol for one configuration and one predicate.
+
+    `reductions=False` searches the plain state graph (no rank symmetry): slower, and
+    the reference the reductions are tested against.
+    """
     model = build_model(config, predicate)
-    return check_model(model, limits, name=model.predicate_name, on_progress=on_progress)
+    canonical = canonicalizer(config) if reductions else None
+    return check_model(model, limits, name=model.predicate_name, canonical=canonical, on_progress=on_progress)
 
 
 def compare(
@@ -37,10 +44,11 @@ def compare(
     predicates: Iterable[Predicate | str] = ("buggy", "fixed"),
     limits: Limits = Limits(),
     on_progress=None,
+    reductions: bool = True,
 ) -> dict[str, CheckResult]:
     """The same configuration under several predicates, side by side (name -> result)."""
     out = {}
     for p in predicates:
-        result = check(config, p, limits, on_progress)
+        result = check(config, p, limits, on_progress, reductions)
         out[result.name] = result
     return out
