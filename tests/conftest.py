@@ -1,0 +1,85 @@
+"""Shared helpers of the model and explorer tests (kept small on purpose).
+
+`proto(config, predicate)` wraps one protocol instance with short ways to replay a
+schedule and to look at what is enabled; `shortest_violation` is an independent
+breadth-first search (no explorer code) that the shortest-counterexample tests
+compare the explorer against.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import pytest
+
+from explorer.interface import ALWAYS, ALWAYS_STEP
+from explorer.replay import replay
+from model.protocol import PrefetchProtocol
+
+
+class Proto:
+    """One protocol instance plus the few operations every test needs."""
+
+    def __init__(self, config, predicate="fixed"):
+        self.config = config
+        self.model = PrefetchProtocol(config, predicate)
+
+    @property
+    def initial(self):
+        return self.model.initial_states()[0]
+
+    def state(self, schedule: str = ""):
+        """The state a schedule (action ids separated by spaces) leads to, replayed from the start."""
+        return replay(self.model, schedule).final_state
+
+    def enabled(self, state) -> list[str]:
+        return [self.model.action_id(a) for a, _ in self.model.successors(state)]
+
+    def step(self, state, action_id: str):
+        """The state after one enabled action; fails the test if the action is not enabled."""
+        for action, nxt in self.model.successors(state):
+            if action.id == action_id:
+                return nxt
+        pytest.fail(f"{action_id} is not enabled; enabled: {self.enabled(state)}")
+
+    def action(self, state, action_id: str):
+        """(state, action, next state) of one enabled step, the arguments of a step property."""
+        for action, nxt in self.model.successors(state):
+            if action.id == action_id:
+                return state, action, nxt
+        pytest.fail(f"{action_id} is not enabled; enabled: {self.enabled(state)}")
+
+    def prop(self, name: str):
+        return next(p for p in self.model.properties() if p.name == name)
+
+
+@pytest.fixture
+def proto():
+    return Proto
+
+
+def shortest_violation_length(model, prop, max_depth: int) -> int | None:
+    """Length of the shortest schedule ending in a violation of a safety property, by plain BFS."""
+    start = model.initial_states()[0]
+    if prop.kind == ALWAYS and prop.check(start):
+        return 0
+    seen = {start}
+    frontier = deque([(start, 0)])
+    while frontier:
+        state, depth = frontier.popleft()
+        if depth >= max_depth:
+            continue
+        for action, nxt in model.successors(state):
+            if prop.kind == ALWAYS_STEP and prop.check(state, action, nxt):
+                return depth + 1
+            if prop.kind == ALWAYS and prop.check(nxt):
+                return depth + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                frontier.append((nxt, depth + 1))
+    return None
+
+
+@pytest.fixture
+def shortest_violation():
+    return shortest_violation_length
