@@ -1,0 +1,84 @@
+"""Shortest counterexamples: the explorer's traces are as short as any schedule that violates the property,
+checked against an independent search (tests/conftest.py) and, for R=1, against every shorter schedule."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import pytest
+
+from explorer.check import check
+from explorer.interface import DEADLOCK_FREE
+from model.config import uniform_config
+from model.protocol import PrefetchProtocol
+from model.symmetry import canonicalizer
+from prefetch_check import check as api_check
+
+
+def all_schedules(model, length):
+    """Every (states, actions) path of exactly `length` steps from the initial state."""
+    paths = [([model.initial_states()[0]], [])]
+    for _ in range(length):
+        paths = [(states + [nxt], actions + [a]) for states, actions in paths for a, nxt in model.successors(states[-1])]
+    return paths
+
+
+def test_buggy_r1_trace_checks_before_publish_and_nothing_shorter_violates():
+    model = PrefetchProtocol(uniform_config(pages=2), "buggy")
+    trace = check(model).trace("no_early_acceptance")
+    assert trace.schedule == "S0.issue.q0 S0.drain_arrive S0.drain S0.check.q0"
+    prop = next(p for p in model.properties() if p.name == "no_early_acceptance")
+    for length in range(len(trace)):
+        for states, actions in all_schedules(model, length):
+            assert not any(prop.check(states[i], a, states[i + 1]) for i, a in enumerate(actions))
+    assert any(
+        prop.check(states[-2], actions[-1], states[-1]) for states, actions in all_schedules(model, len(trace))
+    )
+
+
+CASES = [
+    (uniform_config(pages=2), "buggy"),
+    (uniform_config(ranks=2, pages=2, failing={1: {1}}), "buggy"),
+    (uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False)), "fixed"),
+    (uniform_config(requests=2, pages=1, policy="timeout"), "buggy"),
+]
+
+
+@pytest.mark.parametrize("config, predicate", CASES)
+@pytest.mark.parametrize("reductions", [False, True])
+def test_every_safety_counterexample_is_shortest(shortest_violation, config, predicate, reductions):
+    model = PrefetchProtocol(config, predicate)
+    result = check(model, canonical=canonicalizer(config) if reductions else None)
+    safety = [p for p in model.properties() if p.is_safety and p.name in result.violated]
+    assert safety
+    for p in safety:
+        trace = result.trace(p.name)
+        if p.kind == DEADLOCK_FREE:
+            expected = deadlock_depth(model)
+        else:
+            expected = shortest_violation(model, p, len(trace))
+        assert len(trace) == expected, p.name
+
+
+def deadlock_depth(model):
+    start = model.initial_states()[0]
+    seen, todo = {start}, deque([(start, 0)])
+    while todo:
+        state, depth = todo.popleft()
+        succ = model.successors(state)
+        if not succ:
+            return depth
+        for _, nxt in succ:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append((nxt, depth + 1))
+    return None
+
+
+def test_the_api_trace_is_as_short_as_the_plain_search():
+    config = uniform_config(ranks=2, pages=2, failing={1: {1}})
+    plain = api_check(config, "buggy", reductions=False)
+    reduced = api_check(config, "buggy")
+    assert reduced.stats.states < plain.stats.states
+    for name in ("no_early_acceptance", "wait_complete_delivers"):
+        assert len(reduced.trace(name)) == len(plain.trace(name))
