@@ -1,0 +1,207 @@
+"""`prefetch-check mutants`: run the mutant catalogue and show which property catches each mutant.
+
+Exit status: 0 every mutant is killed or explained as equivalent, 1 a gap (a mutant no
+scenario kills and nobody explained) or an equivalence claim a scenario refutes, 2 bad input.
+"""
+
+from __future__ import annotations
+
+from explorer.limits import Limits
+from model.mutants import BY_NAME, CATALOGUE
+from prefetch_check.commands.common import add_limit_flags, limit_overrides, output_console
+from prefetch_check.mutation import (
+    BUILTIN_CONFIGS,
+    EQUIVALENT,
+    GAP,
+    KILLED,
+    WRONG_EQUIVALENCE,
+    MutationRun,
+    NamedConfig,
+    run_mutants,
+)
+from prefetch_check.progress import RunProgress
+from prefetch_check.scenario import InputError, load_scenarios
+from prefetch_check.scenario.errors import did_you_mean
+
+HELP = "check every protocol mutant with the fixed predicate: which property in which scenario catches it"
+PREDICATE = "fixed"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument(
+        "paths", nargs="*", metavar="SCENARIO",
+        help="scenario files or folders (default: the built-in small configurations)",
+    )
+    parser.add_argument("--builtin", action="store_true", help="also run the built-in small configurations")
+    parser.add_argument("--mutant", action="append", metavar="NAME", help="only this mutant (repeatable)")
+    parser.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    parser.add_argument("--no-traces", action="store_true", help="omit the counterexample steps")
+    parser.add_argument("--markdown", action="store_true", help="print only the score table, as Markdown (for the README)")
+    parser.add_argument("--no-reductions", action="store_true", help="search without rank symmetry (slower)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    add_limit_flags(parser)
+
+
+def execute(args) -> int:
+    mutants = _chosen(args.mutant)
+    console = output_console()
+    if args.list:
+        for line in catalogue_lines(mutants):
+            console.print(line, highlight=False, soft_wrap=True)
+        return 0
+    configs = _configs(args)
+    with RunProgress((len(mutants) + 1) * len(configs), quiet=args.quiet or args.markdown) as progress:
+        run = run_mutants(configs, mutants, PREDICATE, reductions=not args.no_reductions, progress=progress)
+    lines = markdown_lines(run) if args.markdown else report_lines(run, traces=not args.no_traces)
+    for line in lines:
+        console.print(line, highlight=False, soft_wrap=True)
+    return 0 if run.complete else 1
+
+
+def _chosen(names) -> list:
+    if not names:
+        return list(CATALOGUE)
+    for name in names:
+        if name not in BY_NAME:
+            raise InputError(f"--mutant: no mutant {name!r}" + did_you_mean(name, list(BY_NAME)))
+    return [BY_NAME[n] for n in dict.fromkeys(names)]
+
+
+def _configs(args) -> list[NamedConfig]:
+    overrides = limit_overrides(args)
+    configs = []
+    if args.paths:
+        for scenario in load_scenarios(args.paths):  # every file validated before anything runs
+            limits = scenario.limits_for(PREDICATE, overrides)
+            configs += [NamedConfig(case.name, case.config, limits) for case in scenario.cases]
+    if args.builtin or not args.paths:
+        limits = Limits(**{k: v for k, v in overrides.items() if v is not None})
+        configs += [NamedConfig(c.name, c.config, limits) for c in BUILTIN_CONFIGS]
+    names = [c.name for c in configs]
+    clash = sorted({n for n in names if names.count(n) > 1})
+    if clash:
+        raise InputError(f"two scenarios are named {clash[0]!r}; scenario names must differ to tell kills apart")
+    return configs
+
+
+# ---- text ----
+
+
+def catalogue_lines(mutants) -> list[str]:
+    out = []
+    for i, m in enumerate(mutants, start=1):
+        out.append(f"{i:2}. {m.name}")
+        out.append(f"    change:   {m.description}")
+        out.append(f"    upstream: {m.upstream}")
+        if m.equivalent:
+            out.append(f"    equivalent: {m.equivalent}")
+        else:
+            out.append(f"    expected to violate: {m.expected}")
+    return out
+
+
+def report_lines(run: MutationRun, traces: bool = True) -> list[str]:
+    out = [
+        f"prefetch-check mutants: {len(run.outcomes)} mutant(s) x {len(run.scenarios)} scenario(s), "
+        f"predicate {run.predicate}",
+        "",
+    ]
+    out += _baseline_lines(run)
+    for i, o in enumerate(run.outcomes, start=1):
+        m = o.mutant
+        out.append("")
+        best = o.best
+        if o.status in (KILLED, WRONG_EQUIVALENCE):
+            head = f"KILLED by {best.prop} in {best.scenario}, {best.steps} steps"
+            if o.status == WRONG_EQUIVALENCE:
+                head += "  (declared equivalent: the explanation is wrong)"
+        elif o.status == EQUIVALENT:
+            head = "EQUIVALENT (no scenario kills it; explained below)"
+        else:
+            head = "GAP: no scenario kills it (an equivalent mutant to explain, or a missing scenario or property)"
+        out.append(f"{i:2}. {m.name}: {head}")
+        out.append(f"    change:   {m.description}")
+        out.append(f"    upstream: {m.upstream}")
+        if o.status == EQUIVALENT:
+            out.append(f"    why equivalent: {m.equivalent}")
+        for scenario, message in o.errors:
+            out.append(f"    ERROR in {scenario}: {message}")
+        if o.bounded and not o.killed:
+            out.append(f"    searches cut by a limit (BOUNDED): {', '.join(o.bounded)}")
+        if best is None:
+            continue
+        others = [f"{k.scenario}/{k.prop} ({k.steps})" for k in o.kills if k is not best]
+        if others:
+            out.append(f"    also killed by: {', '.join(others)}")
+        out.append(f"    why:      {best.reason}")
+        out.append(f"    schedule: {best.trace.schedule}")
+        if traces:
+            out += _steps(best.trace)
+    out.append("")
+    out += table_lines(run)
+    out.append("")
+    out.append(score_line(run))
+    return out
+
+
+def _baseline_lines(run: MutationRun) -> list[str]:
+    out = []
+    for name, result in run.baseline.items():
+        if result.violated:
+            out.append(
+                f"note: the unmutated protocol already violates {', '.join(result.violated)} in {name}; "
+                "those properties do not count as kills there"
+            )
+    if not out:
+        out.append("the unmutated protocol violates no property in any scenario")
+    return out
+
+
+def _steps(trace) -> list[str]:
+    out = []
+    width = max((len(s.action_id) for s in trace.steps), default=0)
+    for n, step in enumerate(trace.steps, start=1):
+        if trace.cycle_start is not None and n - 1 == trace.cycle_start:
+            out.append("      -- from here the steps repeat forever --")
+        out.append(f"    {n:3}. {step.action_id:<{width}}  {step.description}")
+    return out
+
+
+def _row(o) -> tuple[str, str, str, str, str]:
+    best = o.best
+    verdict = {KILLED: "killed", EQUIVALENT: "equivalent", GAP: "GAP", WRONG_EQUIVALENCE: "killed (claimed equivalent)"}[o.status]
+    if best is None:
+        return o.mutant.name, verdict, "-", "-", "-"
+    return o.mutant.name, verdict, best.scenario, best.prop, str(best.steps)
+
+
+HEADER = ("mutant", "verdict", "scenario", "property", "steps")
+
+
+def table_lines(run: MutationRun) -> list[str]:
+    rows = [HEADER] + [_row(o) for o in run.outcomes]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def markdown_lines(run: MutationRun) -> list[str]:
+    out = ["| mutant | what changed | caught by | scenario | steps |", "|---|---|---|---|---|"]
+    for o in run.outcomes:
+        name, verdict, scenario, prop, steps = _row(o)
+        caught = prop if o.killed else f"*{verdict}*"
+        out.append(f"| `{name}` | {o.mutant.description} | {caught} | {scenario} | {steps} |")
+    out.append("")
+    out.append(score_line(run))
+    return out
+
+
+def score_line(run: MutationRun) -> str:
+    killed, killable = run.score
+    percent = f"{100 * killed / killable:.0f}%" if killable else "n/a"
+    text = f"mutation score: {killed} of {killable} killable mutants killed ({percent})"
+    if run.equivalent:
+        text += f"; {len(run.equivalent)} equivalent mutant(s), explained"
+    text += f"; {len(run.gaps)} gap(s)" if run.gaps else "; no gaps"
+    if run.wrong_equivalences:
+        text += f"; {len(run.wrong_equivalences)} equivalence claim(s) refuted"
+    return text

@@ -1,0 +1,216 @@
+"""Run the mutant catalogue against scenarios: does the checker catch seeded protocol bugs?
+
+Every mutant is checked with the same predicate (normally `fixed`) in every scenario.
+A mutant is killed in a scenario by a property the mutant violates there and the
+unmutated protocol does not (a property the unmutated protocol already violates in a
+scenario says nothing about a mutant). A mutant no scenario kills is a gap, unless it
+carries an explanation of why it is equivalent.
+
+Searches use rank symmetry (every mutant runs the same code on every rank and keeps the
+prefetch, IO and clock steps irreversible, which is what `model/symmetry.py` relies on),
+but never the partial-order reduction of `model/reduction.py`: its argument needs the
+scheduler's loop to pass through collectives, which a mutant (drain without its
+collective) may break.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+from explorer.check import check as check_model
+from explorer.limits import Limits
+from explorer.result import BOUNDED, VIOLATED, CheckResult
+from explorer.trace import Trace
+from model.config import Config, RequestSpec, uniform_config
+from model.mutants import CATALOGUE, Mutant
+from model.properties import NAMES
+from model.protocol import PrefetchProtocol
+from model.symmetry import canonicalizer
+
+KILLED = "killed"
+EQUIVALENT = "equivalent"  # not killed, and the mutant explains why it cannot be
+GAP = "gap"  # not killed and not explained: a missing scenario or property
+WRONG_EQUIVALENCE = "killed although declared equivalent"
+
+
+@dataclass(frozen=True)
+class NamedConfig:
+    """One configuration to run every mutant in: a built-in one, or a case of a scenario file."""
+
+    name: str
+    config: Config
+    limits: Limits = Limits()
+
+
+def _uneven_hits(hits: tuple[int, ...], pages: int = 1, **params) -> Config:
+    spec = RequestSpec(pages=pages, hits=hits, failing=tuple(frozenset() for _ in hits))
+    return Config(ranks=len(hits), requests=(spec,), **params)
+
+
+# Small configurations, each exercising one part of the protocol; together they kill the
+# whole catalogue in a few seconds. Used when no scenario files are given.
+BUILTIN_CONFIGS: tuple[NamedConfig, ...] = (
+    NamedConfig("one-rank", uniform_config(ranks=1, requests=1, pages=2)),
+    NamedConfig("two-ranks", uniform_config(ranks=2, requests=1, pages=2)),
+    NamedConfig("partial-hits", uniform_config(ranks=1, requests=1, pages=2, hits=1)),
+    NamedConfig("revoke-two-ranks", uniform_config(ranks=2, requests=2, pages=1, hits=0)),
+    NamedConfig("load-failure-two-ranks", uniform_config(ranks=2, requests=1, pages=2, failing={1: {0}})),
+    NamedConfig("timeout", uniform_config(ranks=1, requests=1, pages=2, policy="timeout")),
+    NamedConfig("uneven-hits", _uneven_hits((1, 0))),
+)
+
+
+@dataclass(frozen=True)
+class Kill:
+    scenario: str
+    prop: str
+    reason: str
+    trace: Trace
+
+    @property
+    def steps(self) -> int:
+        return len(self.trace)
+
+
+@dataclass(frozen=True)
+class MutantOutcome:
+    mutant: type[Mutant]
+    kills: tuple[Kill, ...]  # in scenario order, then property order
+    bounded: tuple[str, ...] = ()  # scenarios whose search a limit cut short
+    errors: tuple[tuple[str, str], ...] = ()  # (scenario, message) where the mutant could not be checked
+
+    @property
+    def killed(self) -> bool:
+        return bool(self.kills)
+
+    @property
+    def best(self) -> Optional[Kill]:
+        """The kill with the shortest trace (the first scenario and property on ties)."""
+        return min(self.kills, key=lambda k: k.steps) if self.kills else None
+
+    @property
+    def status(self) -> str:
+        if self.kills:
+            return WRONG_EQUIVALENCE if self.mutant.equivalent else KILLED
+        return EQUIVALENT if self.mutant.equivalent else GAP
+
+    def killed_by(self, prop: str) -> list[Kill]:
+        return [k for k in self.kills if k.prop == prop]
+
+
+@dataclass(frozen=True)
+class MutationRun:
+    scenarios: tuple[NamedConfig, ...]
+    predicate: str
+    baseline: dict  # scenario name -> CheckResult of the unmutated protocol
+    outcomes: tuple[MutantOutcome, ...]
+
+    def outcome(self, name: str) -> MutantOutcome:
+        for o in self.outcomes:
+            if o.mutant.name == name:
+                return o
+        raise KeyError(name)
+
+    @property
+    def killed(self) -> list[MutantOutcome]:
+        return [o for o in self.outcomes if o.status == KILLED]
+
+    @property
+    def equivalent(self) -> list[MutantOutcome]:
+        return [o for o in self.outcomes if o.status == EQUIVALENT]
+
+    @property
+    def gaps(self) -> list[MutantOutcome]:
+        return [o for o in self.outcomes if o.status == GAP]
+
+    @property
+    def wrong_equivalences(self) -> list[MutantOutcome]:
+        return [o for o in self.outcomes if o.status == WRONG_EQUIVALENCE]
+
+    @property
+    def score(self) -> tuple[int, int]:
+        """(killed, mutants that could be killed): explained-equivalent mutants are left out."""
+        killable = len(self.outcomes) - len(self.equivalent)
+        return sum(1 for o in self.outcomes if o.killed), killable
+
+    @property
+    def complete(self) -> bool:
+        """Every mutant killed or explained, and no explanation contradicted."""
+        return not self.gaps and not self.wrong_equivalences
+
+
+def as_named_configs(items: Iterable) -> tuple[NamedConfig, ...]:
+    """Accept NamedConfig values or (name, Config) / (name, Config, Limits) tuples."""
+    return tuple(item if isinstance(item, NamedConfig) else NamedConfig(*item) for item in items)
+
+
+def run_mutants(
+    scenarios: Iterable = BUILTIN_CONFIGS,
+    mutants: Sequence[type[Mutant]] = CATALOGUE,
+    predicate="fixed",
+    reductions: bool = True,
+    progress=None,
+) -> MutationRun:
+    """Check the unmutated protocol and every mutant in every scenario.
+
+    `progress` is optional and has RunProgress's methods: start(key, label),
+    callback(key) -> on_progress, finish(key, result).
+    """
+    scenarios = as_named_configs(scenarios)
+    name, predicate = _named(predicate)
+    counter = iter(range(1 << 30))
+
+    def run(model_class, sc: NamedConfig) -> CheckResult:
+        key = next(counter)
+        label = f"{getattr(model_class, 'name', '') or 'unmutated'} · {sc.name}"
+        if progress is not None:
+            progress.start(key, label)
+        result = _check(model_class, sc, name, predicate, reductions, progress.callback(key) if progress else None)
+        if progress is not None:
+            progress.finish(key, result)
+        return result
+
+    baseline = {sc.name: run(PrefetchProtocol, sc) for sc in scenarios}
+    outcomes = []
+    for mutant in mutants:
+        kills, bounded, errors = [], [], []
+        for sc in scenarios:
+            try:
+                result = run(mutant, sc)
+            except Exception as exc:  # a broken mutant must not hide the others' outcomes
+                errors.append((sc.name, f"{type(exc).__name__}: {exc}"))
+                continue
+            kills += _kills(sc.name, result, baseline[sc.name])
+            if any(r.verdict == BOUNDED for r in result.results.values()):
+                bounded.append(sc.name)
+        outcomes.append(MutantOutcome(mutant, tuple(kills), tuple(bounded), tuple(errors)))
+    return MutationRun(scenarios, name, baseline, tuple(outcomes))
+
+
+def _named(predicate) -> tuple[str, object]:
+    """A predicate given as a name, a function, or a (name, function) pair from a loader."""
+    if isinstance(predicate, tuple):
+        return predicate
+    if isinstance(predicate, str):
+        return predicate, predicate
+    return getattr(predicate, "__name__", "predicate"), predicate
+
+
+def _check(model_class, sc: NamedConfig, pred_name: str, predicate, reductions: bool, on_progress) -> CheckResult:
+    model = model_class(sc.config, predicate, name=pred_name)
+    canonical = canonicalizer(sc.config) if reductions else None
+    label = getattr(model_class, "name", "") or "unmutated"
+    return check_model(model, sc.limits, name=label, canonical=canonical, on_progress=on_progress)
+
+
+def _kills(scenario: str, result: CheckResult, baseline: CheckResult) -> list[Kill]:
+    out = []
+    for prop in NAMES:
+        r = result.results.get(prop)
+        if r is None or r.verdict != VIOLATED:
+            continue
+        if baseline.results[prop].verdict == VIOLATED:
+            continue
+        out.append(Kill(scenario, prop, r.reason, r.trace))
+    return out

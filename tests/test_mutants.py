@@ -1,0 +1,181 @@
+"""The mutant catalogue: every mutant is caught by the property it should break, the unmutated
+protocol by none, and an unexplained survivor is reported as a gap."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from explorer.interface import ALWAYS, ALWAYS_STEP
+from explorer.replay import Divergence, replay
+from model.config import uniform_config
+from model.mutants import BY_NAME, CATALOGUE, DrainReleaseUnagreed, Mutant, TerminationMin
+from model.properties import NAMES
+from model.protocol import PrefetchProtocol
+from prefetch_check.commands import mutants as command
+from prefetch_check.mutation import (
+    BUILTIN_CONFIGS,
+    EQUIVALENT,
+    GAP,
+    KILLED,
+    WRONG_EQUIVALENCE,
+    NamedConfig,
+    run_mutants,
+)
+from prefetch_check.scenario import InputError
+
+KILLABLE = [m for m in CATALOGUE if not m.equivalent]
+
+
+@pytest.fixture(scope="module")
+def run():
+    return run_mutants(BUILTIN_CONFIGS, CATALOGUE)
+
+
+def test_catalogue_is_documented():
+    assert len(KILLABLE) >= 10
+    assert len(BY_NAME) == len(CATALOGUE)  # names are unique
+    for m in CATALOGUE:
+        assert m.name and m.description and m.upstream and m.touches
+        assert m.equivalent or m.expected in NAMES
+
+
+def test_unmutated_protocol_violates_nothing(run):
+    for name, result in run.baseline.items():
+        assert result.all_verified, (name, result.violated)
+
+
+@pytest.mark.parametrize("mutant", KILLABLE, ids=lambda m: m.name)
+def test_mutant_is_killed_by_its_expected_property(run, mutant):
+    outcome = run.outcome(mutant.name)
+    assert outcome.status == KILLED
+    assert outcome.killed_by(mutant.expected), [(k.scenario, k.prop) for k in outcome.kills]
+
+
+@pytest.mark.parametrize("mutant", KILLABLE, ids=lambda m: m.name)
+def test_shortest_kill_goes_through_the_mutated_step_and_replays(run, mutant):
+    best = run.outcome(mutant.name).best
+    kinds = [step.action.kind for step in best.trace.steps]
+    assert any(kind in mutant.touches for kind in kinds), kinds
+    assert all(best.steps <= k.steps for k in run.outcome(mutant.name).kills)
+    config = next(c.config for c in BUILTIN_CONFIGS if c.name == best.scenario)
+    again = replay(mutant(config, "fixed"), best.trace.schedule)
+    assert [s.state for s in again.steps] == [s.state for s in best.trace.steps]
+    marked = [s.description for s in best.trace.steps if s.action.kind in mutant.touches]
+    assert all(text.endswith(f"<- mutated ({mutant.name})") for text in marked)
+
+
+@pytest.mark.parametrize("mutant", KILLABLE, ids=lambda m: m.name)
+def test_unmutated_protocol_cannot_follow_a_safety_kill(run, mutant):
+    """The kill is the mutation's doing: the unmutated protocol diverges from the schedule or ends fine."""
+    for kill in run.outcome(mutant.name).kills:
+        config = next(c.config for c in BUILTIN_CONFIGS if c.name == kill.scenario)
+        original = PrefetchProtocol(config, "fixed")
+        prop = next(p for p in original.properties() if p.name == kill.prop)
+        if prop.kind not in (ALWAYS, ALWAYS_STEP):
+            continue
+        try:
+            trace = replay(original, kill.trace.schedule)
+        except Divergence:
+            continue
+        if prop.kind == ALWAYS:
+            assert prop.check(trace.final_state) is None
+        else:
+            before = trace.steps[-2].state if len(trace.steps) > 1 else trace.initial
+            assert prop.check(before, trace.steps[-1].action, trace.final_state) is None
+
+
+def test_rank_symmetry_does_not_change_what_kills_a_mutant(run):
+    plain = run_mutants(BUILTIN_CONFIGS, CATALOGUE, reductions=False)
+    for reduced, full in zip(run.outcomes, plain.outcomes):
+        assert {(k.scenario, k.prop) for k in reduced.kills} == {(k.scenario, k.prop) for k in full.kills}
+        assert (reduced.best and reduced.best.steps) == (full.best and full.best.steps)
+
+
+def test_explained_equivalent_mutant_survives(run):
+    outcome = run.outcome(DrainReleaseUnagreed.name)
+    assert outcome.status == EQUIVALENT and not outcome.kills
+    killed, killable = run.score
+    assert (killed, killable) == (len(KILLABLE), len(KILLABLE))
+    assert run.complete
+
+
+class UnexplainedSurvivor(DrainReleaseUnagreed):
+    name = "unexplained_survivor"
+    equivalent = None
+
+
+class WronglyClaimedEquivalent(TerminationMin):
+    name = "wrongly_claimed_equivalent"
+    equivalent = "MIN and MAX agree here (they do not)"
+
+
+def test_unexplained_survivor_is_a_gap_and_a_refuted_claim_is_flagged():
+    configs = [c for c in BUILTIN_CONFIGS if c.name == "two-ranks"]
+    run = run_mutants(configs, [UnexplainedSurvivor, WronglyClaimedEquivalent])
+    assert run.outcome("unexplained_survivor").status == GAP
+    assert run.outcome("wrongly_claimed_equivalent").status == WRONG_EQUIVALENCE
+    assert run.score == (1, 2) and not run.complete
+    text = "\n".join(command.report_lines(run, traces=False))
+    assert "unexplained_survivor: GAP" in text
+    assert "the explanation is wrong" in text
+
+
+def test_properties_the_unmutated_protocol_violates_do_not_count_as_kills():
+    # per-rank allocation failure in the seed shape: the unmutated protocol already deadlocks
+    config = uniform_config(ranks=2, requests=1, pages=2, shape="seed", alloc_may_fail=(True, False))
+    run = run_mutants([NamedConfig("alloc-fails-seed", config)], [TerminationMin])
+    already = set(run.baseline["alloc-fails-seed"].violated)
+    assert already  # the premise of this test
+    assert all(k.prop not in already for k in run.outcome(TerminationMin.name).kills)
+
+
+def test_pairs_are_accepted_as_scenarios():
+    run = run_mutants([("tiny", uniform_config(ranks=1, requests=1, pages=1))], [BY_NAME["count_before_write"]])
+    assert run.outcome("count_before_write").killed_by("data_integrity")
+
+
+# ---- the command ----
+
+
+def parse(*argv):
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_command_reports_kill_table_and_score(capsys):
+    status = command.execute(parse("-q", "--mutant", "release_untruncated", "--mutant", "drain_release_unagreed"))
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "release_untruncated: KILLED by host_memory in partial-hits" in out
+    assert "schedule: " in out and "<- mutated (release_untruncated)" in out
+    assert "why equivalent:" in out
+    assert "mutation score: 1 of 1 killable mutants killed (100%)" in out
+
+
+def test_command_markdown_and_list(capsys):
+    assert command.execute(parse("--markdown", "--mutant", "termination_min")) == 0
+    out = capsys.readouterr().out
+    assert "| `termination_min` |" in out and "wait_complete_delivers" in out
+    assert command.execute(parse("--list")) == 0
+    listing = capsys.readouterr().out
+    assert all(m.name in listing for m in CATALOGUE)
+
+
+def test_command_refuses_an_unknown_mutant():
+    with pytest.raises(InputError, match="did you mean 'termination_min'"):
+        command.execute(parse("--mutant", "termination_mn"))
+
+
+def test_mutant_base_marks_only_touched_steps():
+    class Plain(Mutant):
+        name = "plain"
+        touches = ("S.insert",)
+
+    model = Plain(uniform_config(ranks=1, requests=1, pages=1), "fixed")
+    state = model.initial_states()[0]
+    action, nxt = model.successors(state)[0]
+    assert action.kind == "S.issue"
+    assert "mutated" not in model.describe(state, action, nxt)
