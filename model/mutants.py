@@ -6,6 +6,9 @@ change would be made. The mutation run (`prefetch_check/mutation.py`) checks eve
 mutant with the fixed predicate: a mutant that no scenario kills means either the
 mutant is equivalent (it carries an `equivalent` explanation) or a scenario or
 property is missing. Steps a mutant changed are marked in its traces.
+
+A mutant runs the same code on every rank and keeps the prefetch, IO and clock steps
+irreversible: the rank-symmetry reduction the mutation run uses relies on both.
 """
 
 from __future__ import annotations

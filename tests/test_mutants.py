@@ -8,6 +8,7 @@ import argparse
 import pytest
 
 from explorer.interface import ALWAYS, ALWAYS_STEP
+from explorer.limits import Limits
 from explorer.replay import Divergence, replay
 from model.config import uniform_config
 from model.mutants import BY_NAME, CATALOGUE, DrainReleaseUnagreed, Mutant, TerminationMin
@@ -129,6 +130,14 @@ def test_properties_the_unmutated_protocol_violates_do_not_count_as_kills():
     already = set(run.baseline["alloc-fails-seed"].violated)
     assert already  # the premise of this test
     assert all(k.prop not in already for k in run.outcome(TerminationMin.name).kills)
+
+
+def test_a_survivor_of_cut_searches_says_so():
+    tiny = Limits(max_states=5)
+    run = run_mutants([NamedConfig("two-ranks", uniform_config(ranks=2, requests=1, pages=2), tiny)], [TerminationMin])
+    outcome = run.outcome(TerminationMin.name)
+    assert outcome.status == GAP and outcome.bounded == ("two-ranks",)
+    assert "within the search limits" in "\n".join(command.report_lines(run))
 
 
 def test_pairs_are_accepted_as_scenarios():

@@ -117,6 +117,8 @@ def report_lines(run: MutationRun, traces: bool = True) -> list[str]:
                 head += "  (declared equivalent: the explanation is wrong)"
         elif o.status == EQUIVALENT:
             head = "EQUIVALENT (no scenario kills it; explained below)"
+        elif o.bounded:
+            head = "GAP: no scenario kills it within the search limits (raise them, or add a smaller scenario)"
         else:
             head = "GAP: no scenario kills it (an equivalent mutant to explain, or a missing scenario or property)"
         out.append(f"{i:2}. {m.name}: {head}")
@@ -154,6 +156,9 @@ def _baseline_lines(run: MutationRun) -> list[str]:
             )
     if not out:
         out.append("the unmutated protocol violates no property in any scenario")
+    cut = [name for name, result in run.baseline.items() if not result.stats.complete]
+    if cut:
+        out.append(f"searches cut by a limit (verdicts BOUNDED) for the unmutated protocol in: {', '.join(cut)}")
     return out
 
 
