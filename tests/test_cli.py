@@ -183,6 +183,19 @@ def test_a_users_own_predicate_from_the_current_folder(tmp_path, capsys, monkeyp
     assert "my_predicates:patient" in out and "Expectations: 14 hold, 0 fail." in out
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_predicate_that_raises_is_bad_input(tmp_path, capsys, monkeypatch, jobs):
+    (tmp_path / "broken_predicates.py").write_text("def crash(op):\n    return op.no_such_field > 0\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    code, out, err = run(capsys, "run", write(tmp_path, SEED), "-q", "--jobs", jobs,
+                         "--predicate", "buggy", "--predicate", "broken_predicates:crash")
+    assert code == 2 and out == ""
+    assert_one_paragraph_error(
+        err, "predicate 'broken_predicates:crash' raised AttributeError", "broken_predicates.py, line 2, while checking seed"
+    )
+
+
 # ---- replay ----
 
 

@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 from explorer.result import VIOLATED
-from prefetch_check.api import build_model, check
+from prefetch_check.api import build_model
 from prefetch_check.commands.common import (
     add_case_flag, add_limit_flags, check_predicate, check_property, limit_overrides, one_case, output_console,
 )
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError
+from prefetch_check.scenario.runner import run_check
 
 HELP = "show the counterexample of a scenario for one predicate and property"
 FORMATS = ("terminal", "html", "markdown", "json", "dot", "graphml")
@@ -55,7 +56,7 @@ def execute(args) -> int:
     limits = scenario.limits_for(predicate, limit_overrides(args))
     with RunProgress(1, quiet=args.quiet) as progress:
         progress.start(0, f"{case.name} · {predicate}")
-        result = check(case.config, predicate, limits, progress.callback(0))
+        result = run_check(case.config, predicate, limits, progress.callback(0), case.name)
         progress.finish(0, result)
     if prop is None:
         prop = next((n for n in result.violated), None)

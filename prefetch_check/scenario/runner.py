@@ -10,14 +10,21 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import queue as queue_module
+import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 
 from explorer.limits import Limits
 from explorer.report.records import Entry
 from explorer.result import CheckResult
+from model.predicates import BUILTIN
 from prefetch_check.api import check
+from prefetch_check.scenario.errors import InputError
 from prefetch_check.scenario.loader import Case, Scenario
+
+
+class PredicateFailed(InputError):
+    """A user's predicate raised: bad input, reported as one paragraph like any other."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +51,22 @@ def plan(scenarios: list[Scenario], predicates: list[str], overrides: dict) -> l
 
 
 def run_one(task: Task, on_progress=None) -> CheckResult:
-    return check(task.case.config, task.predicate, task.limits, on_progress)
+    return run_check(task.case.config, task.predicate, task.limits, on_progress, task.case.name)
+
+
+def run_check(config, predicate: str, limits: Limits, on_progress, label: str) -> CheckResult:
+    """`prefetch_check.api.check`, with a user's predicate that raises reported as bad input."""
+    if predicate in BUILTIN:
+        return check(config, predicate, limits, on_progress)
+    try:
+        return check(config, predicate, limits, on_progress)
+    except Exception as exc:  # the user's code: say where it failed, without a traceback
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise PredicateFailed(
+            f"predicate {predicate!r} raised {type(exc).__name__}: {exc} ({frame.filename}, line {frame.lineno}, "
+            f"while checking {label}); a predicate receives an OperationView with hash_value, completed_tokens, "
+            f"page_size, terminated, policy and timed_out, and returns True when this rank may stop waiting"
+        ) from None
 
 
 def run_tasks(tasks: list[Task], jobs: int, progress) -> list[CheckResult]:
@@ -84,13 +106,18 @@ def _run_parallel(tasks: list[Task], jobs: int, progress) -> list[CheckResult]:
     with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,
                              initializer=_init_worker, initargs=(events,)) as pool:
         pending = {pool.submit(_work, t) for t in tasks}
-        while pending:
-            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            _drain(events, progress, labels, results)
-            for future in done:
-                index, result = future.result()
-                results[index] = result
-                progress.finish(index, result)
+        try:
+            while pending:
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                _drain(events, progress, labels, results)
+                for future in done:
+                    index, result = future.result()
+                    results[index] = result
+                    progress.finish(index, result)
+        except BaseException:
+            for future in pending:  # do not start what is still queued; running checks finish
+                future.cancel()
+            raise
     return [results[t.index] for t in tasks]
 
 
