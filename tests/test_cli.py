@@ -239,6 +239,13 @@ def test_trace_json_round_trips_through_replay(tmp_path, capsys):
     assert code == 0 and "no_early_acceptance violated" in out
 
 
+def test_trace_exports_the_state_graph(tmp_path, capsys):
+    out_file = tmp_path / "graph.dot"
+    code, out, _ = run(capsys, "trace", write(tmp_path, SEED), "--format", "dot", "--out", str(out_file), "-q")
+    assert code == 0 and str(out_file) in out
+    assert out_file.read_text().startswith("digraph")
+
+
 def test_trace_defaults_to_the_first_violated_property(tmp_path, capsys):
     code, out, _ = run(capsys, "trace", write(tmp_path, SEED), "--format", "markdown", "-q")
     assert code == 0
@@ -255,6 +262,7 @@ def test_trace_of_a_verified_property_exits_1(tmp_path, capsys):
     [
         (["--property", "progres"], "did you mean 'progress'?"),
         (["--format", "dot"], "--out FILE"),
+        (["--format", "dot", "--out", "/tmp/never-written.dot", "--graph-states", "5"], "--graph-states 5"),
         (["--predicate", "nope"], "unknown predicate"),
     ],
 )

@@ -27,9 +27,9 @@ def add_arguments(parser) -> None:
                         help="buggy, fixed or package.module:function; repeat to compare (default: buggy and fixed)")
     add_limit_flags(parser)
     parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
-                        help="spread the checks over N processes (0: one per core); the output is the same for any N")
+                        help="spread the checks over N processes (0: one per core); results print in the same order for any N")
     parser.add_argument("--json", metavar="FILE", help="write every verdict, reason and schedule as JSON (overwrites)")
-    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML, one test per expectation (overwrites)")
+    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML, one test per scenario, predicate and property (overwrites)")
     parser.add_argument("--markdown", metavar="FILE",
                         help="APPEND a Markdown summary (works with $GITHUB_STEP_SUMMARY)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")

@@ -14,6 +14,7 @@ from explorer.result import VIOLATED
 from prefetch_check.api import build_model
 from prefetch_check.commands.common import (
     add_case_flag, add_limit_flags, check_predicate, check_property, limit_overrides, one_case, output_console,
+    positive_int,
 )
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError
@@ -31,6 +32,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--property", metavar="NAME", help="the property (default: the first one violated)")
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="terminal (default), html, markdown, json, dot, graphml")
     parser.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (required for dot and graphml)")
+    parser.add_argument("--graph-states", type=positive_int, default=GRAPH_STATES, metavar="N",
+                        help=f"dot and graphml: export at most N states (default {GRAPH_STATES})")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")
     add_limit_flags(parser)
 
@@ -85,8 +88,10 @@ def _emit(view, args, model, pr, title) -> None:
             view.render_trace(output_console(), model, trace, pr, title)
         return
     if args.format in ("dot", "graphml"):
-        limit = args.max_states or GRAPH_STATES
-        graph = view.state_graph(model, highlight=trace, max_states=limit)
+        try:
+            graph = view.state_graph(model, highlight=trace, max_states=args.graph_states)
+        except ValueError as exc:  # too many states for a readable graph
+            raise InputError(f"{exc} (here: --graph-states {args.graph_states})") from None
         (view.write_dot if args.format == "dot" else view.write_graphml)(graph, args.out)
         print(f"wrote the state graph ({graph.number_of_nodes()} states, counterexample marked) to {args.out}")
         return
