@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("prefetch-check: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `prefetch-check run | head`: the reader left, nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -61,13 +61,17 @@ def execute(args) -> int:
     console = output_console()
     print_report(console, report, LABELS)
     _hints(console, tasks, report)
-    if args.json:
-        Path(args.json).write_text(to_json_text(report, LABELS), encoding="utf-8")
-    if args.junit:
-        Path(args.junit).write_text(to_junit(report, LABELS), encoding="utf-8")
-    if args.markdown:
-        with open(args.markdown, "a", encoding="utf-8") as out:
-            out.write(to_markdown(report, LABELS))
+    for flag, path, text, mode in (
+        ("--json", args.json, lambda: to_json_text(report, LABELS), "w"),
+        ("--junit", args.junit, lambda: to_junit(report, LABELS), "w"),
+        ("--markdown", args.markdown, lambda: to_markdown(report, LABELS), "a"),  # append: CI step summaries
+    ):
+        if path:
+            try:
+                with open(path, mode, encoding="utf-8") as out:
+                    out.write(text())
+            except OSError as exc:
+                raise InputError(f"{flag} {path}: cannot write the report: {exc.strerror}") from None
     _, failed = summary(report)
     return 1 if failed else 0
 

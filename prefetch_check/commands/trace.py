@@ -74,7 +74,10 @@ def execute(args) -> int:
         return 1
     model = build_model(case.config, predicate)
     title = f"{case.name} · {predicate} · {prop}"
-    _emit(view, args, model, pr, title)
+    try:
+        _emit(view, args, model, pr, title)
+    except OSError as exc:
+        raise InputError(f"--out {args.out}: cannot write: {exc.strerror}") from None
     return 0
 
 
