@@ -30,22 +30,33 @@ def _is_int(v) -> bool:
 
 
 def _label(keypath: tuple) -> str:
-    parts = []
+    """("request", 1, "failing", "0") -> `request[1].failing[rank 0]`."""
+    out = ""
     for k in keypath:
-        parts.append(f"[{k}]" if isinstance(k, int) else (("." if parts else "") + str(k)))
-    return "".join(parts)
+        if isinstance(k, int):
+            out += f"[{k}]"
+        elif k.isdigit():
+            out += f"[rank {k}]"
+        else:
+            out += ("." if out else "") + k
+    return out
+
+
+def _shown(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float, str)):
+        return repr(value)
+    return type_name(value)
 
 
 def _bad(keypath: tuple, param: Param, value, extra: str = "") -> ValueProblem:
-    got = repr(value) if isinstance(value, (bool, int, float, str)) and not isinstance(value, bool) else type_name(value)
-    if isinstance(value, bool):
-        got = str(value).lower()
     hint = ""
     if isinstance(value, list) and param.kind in ("int", "bool", "choice"):
         hint = f"; to run several values, put `{param.name} = [...]` in a [matrix] table instead"
     elif isinstance(value, list) and param.kind.startswith("per_rank"):
         hint = "; per-rank values are tables keyed by rank (a list belongs in [matrix])"
-    return ValueProblem(keypath, f"{_label(keypath)} must be {param.allowed()}, got {got}{hint}{extra}")
+    return ValueProblem(keypath, f"{_label(keypath)} must be {param.allowed()}, got {_shown(value)}{hint}{extra}")
 
 
 def scalar(param: Param, value, keypath: tuple):
