@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from explorer.bfs import explore
 from explorer.check import check as check_model
 from explorer.limits import Limits
+from explorer.replay import replay
 from explorer.result import VIOLATED
 from model.config import POLICIES, SHAPES, Config, RequestSpec
 from model.protocol import PrefetchProtocol
@@ -221,3 +222,21 @@ def test_a_random_walk_never_leaves_the_explored_states(config, predicate, seed)
             if not succ:
                 break
             state = rng.choice(succ)[1]
+
+
+# ---- a lasso is a real lasso: its cycle closes on the concrete state and can run again ----
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(configs(), st.sampled_from(["buggy", "fixed"]))
+def test_every_progress_lasso_repeats_on_concrete_states(config, predicate):
+    result = check(config, predicate, Limits(max_states=3000))
+    trace = result.trace("progress")
+    if trace is None or trace.cycle_start is None:
+        return
+    model = PrefetchProtocol(config, predicate)
+    entry = trace.steps[trace.cycle_start - 1].state if trace.cycle_start else trace.initial
+    assert trace.final_state == entry  # not merely the same up to a permutation of ranks
+    cycle = [s.action_id for s in trace.steps[trace.cycle_start :]]
+    again = replay(model, cycle, initial=trace.final_state)
+    assert again.final_state == entry
