@@ -66,8 +66,14 @@ def explore(
     record_graph: bool = False,
     canonical: Optional[Callable] = None,
     on_progress: Optional[ProgressCallback] = None,
+    persistent: Optional[Callable] = None,
 ) -> Exploration:
-    """Visit every reachable state (up to the limits), judging the safety properties."""
+    """Visit every reachable state (up to the limits), judging the safety properties.
+
+    `canonical` maps a state to its orbit's representative (symmetry reduction);
+    `persistent(state, successors)` picks the successors to explore (partial-order
+    reduction). Enabledness for fairness is always taken from all successors.
+    """
     props = [p for p in model.properties() if p.not_applicable is None]
     state_props = [p for p in props if p.kind == ALWAYS]
     step_props = [p for p in props if p.kind == ALWAYS_STEP]
@@ -128,12 +134,20 @@ def explore(
                 ex.enabled.append(0)
             continue
         succ = successors(state)
-        ex.transitions += len(succ)
         if not succ:
             ex.deadlocks.append(sid)
         if record_graph:
             out = array("q")
             mask = 0
+            for action, _ in succ:
+                actor = actor_of(action)
+                a = actors.get(actor)
+                if a is None:
+                    a = actors[actor] = len(actors)
+                mask |= 1 << a
+        if persistent is not None:
+            succ = persistent(state, succ)
+        ex.transitions += len(succ)
         for action, nxt in succ:
             counts[action] += 1
             for p in step_props:
@@ -154,12 +168,7 @@ def explore(
                 depth.append(d + 1)
                 judge_state(tid, key)
             if record_graph:
-                actor = actor_of(action)
-                a = actors.get(actor)
-                if a is None:
-                    a = actors[actor] = len(actors)
-                out.append(tid * slots + a)
-                mask |= 1 << a
+                out.append(tid * slots + actors[actor_of(action)])
         else:
             if record_graph:
                 ex.edges.append(out)

@@ -24,10 +24,13 @@ def check(
     name: str = "",
     canonical: Optional[Callable] = None,
     on_progress: Optional[ProgressCallback] = None,
+    persistent: Optional[Callable] = None,
 ) -> CheckResult:
     props = list(model.properties())
     wants_progress = any(p.kind == EVENTUALLY and p.not_applicable is None for p in props)
-    ex = explore(model, limits, record_graph=wants_progress, canonical=canonical, on_progress=on_progress)
+    ex = explore(
+        model, limits, record_graph=wants_progress, canonical=canonical, on_progress=on_progress, persistent=persistent
+    )
     results = {}
     progress_seconds = 0.0
     bound = f"search stopped: {ex.stop_reason}; {len(ex.states)} states, depth {ex.max_depth} reached, no violation found"

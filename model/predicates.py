@@ -85,9 +85,14 @@ class PredicateError(ValueError):
 
 
 def load_predicate(spec: str) -> tuple[str, Predicate]:
-    """Resolve `buggy`, `fixed` or `package.module:function` to (name, function)."""
+    """Resolve `buggy`, `fixed`, `package.module:function` or `PATH.py:Class.method` (read from
+    source with `ast`, never imported) to (name, function)."""
     if spec in BUILTIN:
         return spec, BUILTIN[spec]
+    from model.source_predicate import is_source_spec, load_source_predicate  # imports this module
+
+    if is_source_spec(spec):
+        return load_source_predicate(spec)
     if ":" not in spec:
         raise PredicateError(
             f"unknown predicate {spec!r}: use 'buggy', 'fixed' or 'package.module:function'"

@@ -93,9 +93,13 @@ class PrefetchProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, Clock
         return known
 
     def quiescent(self, state) -> bool:
-        """Every request resolved and every thread idle with nothing queued for it."""
+        """Every request resolved and every thread idle with nothing queued for it.
+
+        The scheduler then only drains, round after round; where it is in that loop does
+        not matter (and must not: the reduced search visits only some loop positions).
+        """
         for rank in state:
-            if rank.s_pc[0] != S_DRAIN or rank.p_pc >= 0 or rank.i_pc:
+            if rank.p_pc >= 0 or rank.i_pc:
                 return False
             if rank.prefetch_queue or rank.prefetch_buffer:
                 return False

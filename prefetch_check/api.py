@@ -15,6 +15,7 @@ from explorer.result import CheckResult
 from model.config import Config
 from model.predicates import Predicate
 from model.protocol import PrefetchProtocol
+from model.reduction import persistent_set
 from model.symmetry import canonicalizer
 
 
@@ -31,12 +32,15 @@ def check(
 ) -> CheckResult:
     """Judge every property of the protocol for one configuration and one predicate.
 
-    `reductions=False` searches the plain state graph (no rank symmetry): slower, and
-    the reference the reductions are tested against.
+    `reductions=False` searches the plain state graph (no rank symmetry, no partial-order
+    reduction): slower, and the reference the reductions are tested against.
     """
     model = build_model(config, predicate)
     canonical = canonicalizer(config) if reductions else None
-    return check_model(model, limits, name=model.predicate_name, canonical=canonical, on_progress=on_progress)
+    persistent = persistent_set if reductions else None
+    return check_model(
+        model, limits, name=model.predicate_name, canonical=canonical, on_progress=on_progress, persistent=persistent
+    )
 
 
 def compare(
