@@ -1,7 +1,8 @@
 """all_reduce as a rendezvous: every rank arrives with a value, then departs with the reduction.
 
-A rank's register for a thread group is `()` outside a collective, `(tag, WAITING, value)`
-after it arrived, and `(tag, DONE, result)` once the last rank arrived. The last arrival
+A rank's register for a thread group is `()` outside a collective, `(tag, WAITING, value,
+op)` after it arrived (op is "min" or "max"), and `(tag, DONE, result)` once the last rank
+arrived. The last arrival
 completes the collective for everybody; each rank then departs in a step of its own.
 Two ranks WAITING under different tags can never meet again: that is a mismatch.
 """
@@ -19,21 +20,38 @@ def elementwise(op, values):
     return tuple(op(column) for column in zip(*values))
 
 
+_OP_NAMES = {min: "min", max: "max"}
+_OPS = {"min": min, "max": max}
+
+
 def arrive(state: State, group: str, r: int, rank: Rank, tag: tuple, value: tuple, op) -> State:
     """Rank r (already updated to `rank`) enters collective `tag` with `value`.
 
     Returns the new global state; when r is the last to arrive every register of the
     group switches to DONE with the reduced value.
     """
-    rank = rank._replace(**{group: (tag, WAITING, value)})
     ranks = list(state)
-    ranks[r] = rank
+    ranks[r] = register_arrival(rank, group, tag, value, op)
+    return tuple(complete_if_all_arrived(ranks, group))
+
+
+def register_arrival(rank: Rank, group: str, tag: tuple, value: tuple, op) -> Rank:
+    """The rank's own half of an arrival: its register now holds (tag, WAITING, value, op name)."""
+    return rank._replace(**{group: (tag, WAITING, value, _OP_NAMES[op])})
+
+
+def complete_if_all_arrived(ranks: list, group: str) -> list:
+    """If every rank waits under the same tag, switch all registers to DONE with the reduction."""
     regs = [getattr(x, group) for x in ranks]
+    first = regs[0]
+    if not first or first[1] != WAITING:
+        return ranks
+    tag = first[0]
     if all(reg and reg[0] == tag and reg[1] == WAITING for reg in regs):
-        result = elementwise(op, [reg[2] for reg in regs])
+        result = elementwise(_OPS[first[3]], [reg[2] for reg in regs])
         done = (tag, DONE, result)
-        ranks = [x._replace(**{group: done}) for x in ranks]
-    return tuple(ranks)
+        return [x._replace(**{group: done}) for x in ranks]
+    return ranks
 
 
 def result_for(rank: Rank, group: str, tag: tuple):
