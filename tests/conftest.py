@@ -80,6 +80,6 @@ def shortest_violation_length(model, prop, max_depth: int) -> int | None:
     return None
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def shortest_violation():
     return shortest_violation_length

@@ -11,8 +11,7 @@ from __future__ import annotations
 import random
 from unittest import mock
 
-import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from explorer.bfs import explore
@@ -72,7 +71,8 @@ def safe_for_fixed(config: Config) -> set[str]:
       of several: one rank skips the request and the schedulers meet in different collectives,
       whatever the predicate.
     - progress is not a safety property: fixed hangs when an empty page list is published
-      (unclamped threshold 0 and no hits) and in the seed shape when a page fails to load.
+      (unclamped threshold 0 and no hits), in the seed shape when a page fails to load, and
+      when allocation fails on one rank of several (see `why_fixed_hangs`).
     """
     safe = {"no_early_acceptance", "wait_complete_delivers", "host_memory", "data_integrity"}
     if config.ranks == 1 or not any(config.alloc_may_fail):
@@ -97,6 +97,41 @@ def test_buggy_is_caught_whenever_the_policy_waits(config):
     issued = any(config.is_issued_by_threshold(q) for q in range(config.num_requests))
     result = check(config, "buggy", Limits(max_depth=10))
     assert (result.verdict("no_early_acceptance") == VIOLATED) == (waits and issued)
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(configs())
+def test_no_predicate_breaks_host_memory_or_data_integrity(config):
+    result = check(config, "buggy", Limits(max_states=3000))
+    assert not {"host_memory", "data_integrity"} & set(result.violated)
+
+
+def why_fixed_hangs(config: Config) -> set[str]:
+    """The only reasons a request stays unresolved forever under `fixed` (progress is not safety,
+    but the checker should find exactly these and nothing else)."""
+    waits_forever = config.policy == "wait_complete" or (config.policy == "timeout" and not config.timeout_clock)
+    issued = [q for q in range(config.num_requests) if config.is_issued_by_threshold(q)]
+    why = set()
+    if config.ranks > 1 and any(config.alloc_may_fail) and issued:
+        why.add("allocation fails on one rank only: the schedulers deadlock in different collectives")
+    for q in issued:
+        if config.is_revoked(q) or not waits_forever:
+            continue
+        agreed = config.agreed_hit_pages(q)
+        if agreed == 0:
+            why.add("an empty page list is published (unclamped threshold 0): never complete")
+        if config.shape == "seed" and any(p < agreed for pages in config.requests[q].failing for p in pages):
+            why.add("seed shape: a failed page is never counted and nobody marks the operation terminated")
+    return why
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(configs())
+def test_fixed_hangs_exactly_for_the_known_reasons(config):
+    result = check(config, "fixed", Limits(max_states=3000))
+    if not result.stats.complete:
+        return  # progress is judged on a finished graph only
+    assert (result.verdict("progress") == VIOLATED) == bool(why_fixed_hangs(config)), result.results["progress"].reason
 
 
 # ---- (b) the order of enumeration does not matter ----
@@ -156,12 +191,7 @@ def test_symmetry_reduced_search_does_not_depend_on_action_order(config, predica
     assert summary(plain) == summary(check_model(Permuted(model, seed), limits, canonical=canonical))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="model bug: the partial-order reduction (model/reduction.py) picks among equally small rank "
-    "closures by the order of the successor list, so counts (and trace lengths) follow the enumeration order",
-)
-@settings(max_examples=20, phases=[Phase.explicit, Phase.reuse, Phase.generate], **SETTINGS)  # no shrinking
+@settings(max_examples=20, **SETTINGS)
 @given(configs(), st.sampled_from(["buggy", "fixed"]), st.integers(0, 2**32 - 1))
 def test_api_search_does_not_depend_on_action_order(config, predicate, seed):
     """The public API with every reduction it applies, the model's successors shuffled underneath."""
@@ -182,12 +212,13 @@ def test_api_search_does_not_depend_on_action_order(config, predicate, seed):
 
 @settings(max_examples=20, **SETTINGS)
 @given(configs(), st.sampled_from(["buggy", "fixed"]))
-def test_api_reductions_keep_every_verdict_and_trace_length(config, predicate):
+def test_api_reductions_keep_every_verdict(config, predicate):
+    """Trace lengths may differ: the partial-order reduction does not keep traces shortest."""
     plain = check(config, predicate, Limits(max_states=4000), reductions=False)
     if not plain.stats.complete:
         return  # too large for the reference search
     reduced = check(config, predicate)
-    assert summary(reduced)[4:] == summary(plain)[4:]
+    assert summary(reduced)[4] == summary(plain)[4]
 
 
 # ---- (c) a random walk stays inside the explored state space ----

@@ -15,7 +15,7 @@ from explorer.result import NOT_APPLICABLE, VERIFIED, VIOLATED
 from explorer.replay import replay
 from model.config import Config, RequestSpec, uniform_config
 from model.properties import NAMES
-from model.state import C_COMPLETED, C_HITS, DOUBLE, HELD, IN_TREE, RELEASED, WAITING, give_back
+from model.state import C_HITS, DOUBLE, HELD, IN_TREE, RELEASED, give_back
 
 DRAIN = "S0.drain_arrive S0.drain"
 EARLY = "S0.issue.q0 " + DRAIN
@@ -25,6 +25,8 @@ FULL_LOAD_2 = (
     "I0.write.q0 I0.increment.q0 I0.release.q0 S0.drain_arrive S0.drain S0.check.q0 S0.terminate.q0 S0.insert.q0"
 )
 BUGGY_EARLY_INSERT = EARLY + " " + ACCEPT_AND_INSERT
+# the threads finish a terminated operation: load nothing, release everything
+IO_AFTER_TERMINATE = "P0.take.q0 P0.publish.q0 I0.take.q0 I0.write.q0 I0.increment_refused.q0 I0.release.q0"
 ALLOC_MISMATCH = (
     "S0.issue_alloc_failed.q0 S1.issue.q0 S0.drain_arrive S1.drain_arrive S0.drain S1.drain "
     "S0.ready_without_prefetch.q0 S1.check.q0 S0.drain_arrive"
@@ -88,8 +90,26 @@ def test_no_early_acceptance_is_not_applicable_to_best_effort(proto):
 
 def test_delivers_fires_when_buggy_inserts_nothing_of_two_stored_pages(proto):
     p = proto(uniform_config(pages=2), "buggy")
-    reason = p.prop("wait_complete_delivers").check(p.state(BUGGY_EARLY_INSERT))
-    assert "inserted 0 tokens" in reason and "held 2" in reason
+    s = p.state(BUGGY_EARLY_INSERT + " " + IO_AFTER_TERMINATE)
+    assert p.model.quiescent(s)
+    reason = p.prop("wait_complete_delivers").check(s)
+    assert "request 0 with 0 tokens inserted" in reason and "agreed on 2 hit tokens" in reason
+
+
+def test_delivers_is_judged_once_every_thread_is_idle(proto):
+    """Before that, a load failure or a timeout that would excuse the request may still come."""
+    p = proto(uniform_config(pages=2), "buggy")
+    s = p.state(BUGGY_EARLY_INSERT)
+    assert s[0].ops[0].inserted == 0 and not p.model.quiescent(s)
+    assert p.prop("wait_complete_delivers").check(s) is None
+
+
+def test_delivers_fires_on_a_request_resolved_with_nothing_inserted(proto):
+    p = proto(uniform_config(pages=2))
+    done = p.state(FULL_LOAD_2)
+    assert p.prop("wait_complete_delivers").check(done) is None
+    reason = p.prop("wait_complete_delivers").check(with_op(done, 0, 0, inserted=-1))
+    assert "with nothing inserted" in reason
 
 
 def test_delivers_holds_after_a_full_load(proto):
@@ -109,7 +129,7 @@ def test_delivers_expects_the_agreed_hits_not_the_local_ones(proto):
         "S0.insert.q0 S1.insert.q0"
     )
     prop = p.prop("wait_complete_delivers")
-    assert [rank.ops[0].inserted for rank in s] == [1, 1]
+    assert [rank.ops[0].inserted for rank in s] == [1, 1] and p.model.quiescent(s)
     assert prop.check(s) is None
     assert prop.check(with_op(s, 1, 0, inserted=2)) is not None
 
@@ -118,20 +138,24 @@ def test_delivers_excuses_a_load_failure_only_where_it_happened(proto):
     p = proto(uniform_config(pages=2))
     prop = p.prop("wait_complete_delivers")
     short = with_op(p.state(FULL_LOAD_2), 0, 0, inserted=1)
-    assert prop.check(short) is not None
+    assert p.model.quiescent(short) and prop.check(short) is not None
     assert prop.check(with_op(short, 0, 0, io_failed=True)) is None
     failing = proto(uniform_config(pages=2, failing={0: {1}}))
     s = failing.state(
         "S0.issue.q0 P0.take.q0 P0.publish.q0 I0.take.q0 I0.write.q0 I0.increment.q0 I0.load_failed.q0 "
         "I0.release.q0 S0.drain_arrive S0.drain S0.check.q0 S0.terminate.q0 S0.insert.q0"
     )
-    assert s[0].ops[0].inserted == 1 and failing.prop("wait_complete_delivers").check(s) is None
+    assert s[0].ops[0].inserted == 1 and failing.model.quiescent(s)
+    assert failing.prop("wait_complete_delivers").check(s) is None
+    assert failing.prop("wait_complete_delivers").check(with_op(s, 0, 0, io_failed=False)) is not None
 
 
 def test_delivers_excuses_a_timeout(proto):
     p = proto(uniform_config(pages=2, policy="timeout"))
-    s = p.state("S0.issue.q0 C0.timeout.q0 " + DRAIN + " " + ACCEPT_AND_INSERT)
-    assert s[0].ops[0].inserted == 0 and p.prop("wait_complete_delivers").check(s) is None
+    s = p.state("S0.issue.q0 C0.timeout.q0 " + DRAIN + " " + ACCEPT_AND_INSERT + " " + IO_AFTER_TERMINATE)
+    assert p.model.quiescent(s) and s[0].ops[0].inserted == 0
+    assert p.prop("wait_complete_delivers").check(s) is None
+    assert p.prop("wait_complete_delivers").check(with_op(s, 0, 0, timed_out=False)) is not None
 
 
 @pytest.mark.parametrize("params", [dict(policy="best_effort"), dict(hits=0), dict(prefetch_threshold=5)])
@@ -151,8 +175,9 @@ def test_tp_agreement_fires_when_schedulers_wait_in_different_collectives(proto)
 
 def test_tp_agreement_fires_when_prefetch_threads_wait_in_different_collectives(proto):
     p = proto(uniform_config(ranks=2, requests=2, pages=1))
-    s = p.state("S0.issue.q0 S0.issue.q1 S1.issue.q0 S1.issue.q1")
-    s = (s[0]._replace(p_coll=((C_HITS, 0), WAITING, (1,))), s[1]._replace(p_coll=((C_HITS, 1), WAITING, (1,))))
+    s = p.state("S0.issue.q0 S0.issue.q1 S1.issue.q0 S1.issue.q1 P0.take.q0")
+    assert p.prop("tp_agreement").check(s) is None  # rank 1 has not arrived yet: no mismatch
+    s = (s[0], s[1]._replace(p_coll=((C_HITS, 1),) + s[0].p_coll[1:]))  # rank 1 waits for q1, rank 0 for q0
     assert "prefetch threads" in p.prop("tp_agreement").check(s)
 
 
@@ -204,7 +229,7 @@ def test_host_memory_does_not_call_held_slots_a_leak_while_work_remains(proto):
 def test_host_memory_holds_after_the_buggy_early_insert(proto):
     """The early insert hands nothing to the tree; the IO thread later releases every page."""
     p = proto(uniform_config(pages=2), "buggy")
-    s = p.state(BUGGY_EARLY_INSERT + " P0.take.q0 P0.publish.q0 I0.take.q0 I0.write.q0 I0.increment_refused.q0 I0.release.q0")
+    s = p.state(BUGGY_EARLY_INSERT + " " + IO_AFTER_TERMINATE)
     assert p.model.quiescent(s) and s[0].ops[0].slots == (RELEASED, RELEASED)
     assert p.prop("host_memory").check(s) is None
 
