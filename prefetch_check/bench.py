@@ -1,0 +1,369 @@
+"""The benchmark of issue 4: which rows it runs, how one row is measured, and how it is judged.
+
+Each row runs in a fresh process (multiprocessing, 'spawn') so that the peak resident
+memory it reports is that row's alone, and so that a row can be killed when it outlives
+its budget. The search itself gets the budget as its time limit; a row whose search is
+cut, or that is killed at budget plus grace (for instance in the progress analysis), is
+BOUNDED with the figures it reached, never verified.
+
+Figures of one row:
+  seconds          search plus progress analysis (`Stats.seconds + Stats.progress_seconds`)
+  states/s         distinct states per second of the search alone
+  peak MiB         peak resident memory of the row's process (ru_maxrss)
+  bytes per state  (peak RSS - RSS before the search) / distinct states: an upper bound on
+                   the visited set's cost per state, since it also holds the search graph
+                   kept for the progress analysis and that analysis' own peak
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Optional
+
+from explorer.limits import Limits, peak_memory_mb
+from explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
+
+PREDICATE = "fixed"
+POLICY = "wait_complete"
+DEFAULT_BUDGET = 60.0  # seconds per row
+DEFAULT_MAX_MEMORY_MB = 8192  # per row: the machine is shared; a row over it is BOUNDED
+
+
+def grace_for(budget: float) -> float:
+    """How long past its budget a row may run (progress analysis, traces) before it is killed."""
+    return 5.0 + budget / 2
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target figure of issue 4 and how a row is held against it."""
+
+    text: str
+    max_seconds: Optional[float] = None
+    min_states_per_second: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str  # what --rows names
+    section: str  # reference | throughput | growth
+    ranks: int
+    requests: int
+    pages: int
+    reductions: bool
+    target: Optional[Target] = None
+    quick: bool = False  # part of `--quick`
+    note: str = ""
+
+    @property
+    def configuration(self) -> str:
+        return f"R={self.ranks} q={self.requests} p={self.pages}"
+
+    def config(self):
+        from model.config import uniform_config
+
+        return uniform_config(ranks=self.ranks, requests=self.requests, pages=self.pages, policy=POLICY)
+
+
+ALL_PROPERTIES = "all properties (the C reference: safety only)"
+ROWS: tuple[Row, ...] = (
+    Row("ref-3x2x3-off", "reference", 3, 2, 3, False, note=ALL_PROPERTIES),
+    Row("ref-3x2x3-on", "reference", 3, 2, 3, True, note=ALL_PROPERTIES,
+        target=Target("<= 9 s (C: 565,000 states)", max_seconds=9.0)),
+    Row("ref-2x2x2-off", "reference", 2, 2, 2, False, quick=True),
+    Row("ref-2x2x2-on", "reference", 2, 2, 2, True, quick=True,
+        target=Target("<= 4 s (C: 10,750 states)", max_seconds=4.0)),
+    Row("plain-2x2x2", "throughput", 2, 2, 2, False, quick=True,
+        target=Target(">= 100,000 states/s", min_states_per_second=100_000.0)),
+) + tuple(
+    Row(f"growth-R{r}", "growth", r, 2, 4, True, quick=r <= 2,
+        target=Target("<= 60 s, all verified", max_seconds=60.0) if r == 8 else None)
+    for r in range(1, 9)
+)
+SECTIONS = ("reference", "throughput", "growth")
+
+
+def select_rows(names: Optional[list[str]], quick: bool) -> list[Row]:
+    """Rows by key or section name (in the benchmark's order), or all / the quick ones."""
+    from prefetch_check.scenario.errors import InputError, did_you_mean
+
+    if not names:
+        return [r for r in ROWS if r.quick or not quick]
+    valid = [r.key for r in ROWS] + list(SECTIONS)
+    for n in names:
+        if n not in valid:
+            raise InputError(f"--rows: unknown row {n!r}" + did_you_mean(n, valid))
+    return [r for r in ROWS if (r.key in names or r.section in names) and (r.quick or not quick)]
+
+
+# ---- one row, measured in its own process ----
+
+
+@dataclass
+class Measurement:
+    row: Row
+    ran: bool = True  # False: not run because an earlier growth row was bounded
+    complete: bool = False
+    killed: bool = False
+    error: str = ""  # the row's process died without a result
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    search_seconds: float = 0.0
+    progress_seconds: float = 0.0
+    check_seconds: float = 0.0  # the whole check() call: search, progress, counterexample replay
+    peak_mib: Optional[float] = None
+    baseline_mib: Optional[float] = None
+    stop_reason: str = ""
+    verdicts: dict = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float:
+        return self.search_seconds + self.progress_seconds
+
+    @property
+    def states_per_second(self) -> Optional[float]:
+        return self.states / self.search_seconds if self.search_seconds > 0 else None
+
+    @property
+    def bytes_per_state(self) -> Optional[float]:
+        if self.peak_mib is None or self.baseline_mib is None or not self.states:
+            return None
+        grown = self.peak_mib - self.baseline_mib
+        return grown * 1024 * 1024 / self.states if grown > 0 else None  # too small a search to see
+
+    @property
+    def bounded(self) -> bool:
+        return self.ran and not self.error and not self.complete
+
+    def summary(self) -> str:
+        """VERIFIED all / VIOLATED: which / BOUNDED: why (with what is already violated)."""
+        if not self.ran:
+            return f"not run: {self.stop_reason}"
+        if self.error:
+            return f"ERROR: {self.error}"
+        violated = [n for n, v in self.verdicts.items() if v == VIOLATED]
+        if self.complete and not violated:
+            na = sum(v == NOT_APPLICABLE for v in self.verdicts.values())
+            return f"{VERIFIED} all" + (f" ({na} not applicable)" if na else "")
+        parts = [f"{VIOLATED}: " + ", ".join(violated)] if violated else []
+        if not self.complete:
+            parts.append(f"{BOUNDED}: {self.stop_reason}")
+        return "; ".join(parts)
+
+    def met(self) -> Optional[bool]:
+        """Whether the row meets its target (None: the row has none). A row that did not
+        verify everything does not meet a target, however fast it was."""
+        t = self.row.target
+        if t is None:
+            return None
+        if not self.ran or self.error or not self.complete:
+            return False
+        if t.max_seconds is not None and not (self.seconds <= t.max_seconds and self.summary().startswith(VERIFIED)):
+            return False
+        if t.min_states_per_second is not None and not (self.states_per_second or 0) >= t.min_states_per_second:
+            return False
+        return True
+
+    def as_json(self) -> dict:
+        t = self.row.target
+        return {
+            "row": self.row.key,
+            "section": self.row.section,
+            "configuration": {"ranks": self.row.ranks, "requests": self.row.requests, "pages": self.row.pages,
+                              "predicate": PREDICATE, "policy": POLICY},
+            "reductions": self.row.reductions,
+            "note": self.row.note,
+            "ran": self.ran,
+            "complete": self.complete,
+            "bounded": self.bounded,
+            "killed": self.killed,
+            "error": self.error,
+            "stop_reason": self.stop_reason,
+            "states": self.states,
+            "transitions": self.transitions,
+            "depth": self.depth,
+            "seconds": self.seconds,
+            "search_seconds": self.search_seconds,
+            "progress_seconds": self.progress_seconds,
+            "check_seconds": self.check_seconds,
+            "states_per_second": self.states_per_second,
+            "peak_mib": self.peak_mib,
+            "baseline_mib": self.baseline_mib,
+            "bytes_per_state": self.bytes_per_state,
+            "verdicts": self.verdicts,
+            "summary": self.summary(),
+            "target": None if t is None else {**asdict(t), "met": self.met()},
+        }
+
+
+def _child(row: Row, budget: float, max_memory_mb: int, conn) -> None:
+    """The row's process: one check, progress and the figures sent back over `conn`."""
+    from prefetch_check.api import check
+
+    config = row.config()
+    baseline = peak_memory_mb()
+    conn.send(("baseline", baseline))
+    t0 = time.perf_counter()
+    result = check(config, PREDICATE, Limits(time_limit=budget, max_memory_mb=max_memory_mb),
+                   on_progress=lambda info: conn.send(("progress", info)), reductions=row.reductions)
+    check_seconds = time.perf_counter() - t0
+    s = result.stats
+    conn.send(("result", {
+        "complete": s.complete, "states": s.states, "transitions": s.transitions, "depth": s.max_depth,
+        "search_seconds": s.seconds, "progress_seconds": s.progress_seconds, "check_seconds": check_seconds,
+        "peak_mib": peak_memory_mb(), "baseline_mib": baseline, "stop_reason": s.stop_reason or "",
+        "verdicts": {n: r.verdict for n, r in result.results.items()},
+    }))
+    conn.close()
+
+
+def _high_water_mib(pid: int) -> Optional[float]:
+    """Peak RSS of a live process from /proc (Linux), for a row about to be killed."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def measure(row: Row, budget: float = DEFAULT_BUDGET, max_memory_mb: int = DEFAULT_MAX_MEMORY_MB,
+            grace: Optional[float] = None) -> Measurement:
+    """Run one row in a fresh process; kill it at budget + grace."""
+    ctx = multiprocessing.get_context("spawn")
+    receiver, sender = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(row, budget, max_memory_mb, sender), daemon=True)
+    proc.start()
+    sender.close()
+    grace = grace_for(budget) if grace is None else grace
+    deadline = time.monotonic() + budget + grace
+    last: dict = {}
+    baseline = None
+    figures = None
+    while figures is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        try:
+            if not receiver.poll(min(remaining, 0.5)):
+                continue
+            kind, payload = receiver.recv()
+        except EOFError:  # the process ended without a result
+            break
+        if kind == "progress":
+            last = payload
+        elif kind == "baseline":
+            baseline = payload
+        else:
+            figures = payload
+    m = Measurement(row)
+    if figures is not None:
+        proc.join()
+        for k, v in figures.items():
+            setattr(m, k, v)
+        if not m.complete:
+            m.stop_reason = m.stop_reason.replace(" reached", "")
+        return m
+    if proc.is_alive():
+        m.killed = True
+        m.peak_mib = _high_water_mib(proc.pid)
+        proc.kill()
+        proc.join()
+        m.stop_reason = f"killed at budget + grace ({budget + grace:g} s)"
+        if last.get("done"):
+            m.stop_reason += " in the progress analysis, after a finished search"
+    else:
+        proc.join()
+        m.error = f"the row's process exited with status {proc.exitcode} without a result"
+    m.baseline_mib = baseline
+    m.states, m.transitions = last.get("states", 0), last.get("transitions", 0)
+    m.depth, m.search_seconds = last.get("depth", 0), last.get("seconds", 0.0)
+    return m
+
+
+def run(rows: list[Row], budget: float = DEFAULT_BUDGET, max_memory_mb: int = DEFAULT_MAX_MEMORY_MB,
+        on_row: Optional[Callable] = None, grace: Optional[float] = None) -> list[Measurement]:
+    """Measure the rows in order; growth stops after its first bounded row (larger R is only slower)."""
+    out = []
+    stopped: Optional[Row] = None
+    for i, row in enumerate(rows):
+        if on_row is not None:
+            on_row(i, row, None)
+        if row.section == "growth" and stopped is not None:
+            m = Measurement(row, ran=False, stop_reason=f"{stopped.key} was bounded")
+        else:
+            m = measure(row, budget, max_memory_mb, grace)
+            if row.section == "growth" and (m.bounded or m.error):
+                stopped = row
+        out.append(m)
+        if on_row is not None:
+            on_row(i, row, m)
+    return out
+
+
+# ---- judging the growth with R ----
+
+
+@dataclass(frozen=True)
+class Growth:
+    ranks: tuple[int, ...]  # the growth rows searched in full
+    states: tuple[int, ...]
+    ratios: tuple[float, ...]  # states(R) / states(R-1), for consecutive R
+    met: bool
+    text: str
+
+
+def growth(measurements: list[Measurement]) -> Optional[Growth]:
+    """States against R for the complete growth rows, and whether the growth is polynomial.
+
+    Polynomial growth makes the ratio states(R)/states(R-1) fall towards 1 as R grows;
+    exponential growth keeps it near a constant above 1. The target counts as met when
+    every R = 1..8 was searched in full and the ratio falls at every step from R=3 on
+    (R=1, a single rank, has no interleaving and is left out of the trend).
+    """
+    rows = [m for m in measurements if m.row.section == "growth" and m.complete]
+    if not rows:
+        return None
+    ranks = tuple(m.row.ranks for m in rows)
+    states = tuple(m.states for m in rows)
+    steps = [(rb, b / a) for (ra, a), (rb, b) in zip(zip(ranks, states), zip(ranks[1:], states[1:])) if rb == ra + 1]
+    ratios = tuple(r for _, r in steps)
+    trend = [r for rank, r in steps if rank >= 3]
+    falling = all(later < earlier for earlier, later in zip(trend, trend[1:]))
+    full = ranks == tuple(range(1, 9))
+    met = full and falling
+    if not full:
+        why = f"only R={','.join(map(str, ranks))} searched in full"
+    else:
+        why = "the ratio falls at every step" if falling else "the ratio does not fall at every step"
+    text = "states(R)/states(R-1): " + (", ".join(f"R={rank}: x{r:.2f}" for rank, r in steps) or "-") + f" ({why})"
+    return Growth(ranks, states, ratios, met, text)
+
+
+def machine() -> dict:
+    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+            "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+
+
+def to_json(measurements: list[Measurement], budget: float, max_memory_mb: int) -> dict:
+    g = growth(measurements)
+    return {
+        "predicate": PREDICATE,
+        "policy": POLICY,
+        "budget_seconds": budget,
+        "grace_seconds": grace_for(budget),
+        "max_memory_mb": max_memory_mb,
+        "machine": machine(),
+        "bytes_per_state": "(peak RSS - RSS before the search) / distinct states; includes the search graph "
+                           "kept for the progress analysis",
+        "rows": [m.as_json() for m in measurements],
+        "growth": None if g is None else {"ranks": g.ranks, "states": g.states, "ratios": g.ratios,
+                                          "polynomial_met": g.met, "text": g.text},
+    }

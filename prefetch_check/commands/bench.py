@@ -1,0 +1,131 @@
+"""`prefetch-check bench`: the benchmark of issue 4 as one table, figures next to their targets.
+
+Exit status: 0 every row ran (targets met or not are reported, not judged: the figures
+depend on the machine), 1 a row's process died without a result, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from prefetch_check import bench
+from prefetch_check.commands.common import output_console, positive_float, positive_int
+from prefetch_check.progress import progress_console
+from prefetch_check.scenario import InputError
+
+HELP = "benchmark the search: states, transitions, time, memory, with and without reductions, growth with ranks"
+
+COLUMNS = ("row", "configuration", "reductions", "states", "transitions", "depth", "seconds", "states/s",
+           "peak MiB", "B/state", "verdicts", "target", "met")
+STYLE = {True: "green", False: "bold red", None: "dim"}
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--quick", action="store_true", help="only the small rows (seconds, for tests)")
+    parser.add_argument("--rows", action="append", metavar="NAMES",
+                        help="rows or sections to run, comma-separated (sections: " + ", ".join(bench.SECTIONS)
+                        + "; rows: " + ", ".join(r.key for r in bench.ROWS) + ")")
+    parser.add_argument("--budget", type=positive_float, default=bench.DEFAULT_BUDGET, metavar="SECONDS",
+                        help=f"time limit of each row's search (default {bench.DEFAULT_BUDGET:g}); a row still "
+                        "running at budget + grace is killed; either way it is BOUNDED")
+    parser.add_argument("--max-memory", type=positive_int, default=bench.DEFAULT_MAX_MEMORY_MB, metavar="MIB",
+                        help=f"memory limit of each row's search (default {bench.DEFAULT_MAX_MEMORY_MB})")
+    parser.add_argument("--json", metavar="FILE", help="write the same figures as JSON (overwrites)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+
+
+def execute(args) -> int:
+    names = [n.strip() for chunk in (args.rows or []) for n in chunk.split(",") if n.strip()]
+    rows = bench.select_rows(names, args.quick)
+    if not rows:
+        raise InputError("--rows: none of the named rows is part of --quick; drop --quick or name a quick row")
+    if args.json and not Path(args.json).parent.is_dir():
+        raise InputError(f"--json {args.json}: the folder {Path(args.json).parent} does not exist")
+    log = progress_console()
+
+    def on_row(i, row, m):
+        if args.quiet:
+            return
+        if m is None:
+            log.print(f"bench [{i + 1}/{len(rows)}] {row.key}: {row.configuration}, reductions "
+                      f"{'on' if row.reductions else 'off'} ...", highlight=False)
+        else:
+            log.print(f"bench [{i + 1}/{len(rows)}] {row.key}: {m.states:,} states, {m.seconds:.1f} s, {m.summary()}",
+                      highlight=False)
+
+    measurements = bench.run(rows, args.budget, args.max_memory, on_row)
+    console = output_console()
+    console.print(table(measurements, args.budget))
+    for line in notes(measurements, args.budget):
+        console.print(Text(line), soft_wrap=True)
+    if args.json:
+        try:
+            with open(args.json, "w", encoding="utf-8") as out:
+                json.dump(bench.to_json(measurements, args.budget, args.max_memory), out, indent=2)
+                out.write("\n")
+        except OSError as exc:
+            raise InputError(f"--json {args.json}: cannot write the figures: {exc.strerror}") from None
+    return 1 if any(m.error for m in measurements) else 0
+
+
+def _num(x, fmt: str = ",.0f") -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _met(m: bench.Measurement) -> Text:
+    met = m.met()
+    return Text({True: "met", False: "NOT MET", None: ""}[met], style=STYLE[met])
+
+
+def table(measurements: list[bench.Measurement], budget: float) -> Table:
+    t = Table(title=f"prefetch-check bench · predicate {bench.PREDICATE}, policy {bench.POLICY}, "
+              f"budget {budget:g} s per row", box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+    for name in COLUMNS:
+        numeric = name in ("states", "transitions", "depth", "seconds", "states/s", "peak MiB", "B/state")
+        t.add_column(name, justify="right" if numeric else "left", no_wrap=name != "verdicts",
+                     overflow="fold")
+    section = None
+    for m in measurements:
+        if section is not None and m.row.section != section:
+            t.add_section()
+        section = m.row.section
+        r = m.row
+        verdict_style = "green" if m.summary().startswith("VERIFIED") else ("red" if "VIOLATED" in m.summary()
+                                                                           else "yellow")
+        if not m.ran:
+            figures = ["-"] * 7
+        else:
+            figures = [_num(m.states), _num(m.transitions), _num(m.depth), _num(m.seconds, ".2f"),
+                       _num(m.states_per_second), _num(m.peak_mib, ".0f"), _num(m.bytes_per_state)]
+        t.add_row(r.key, r.configuration + (" *" if r.note else ""), "on" if r.reductions else "off", *figures,
+                  Text(m.summary(), style=verdict_style), r.target.text if r.target else "", _met(m))
+    return t
+
+
+def notes(measurements: list[bench.Measurement], budget: float) -> list[str]:
+    """What the figures mean, the growth judgement and the machine, below the table."""
+    lines = []
+    marked = sorted({m.row.note for m in measurements if m.row.note})
+    lines += [f"* {note}" for note in marked]
+    lines.append("seconds: search + progress analysis; states/s: distinct states per second of the search alone; "
+                 "peak MiB: peak resident memory of the row's own process (ru_maxrss); B/state: (peak RSS - RSS "
+                 "before the search) / states, approximate, and an upper bound on the visited set since it includes "
+                 "the search graph kept for the progress analysis.")
+    lines.append(f"Each row runs in a fresh process; its search stops at the budget ({budget:g} s) and the row is "
+                 f"killed at budget + {bench.grace_for(budget):g} s; a cut row is BOUNDED with the figures it "
+                 "reached, and growth stops after its first bounded row.")
+    g = bench.growth(measurements)
+    if g is not None:
+        verdict = "met" if g.met else "NOT MET"
+        lines.append(f"growth with R (target: polynomial for R=1..8, {verdict}): {g.text}")
+    info = bench.machine()
+    load = info["load_average"]
+    lines.append(f"machine: {info['cpus']} cores, Python {info['python']}"
+                 + (f", load average {load[0]:.2f} at the end (other work shares the cores: figures are noisy)"
+                    if load else ""))
+    return lines

@@ -1,0 +1,95 @@
+"""`prefetch-check bench`: one table with the expected columns, the same figures as JSON, and a
+row cut by its budget reported as BOUNDED (never verified). No timing assertions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from explorer.result import BOUNDED, VERIFIED
+from prefetch_check import bench
+from prefetch_check.cli import main
+from prefetch_check.commands.bench import COLUMNS
+
+
+def run(capsys, *argv):
+    code = main(["bench", "--quiet", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_quick_bench_prints_one_table_and_the_same_figures_as_json(tmp_path, capsys):
+    report = tmp_path / "bench.json"
+    code, out, _ = run(capsys, "--quick", "--json", str(report))
+    assert code == 0
+    header = next(line for line in out.splitlines() if line.strip().startswith("row"))
+    assert header.split() == [w for c in COLUMNS for w in c.split()]
+    data = json.loads(report.read_text())
+    quick = [r for r in bench.ROWS if r.quick]
+    assert [r["row"] for r in data["rows"]] == [r.key for r in quick]
+    for row in data["rows"]:
+        assert row["row"] in out
+        assert row["complete"] and not row["bounded"] and row["states"] > 0 and row["transitions"] >= row["states"] - 1
+        assert f"{row['states']:,}" in out
+        assert set(row["verdicts"].values()) == {VERIFIED}  # fixed, wait_complete: everything holds
+        assert row["summary"] == f"{VERIFIED} all"
+        assert row["peak_mib"] > 0
+    by_key = {r["row"]: r for r in data["rows"]}
+    assert by_key["ref-2x2x2-on"]["states"] < by_key["ref-2x2x2-off"]["states"]  # the reductions reduce
+    assert by_key["plain-2x2x2"]["states"] == by_key["ref-2x2x2-off"]["states"]
+    assert by_key["ref-2x2x2-on"]["target"]["met"] in (True, False)
+    assert data["growth"]["ranks"] == [1, 2] and data["growth"]["polynomial_met"] is False  # R=3..8 not run
+
+
+def test_a_row_cut_by_its_budget_is_bounded_and_stops_the_growth(tmp_path, capsys):
+    report = tmp_path / "bench.json"
+    code, out, _ = run(capsys, "--rows", "growth-R2,growth-R3", "--budget", "0.0001", "--json", str(report))
+    assert code == 0
+    rows = json.loads(report.read_text())["rows"]
+    cut, after = rows
+    assert cut["bounded"] and not cut["complete"]
+    assert VERIFIED not in cut["verdicts"].values() and BOUNDED in cut["verdicts"].values()
+    assert cut["summary"].startswith(BOUNDED) and cut["states"] > 0
+    assert not after["ran"] and "growth-R2 was bounded" in after["summary"]
+    assert "BOUNDED" in out and "not run" in out
+
+
+def test_a_row_killed_at_budget_plus_grace_is_bounded_with_what_it_reached():
+    row = next(r for r in bench.ROWS if r.key == "plain-2x2x2")
+    m = bench.measure(row, budget=0.0001, grace=0)  # the process cannot even start in time
+    assert m.killed and m.bounded and not m.complete
+    assert m.summary().startswith(BOUNDED) and m.met() is False
+
+
+def test_a_target_is_not_met_by_a_fast_row_that_did_not_verify():
+    row = next(r for r in bench.ROWS if r.key == "ref-2x2x2-on")
+    fast = dict(complete=True, states=10, search_seconds=0.1, verdicts={"progress": VERIFIED})
+    assert bench.Measurement(row, **fast).met() is True
+    assert bench.Measurement(row, **{**fast, "verdicts": {"progress": "VIOLATED"}}).met() is False
+    assert bench.Measurement(row, **{**fast, "complete": False}).met() is False
+    assert bench.Measurement(row, **{**fast, "search_seconds": 5.0}).met() is False
+
+
+def growth_rows(states):
+    rows = [r for r in bench.ROWS if r.section == "growth"]
+    return [bench.Measurement(r, complete=True, states=s) for r, s in zip(rows, states)]
+
+
+def test_growth_is_judged_polynomial_only_when_the_ratio_keeps_falling_up_to_r8():
+    from math import comb
+
+    assert bench.growth(growth_rows([comb(r + 6, 6) for r in range(1, 9)])).met
+    assert not bench.growth(growth_rows([3**r for r in range(1, 9)])).met  # exponential: constant ratio
+    assert not bench.growth(growth_rows([comb(r + 6, 6) for r in range(1, 6)])).met  # R=6..8 missing
+
+
+def test_unknown_rows_are_bad_input(capsys):
+    code, _, err = run(capsys, "--rows", "growth-R9")
+    assert code == 2 and "growth-R9" in err and "did you mean" in err
+
+
+@pytest.mark.parametrize("flag", ["--budget", "--max-memory"])
+def test_budget_and_memory_must_be_positive(capsys, flag):
+    code, _, _ = run(capsys, flag, "0")
+    assert code == 2

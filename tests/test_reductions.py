@@ -1,0 +1,152 @@
+"""The reductions are sound on what we ship (issue 4): a reduction that changes a verdict is a bug.
+
+For every shipped scenario case small enough to search in full without reductions, and
+for random small configurations (Hypothesis), under both predicates: every property's
+verdict with reductions (rank symmetry + partial-order reduction) equals the verdict of
+the plain search, and every counterexample found with reductions replays through the
+readable specification to the same final state. The partial-order reduction may make a
+counterexample longer than the shortest one, never shorter; symmetry alone keeps it
+shortest.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from explorer.check import check as check_model
+from explorer.limits import Limits
+from explorer.replay import replay
+from explorer.result import VERIFIED
+from model.config import POLICIES, SHAPES, Config, RequestSpec
+from model.symmetry import canonicalizer
+from prefetch_check import build_model, check
+from prefetch_check.scenario import load_scenarios
+
+SCENARIO_DIR = Path(__file__).parent.parent / "scenarios"
+PREDICATES = ("buggy", "fixed")
+SHIPPED_STATE_BUDGET = 200_000  # distinct states of the plain search; above it a case is not compared
+RANDOM_STATE_BUDGET = 20_000
+SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+
+SCENARIOS = load_scenarios([SCENARIO_DIR])
+PAIRS = [(s.path, case, p) for s in SCENARIOS for case in s.cases for p in PREDICATES]
+
+
+@functools.lru_cache(maxsize=None)
+def plain(index: int):
+    _, case, predicate = PAIRS[index]
+    return check(case.config, predicate, Limits(max_states=SHIPPED_STATE_BUDGET), reductions=False)
+
+
+def verdicts(result) -> dict:
+    return {name: r.verdict for name, r in result.results.items()}
+
+
+def assert_same_verdicts(config, predicate, reduced, reference, where: str) -> None:
+    assert reduced.stats.complete, f"{where}: the reduced search did not finish"
+    assert verdicts(reduced) == verdicts(reference), f"{where}: a reduction changed a verdict"
+    assert set(reduced.violated) == set(reference.violated), where
+    model = build_model(config, predicate)
+    for name in reduced.violated:
+        trace = reduced.trace(name)
+        again = replay(model, trace.schedule)
+        assert again.final_state == trace.final_state, f"{where}: {name}'s counterexample does not replay"
+        shortest = reference.trace(name)
+        if trace.cycle_start is None and shortest.cycle_start is None:
+            assert len(trace) >= len(shortest), f"{where}: {name}'s counterexample beats the shortest one"
+
+
+# ---- every shipped scenario small enough for the plain search ----
+
+
+@pytest.mark.parametrize("index", range(len(PAIRS)), ids=[f"{c.name}-{p}" for _, c, p in PAIRS])
+def test_a_shipped_scenario_has_the_same_verdicts_with_and_without_reductions(index):
+    _, case, predicate = PAIRS[index]
+    reference = plain(index)
+    if not reference.stats.complete:
+        pytest.skip(f"{case.name} / {predicate}: more than {SHIPPED_STATE_BUDGET:,} states without reductions, "
+                    "too large to search in full for the comparison")
+    reduced = check(case.config, predicate, reductions=True)
+    assert_same_verdicts(case.config, predicate, reduced, reference, f"{case.name} / {predicate}")
+    assert reduced.stats.states <= reference.stats.states
+
+
+def test_every_shipped_scenario_file_takes_part_in_the_comparison(capsys):
+    """Prints which cases were compared and which were too large; each file contributes."""
+    compared, skipped = [], []
+    for index, (path, case, predicate) in enumerate(PAIRS):
+        result = plain(index)
+        line = f"{case.name} / {predicate}: {result.stats.states:,} states without reductions"
+        (compared if result.stats.complete else skipped).append((path, line))
+    with capsys.disabled():
+        print(f"\nreductions compared on {len(compared)} shipped (case, predicate) pairs:")
+        for _, line in compared:
+            print("  " + line)
+        for _, line in skipped:
+            print(f"  not compared (over {SHIPPED_STATE_BUDGET:,} states): {line.split(':')[0]}")
+    assert {s.path for s in SCENARIOS} == {path for path, _ in compared}
+
+
+# ---- random small configurations ----
+
+
+@st.composite
+def configs(draw, min_ranks: int = 1):
+    """Ranks 1-3, requests 1-2, pages 1-3, page_size 1-2; hits per rank, failing pages, threshold,
+    clamp, policy, shape, allocation failure and the timeout clock all random."""
+    ranks = draw(st.integers(min_ranks, 3))
+    requests = []
+    for _ in range(draw(st.integers(1, 2))):
+        pages = draw(st.integers(1, 3))
+        hits = tuple(draw(st.integers(0, pages)) for _ in range(ranks))
+        failing = tuple(frozenset(draw(st.sets(st.integers(0, pages - 1), max_size=1))) for _ in range(ranks))
+        requests.append(RequestSpec(pages=pages, hits=hits, failing=failing))
+    return Config(
+        ranks=ranks,
+        requests=tuple(requests),
+        page_size=draw(st.integers(1, 2)),
+        storage_batch_size=draw(st.integers(1, 2)),
+        prefetch_threshold=draw(st.integers(0, 4)),
+        clamp_threshold=draw(st.booleans()),
+        policy=draw(st.sampled_from(POLICIES)),
+        timeout_clock=draw(st.booleans()),
+        alloc_may_fail=tuple(draw(st.booleans()) for _ in range(ranks)),
+        shape=draw(st.sampled_from(SHAPES)),
+    )
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(configs())
+def test_random_configurations_have_the_same_verdicts_with_and_without_reductions(config):
+    for predicate in PREDICATES:
+        reference = check(config, predicate, Limits(max_states=RANDOM_STATE_BUDGET), reductions=False)
+        if not reference.stats.complete:
+            event("too large for the plain search")
+            continue
+        event(f"compared, ranks={config.ranks}")
+        event(f"compared, {'some VIOLATED' if reference.violated else 'all ' + VERIFIED}")
+        reduced = check(config, predicate, reductions=True)
+        assert_same_verdicts(config, predicate, reduced, reference, f"{config} / {predicate}")
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(configs(min_ranks=2), st.sampled_from(PREDICATES))
+def test_symmetry_alone_keeps_counterexamples_shortest(config, predicate):
+    """Symmetry merges states of equal depth, so BFS still reaches each violation first at
+    its minimal depth (the partial-order reduction gives no such promise)."""
+    model = build_model(config, predicate)
+    limits = Limits(max_states=RANDOM_STATE_BUDGET)
+    reference = check_model(model, limits)
+    if not reference.stats.complete:
+        return
+    symmetric = check_model(model, limits, canonical=canonicalizer(config))
+    assert verdicts(symmetric) == verdicts(reference)
+    for name in reference.violated:
+        a, b = reference.trace(name), symmetric.trace(name)
+        if a.cycle_start is None:
+            assert len(b) == len(a), name
