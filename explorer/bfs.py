@@ -86,6 +86,7 @@ def explore(
     actors = ex.actors
     slots = Exploration.ACTOR_SLOTS
     counts: Counter = Counter()
+    actor_index: dict = {}  # action -> index of its actor (actions are few, states many)
     canon = canonical or (lambda s: s)
 
     def judge_state(sid: int, state) -> None:
@@ -140,10 +141,13 @@ def explore(
             out = array("q")
             mask = 0
             for action, _ in succ:
-                actor = actor_of(action)
-                a = actors.get(actor)
+                a = actor_index.get(action)
                 if a is None:
-                    a = actors[actor] = len(actors)
+                    actor = actor_of(action)
+                    a = actors.get(actor)
+                    if a is None:
+                        a = actors[actor] = len(actors)
+                    actor_index[action] = a
                 mask |= 1 << a
         if persistent is not None:
             succ = persistent(state, succ)
@@ -168,7 +172,7 @@ def explore(
                 depth.append(d + 1)
                 judge_state(tid, key)
             if record_graph:
-                out.append(tid * slots + actors[actor_of(action)])
+                out.append(tid * slots + actor_index[action])
         else:
             if record_graph:
                 ex.edges.append(out)

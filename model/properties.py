@@ -5,10 +5,11 @@ Each check returns None when the property holds, or one sentence saying why not.
 
 from __future__ import annotations
 
+from typing import NamedTuple, Optional
+
 from explorer.interface import always, always_step, deadlock_free, eventually
 from model.actions import SCHEDULER
-from model.collectives import PREFETCH, SCHEDULER as SCHED_GROUP, mismatch
-from model.state import DOUBLE, HELD, IN_TREE, NOT_INSERTED, REVOKED
+from model.state import DOUBLE, HELD, IN_TREE, NOT_INSERTED, REVOKED, WAITING
 
 NAMES = (
     "no_early_acceptance",
@@ -21,7 +22,50 @@ NAMES = (
 )
 
 
+class RankView(NamedTuple):
+    """What the state properties need of one rank; computed once per distinct rank tuple."""
+
+    quiet: bool  # prefetch and IO threads idle with nothing queued, every request resolved
+    double: Optional[tuple]  # (request, page) of a slot given back twice
+    held: Optional[tuple]  # (request, page) of a slot still held
+    unwritten: Optional[tuple]  # (request, page) in the tree but never written
+    s_wait: Optional[tuple]  # tag of the scheduler collective this rank waits in
+    p_wait: Optional[tuple]  # tag of the prefetch-thread collective this rank waits in
+    inserted: tuple  # per request: tokens inserted, or NOT_INSERTED
+    disturbed: tuple  # per request: a load failed or the timeout fired here
+    issued: tuple  # per request: an operation exists here
+
+
+def summarize(rank) -> RankView:
+    double = held = unwritten = None
+    for q, op in enumerate(rank.ops):
+        for p, status in enumerate(op.slots):
+            if status == DOUBLE and double is None:
+                double = (q, p)
+            elif status == HELD and held is None:
+                held = (q, p)
+            elif status == IN_TREE and p >= op.written and unwritten is None:
+                unwritten = (q, p)
+    return RankView(
+        quiet=rank.p_pc < 0
+        and not rank.i_pc
+        and not rank.prefetch_queue
+        and not rank.prefetch_buffer
+        and all(op.ready for op in rank.ops),
+        double=double,
+        held=held,
+        unwritten=unwritten,
+        s_wait=rank.s_coll[0] if rank.s_coll and rank.s_coll[1] == WAITING else None,
+        p_wait=rank.p_coll[0] if rank.p_coll and rank.p_coll[1] == WAITING else None,
+        inserted=tuple(op.inserted for op in rank.ops),
+        disturbed=tuple(op.io_failed or op.timed_out for op in rank.ops),
+        issued=tuple(op.issued for op in rank.ops),
+    )
+
+
 def build_properties(protocol) -> list:
+    """The properties; state properties are also registered in `protocol.view_checks`, as
+    functions of the per-rank `RankView`s, so a compiled search can cache the views."""
     cfg = protocol.config
     waits = cfg.policy != "best_effort"
     best_effort_na = "best_effort never waits: terminating early is its contract"
@@ -44,64 +88,70 @@ def build_properties(protocol) -> list:
             )
         return None
 
-    def wait_complete_delivers(state):
+    def wait_complete_delivers(views):
         # judged once every thread is idle: then io_failed/timed_out are final, so the verdict
         # does not depend on how far other ranks had got when one rank inserted
-        if not protocol.quiescent(state):
+        if not all(v.quiet for v in views):
             return None
-        for q in range(cfg.num_requests):
-            if cfg.is_revoked(q) or not cfg.is_issued_by_threshold(q):
+        for q in delivered:
+            if any(v.disturbed[q] for v in views):
                 continue
-            ops = [rank.ops[q] for rank in state]
-            if any(op.io_failed or op.timed_out for op in ops):
-                continue
-            expected = cfg.agreed_hit_pages(q) * cfg.page_size
-            for r, op in enumerate(ops):
-                if op.issued and op.inserted != expected:
-                    got = "nothing" if op.inserted == NOT_INSERTED else f"{op.inserted} tokens"
+            for r, v in enumerate(views):
+                if v.issued[q] and v.inserted[q] != expected[q]:
+                    got = "nothing" if v.inserted[q] == NOT_INSERTED else f"{v.inserted[q]} tokens"
                     return (
                         f"rank {r} resolved request {q} with {got} inserted, but the ranks agreed on "
-                        f"{expected} hit tokens and no load failed or timed out"
+                        f"{expected[q]} hit tokens and no load failed or timed out"
                     )
         return None
 
-    def tp_agreement(state):
-        for group, who in ((SCHED_GROUP, "schedulers"), (PREFETCH, "prefetch threads")):
-            bad = mismatch(state, group)
-            if bad:
-                (r1, t1), (r2, t2) = bad
-                return (
-                    f"{who} wait in different collectives: rank {r1} in {protocol.collective_name(t1)}, "
-                    f"rank {r2} in {protocol.collective_name(t2)} (a deadlock)"
-                )
+    def tp_agreement(views):
+        for attr, who in (("s_wait", "schedulers"), ("p_wait", "prefetch threads")):
+            waiting = [(r, getattr(v, attr)) for r, v in enumerate(views) if getattr(v, attr) is not None]
+            for (r1, t1), (r2, t2) in zip(waiting, waiting[1:]):
+                if t1 != t2:
+                    return (
+                        f"{who} wait in different collectives: rank {r1} in {protocol.collective_name(t1)}, "
+                        f"rank {r2} in {protocol.collective_name(t2)} (a deadlock)"
+                    )
         for q in range(cfg.num_requests):
-            counts = {r: rank.ops[q].inserted for r, rank in enumerate(state) if rank.ops[q].inserted != NOT_INSERTED}
+            counts = {r: v.inserted[q] for r, v in enumerate(views) if v.inserted[q] != NOT_INSERTED}
             if len(set(counts.values())) > 1:
                 return f"ranks inserted different token counts for request {q}: {counts}"
         return None
 
-    def host_memory(state):
-        for r, rank in enumerate(state):
-            for q, op in enumerate(rank.ops):
-                if DOUBLE in op.slots:
-                    return f"rank {r}, request {q}: host slot of page {op.slots.index(DOUBLE)} given back twice"
-        if protocol.quiescent(state):
-            for r, rank in enumerate(state):
-                for q, op in enumerate(rank.ops):
-                    if HELD in op.slots:
-                        return (
-                            f"rank {r}, request {q}: host slot of page {op.slots.index(HELD)} never released "
-                            f"although every thread is idle (leak)"
-                        )
+    def host_memory(views):
+        for r, v in enumerate(views):
+            if v.double is not None:
+                return f"rank {r}, request {v.double[0]}: host slot of page {v.double[1]} given back twice"
+        if all(v.quiet for v in views):
+            for r, v in enumerate(views):
+                if v.held is not None:
+                    return (
+                        f"rank {r}, request {v.held[0]}: host slot of page {v.held[1]} never released "
+                        f"although every thread is idle (leak)"
+                    )
         return None
 
-    def data_integrity(state):
-        for r, rank in enumerate(state):
-            for q, op in enumerate(rank.ops):
-                for p, status in enumerate(op.slots):
-                    if status == IN_TREE and p >= op.written:
-                        return f"rank {r}, request {q}: page {p} handed to the tree before its data was written"
+    def data_integrity(views):
+        for r, v in enumerate(views):
+            if v.unwritten is not None:
+                q, p = v.unwritten
+                return f"rank {r}, request {q}: page {p} handed to the tree before its data was written"
         return None
+
+    delivered = [q for q in range(cfg.num_requests) if not cfg.is_revoked(q) and cfg.is_issued_by_threshold(q)]
+    expected = [cfg.agreed_hit_pages(q) * cfg.page_size for q in range(cfg.num_requests)]
+    protocol.step_filters = {"no_early_acceptance": (SCHEDULER, "check")}  # the only step it judges
+    protocol.view_checks = {
+        "wait_complete_delivers": wait_complete_delivers,
+        "tp_agreement": tp_agreement,
+        "host_memory": host_memory,
+        "data_integrity": data_integrity,
+    }
+
+    def on_state(view_check):
+        return lambda state: view_check([summarize(rank) for rank in state])
 
     def pending(state):
         left = [(r, q) for r, rank in enumerate(state) for q, op in enumerate(rank.ops) if op.issued and not op.ready]
@@ -118,23 +168,23 @@ def build_properties(protocol) -> list:
         ),
         always(
             "wait_complete_delivers",
-            wait_complete_delivers,
+            on_state(wait_complete_delivers),
             "with no IO failure, no revoke and no timeout, the tokens inserted equal the agreed hit count",
             delivers_na,
         ),
         always(
             "tp_agreement",
-            tp_agreement,
+            on_state(tp_agreement),
             "every rank inserts the same number of tokens; ranks never wait in different collectives",
         ),
         always(
             "host_memory",
-            host_memory,
+            on_state(host_memory),
             "every host slot is released or handed to the tree exactly once once all threads are idle",
         ),
         always(
             "data_integrity",
-            data_integrity,
+            on_state(data_integrity),
             "every page handed to the tree has had its data written into host memory",
         ),
         eventually(

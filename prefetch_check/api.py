@@ -15,8 +15,10 @@ from explorer.result import CheckResult
 from model.config import Config
 from model.predicates import Predicate
 from model.protocol import PrefetchProtocol
-from model.reduction import persistent_set
-from model.symmetry import canonicalizer
+from dataclasses import replace
+
+from explorer.replay import replay
+from model.compiled import CompiledProtocol
 
 
 def build_model(config: Config, predicate: Predicate | str = "fixed") -> PrefetchProtocol:
@@ -35,12 +37,26 @@ def check(
     `reductions=False` searches the plain state graph (no rank symmetry, no partial-order
     reduction): slower, and the reference the reductions are tested against.
     """
-    model = build_model(config, predicate)
-    canonical = canonicalizer(config) if reductions else None
-    persistent = persistent_set if reductions else None
-    return check_model(
-        model, limits, name=model.predicate_name, canonical=canonical, on_progress=on_progress, persistent=persistent
+    spec = build_model(config, predicate)
+    model = CompiledProtocol(spec)
+    result = check_model(
+        model,
+        limits,
+        name=spec.predicate_name,
+        canonical=model.canonicalizer() if reductions else None,
+        on_progress=on_progress,
+        persistent=model.persistent_set if reductions else None,
     )
+    return _in_spec_states(spec, result)
+
+
+def _in_spec_states(spec, result: CheckResult) -> CheckResult:
+    """Re-run every counterexample through the readable specification (a second replay check),
+    so traces hold `Rank` tuples rather than the search's compact codes."""
+    for name, prop in result.results.items():
+        if prop.trace is not None:
+            result.results[name] = replace(prop, trace=replay(spec, prop.trace.schedule))
+    return result
 
 
 def compare(

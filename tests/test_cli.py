@@ -171,16 +171,16 @@ def test_console_script_reports_bad_input_without_traceback(tmp_path):
 
 
 def test_a_users_own_predicate_from_the_current_folder(tmp_path, capsys, monkeypatch):
-    (tmp_path / "my_predicates.py").write_text(
+    (tmp_path / "cli_user_predicates.py").write_text(
         "def patient(op):\n"
         "    return op.policy == 'best_effort' or (len(op.hash_value) > 0 and op.completed_tokens == len(op.hash_value) * op.page_size)\n"
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
-    path = write(tmp_path, SEED + '\n[expect."my_predicates:patient"]\nverifies = "all"\n')
-    code, out, _ = run(capsys, "run", path, "-q", "--predicate", "buggy", "--predicate", "my_predicates:patient")
+    path = write(tmp_path, SEED + '\n[expect."cli_user_predicates:patient"]\nverifies = "all"\n')
+    code, out, _ = run(capsys, "run", path, "-q", "--predicate", "buggy", "--predicate", "cli_user_predicates:patient")
     assert code == 0
-    assert "my_predicates:patient" in out and "Expectations: 14 hold, 0 fail." in out
+    assert "cli_user_predicates:patient" in out and "Expectations: 14 hold, 0 fail." in out
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])

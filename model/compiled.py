@@ -1,0 +1,219 @@
+"""The protocol compiled for the search's hot path: a state is a tuple of R small ints.
+
+`PrefetchProtocol` stays the readable specification. This wrapper interns every
+rank's tuple to an int code and caches each rank's own steps per (rank class, code):
+a rank's steps read only its own tuple (collectives complete in a separate half, see
+`model/collectives.py`), so a global successor costs a cache hit, one tuple rebuild
+and, after an arrival, a completion check. Properties, descriptions and fields decode
+the state and ask the specification, so every answer is the specification's.
+
+A code is `nonS_id << 20 | S_id`: the rank's fields other than the scheduler's, then
+the scheduler's. Sorting codes therefore orders ranks by what their other threads see
+first, which the fairness argument of `model/symmetry.py` needs.
+
+Memory: a stored state is a tuple of R ints (56 + 8 R bytes; the small ints are
+shared) plus its visited-set entry; the per-rank tuples live once in the intern tables.
+"""
+
+from __future__ import annotations
+
+from explorer.interface import ALWAYS, ALWAYS_STEP, EVENTUALLY, Property
+from model.actions import Action
+from model.collectives import PREFETCH, SCHEDULER, complete_if_all_arrived
+from model.protocol import PrefetchProtocol
+from model.properties import summarize
+from model.reduction import make_persistent_set
+from model.state import S_DRAIN, WAITING, Rank
+from model.symmetry import rank_classes
+
+_S_BITS = 20
+_S_MASK = (1 << _S_BITS) - 1
+_SPLIT = Rank._fields.index("s_coll")  # scheduler fields come last in Rank
+
+_SENTINEL = Rank(
+    p_pc=-1, i_pc=(), prefetch_queue=(), prefetch_buffer=(), revoke_queue=(), release_queue=0,
+    p_coll=(), ops=(), s_coll=(), s_pc=(S_DRAIN, 0),
+)
+
+
+class CompiledProtocol:
+    """The explorer model over compact states, equivalent step for step to `spec`."""
+
+    def __init__(self, spec: PrefetchProtocol):
+        self.spec = spec
+        self.config = spec.config
+        self.ranks = spec.config.ranks
+        cls_of = {}
+        for c, members in enumerate(rank_classes(spec.config)):
+            for r in members:
+                cls_of[r] = c
+        self._cls = tuple(cls_of[r] for r in range(self.ranks))
+        self._front: dict = {}
+        self._back: dict = {}
+        self.rank_of: dict = {}  # code -> Rank
+        self._code_of: dict = {}  # Rank -> code
+        self._local: dict = {}  # (class, code) -> [(thread, step, q, new code, arrival group)]
+        self._actions: dict = {}
+        self._done: dict = {}  # (code, group, done register) -> code
+        self._regs: dict = {}  # code -> (s_coll, p_coll)
+        self._views: dict = {}  # code -> RankView (what the state properties read of a rank)
+        self._view_id: dict = {}  # code -> small int naming its RankView (equal views, equal ids)
+        self._view_ids: dict = {}  # RankView -> small int
+        self._fakes = [tuple(_SENTINEL for _ in range(self.ranks))] * self.ranks
+        self._properties = [self._wrap(p) for p in spec.properties()]
+        self.persistent_set = make_persistent_set(lambda st, r: self._regs[st[r]])
+
+    # ---- encoding ----
+
+    def encode_rank(self, rank: Rank) -> int:
+        code = self._code_of.get(rank)
+        if code is None:
+            front, back = rank[:_SPLIT], rank[_SPLIT:]
+            f = self._front.setdefault(front, len(self._front))
+            b = self._back.setdefault(back, len(self._back))
+            assert b <= _S_MASK, "too many scheduler states for the code layout"
+            code = (f << _S_BITS) | b
+            self._code_of[rank] = code
+            self.rank_of[code] = rank
+            self._regs[code] = (rank.s_coll, rank.p_coll)
+            view = self._views[code] = summarize(rank)
+            self._view_id[code] = self._view_ids.setdefault(view, len(self._view_ids))
+        return code
+
+    def encode(self, state) -> tuple:
+        return tuple(self.encode_rank(rank) for rank in state)
+
+    def decode(self, cstate) -> tuple:
+        rank_of = self.rank_of
+        return tuple(rank_of[c] for c in cstate)
+
+    # ---- explorer interface ----
+
+    def initial_states(self):
+        return [self.encode(s) for s in self.spec.initial_states()]
+
+    def successors(self, cstate) -> list:
+        out = []
+        local, cls, actions = self._local, self._cls, self._actions
+        for r in range(self.ranks):
+            code = cstate[r]
+            steps = local.get((cls[r], code))
+            if steps is None:
+                steps = self._compile(r, code)
+            for thread, step, q, new_code, group in steps:
+                key = (r, thread, step, q)
+                action = actions.get(key)
+                if action is None:
+                    action = actions[key] = Action(r, thread, step, q)
+                nxt = cstate[:r] + (new_code,) + cstate[r + 1 :]
+                if group is not None:
+                    nxt = self._complete(nxt, group)
+                out.append((action, nxt))
+        return out
+
+    def _compile(self, r: int, code: int) -> list:
+        """Run the specification's steps of rank r once, on a state where only r is real."""
+        rank = self.rank_of[code]
+        fake = self._fakes[r][:r] + (rank,) + self._fakes[r][r + 1 :]
+        spec = self.spec
+        found = spec.scheduler_steps(fake, r) + spec.prefetch_steps(fake, r) + spec.io_steps(fake, r) + spec.clock_steps(fake, r)
+        steps = []
+        for action, t in found:
+            assert all(t[x] is _SENTINEL for x in range(self.ranks) if x != r), f"{action.id} reads or writes another rank"
+            new = t[r]
+            group = None
+            for g in (SCHEDULER, PREFETCH):
+                reg = getattr(new, g)
+                if reg and reg[1] == WAITING and reg != getattr(rank, g) and self.ranks > 1:
+                    group = g
+            steps.append((action.thread, action.step, action.q, self.encode_rank(new), group))
+        self._local[(self._cls[r], code)] = steps
+        return steps
+
+    def _complete(self, cstate: tuple, group: str) -> tuple:
+        g = 0 if group == SCHEDULER else 1
+        regs = self._regs
+        first = regs[cstate[0]][g]
+        if not first or first[1] != WAITING:
+            return cstate
+        key = first[:2]
+        for c in cstate:
+            if regs[c][g][:2] != key:
+                return cstate  # somebody has not arrived yet: the common case, no decoding
+        ranks = [self.rank_of[c] for c in cstate]
+        done = complete_if_all_arrived(ranks, group)
+        if done is ranks:
+            return cstate
+        return tuple(self.encode_rank(x) for x in done)
+
+    def properties(self):
+        return self._properties
+
+    def _wrap(self, prop: Property) -> Property:
+        """Judge on compact states: state properties over cached per-rank views, step
+        properties only on the steps they concern, anything else on the decoded state."""
+        check, decode, views = prop.check, self.decode, self._views
+        if prop.check is None:
+            return prop
+        view_check = getattr(self.spec, "view_checks", {}).get(prop.name)
+        step_filter = getattr(self.spec, "step_filters", {}).get(prop.name)
+        if prop.kind == ALWAYS and view_check is not None:
+            # many states share their ranks' views: judge each combination of views once
+            known: dict = {}
+            view_id = self._view_id
+
+            def wrapped(cs):
+                key = tuple([view_id[c] for c in cs])
+                if key in known:
+                    return known[key]
+                reason = known[key] = view_check([views[c] for c in cs])
+                return reason
+        elif prop.kind in (ALWAYS, EVENTUALLY):
+            wrapped = lambda cs: check(decode(cs))  # noqa: E731
+        elif prop.kind == ALWAYS_STEP and step_filter is not None:
+            thread, step = step_filter
+
+            def wrapped(cs, a, ct):
+                if a.thread != thread or a.step != step:
+                    return None
+                return check(decode(cs), a, decode(ct))
+        elif prop.kind == ALWAYS_STEP:
+            wrapped = lambda cs, a, ct: check(decode(cs), a, decode(ct))  # noqa: E731
+        else:
+            return prop
+        return Property(prop.name, prop.kind, wrapped, prop.description, prop.not_applicable)
+
+    def actor(self, action):
+        return action.actor
+
+    def action_id(self, action) -> str:
+        return action.id
+
+    def action_kind(self, action) -> str:
+        return action.kind
+
+    def action_kinds(self):
+        return self.spec.action_kinds()
+
+    def describe(self, cstate, action, cnext) -> str:
+        return self.spec.describe(self.decode(cstate), action, self.decode(cnext))
+
+    def fields(self, cstate) -> dict:
+        return self.spec.fields(self.decode(cstate))
+
+    def canonicalizer(self):
+        """Symmetry on codes: sort the codes of each class of interchangeable ranks."""
+        classes = [c for c in rank_classes(self.config) if len(c) > 1]
+        if not classes:
+            return None
+        if len(classes) == 1 and len(classes[0]) == self.ranks:
+            return lambda cs: tuple(sorted(cs))
+
+        def canonical(cs):
+            out = list(cs)
+            for positions in classes:
+                for pos, code in zip(positions, sorted(cs[p] for p in positions)):
+                    out[pos] = code
+            return tuple(out)
+
+        return canonical
