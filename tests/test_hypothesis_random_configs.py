@@ -19,6 +19,7 @@ from explorer.check import check as check_model
 from explorer.limits import Limits
 from explorer.replay import replay
 from explorer.result import VIOLATED
+from model.compiled import CompiledProtocol
 from model.config import POLICIES, SHAPES, Config, RequestSpec
 from model.protocol import PrefetchProtocol
 from model.symmetry import canonicalizer
@@ -198,16 +199,33 @@ def test_api_search_does_not_depend_on_action_order(config, predicate, seed):
     limits = order_independent_limits(PrefetchProtocol(config, predicate))
     before = summary(check(config, predicate, limits))
     rng = random.Random(seed)
-    real = PrefetchProtocol.successors
+    real = CompiledProtocol.successors  # what the API searches (the specification replays traces)
+    calls = []
 
     def shuffled(self, state):
+        calls.append(1)
         succ = list(real(self, state))
         rng.shuffle(succ)
         return succ
 
-    with mock.patch.object(PrefetchProtocol, "successors", shuffled):
+    with mock.patch.object(CompiledProtocol, "successors", shuffled):
         after = summary(check(config, predicate, limits))
-    assert before == after
+    assert calls and before == after
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(configs(), st.sampled_from(["buggy", "fixed"]))
+def test_compiled_search_equals_the_specification(config, predicate):
+    """The API searches a compiled form of the protocol; without reductions it must explore
+    exactly the specification's graph and report the same counterexamples."""
+    spec = PrefetchProtocol(config, predicate)
+    limits = order_independent_limits(spec)
+    compiled = check(config, predicate, limits, reductions=False)
+    plain = check_model(spec, limits)
+    assert summary(compiled) == summary(plain)
+    assert {n: r.trace.schedule for n, r in compiled.results.items() if r.trace} == {
+        n: r.trace.schedule for n, r in plain.results.items() if r.trace
+    }
 
 
 @settings(max_examples=20, **SETTINGS)
