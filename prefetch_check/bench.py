@@ -9,10 +9,11 @@ BOUNDED with the figures it reached, never verified.
 Figures of one row:
   seconds          search plus progress analysis (`Stats.seconds + Stats.progress_seconds`)
   states/s         distinct states per second of the search alone
-  peak MiB         peak resident memory of the row's process (ru_maxrss)
-  bytes per state  (peak RSS - RSS before the search) / distinct states: an upper bound on
-                   the visited set's cost per state, since it also holds the search graph
-                   kept for the progress analysis and that analysis' own peak
+  peak MiB         peak resident memory of the row's process (ru_maxrss), progress analysis included
+  bytes per state  (peak RSS when the search ends - RSS before it) / distinct states: what one
+                   stored state costs, visited set, BFS bookkeeping and the edges kept for the
+                   progress analysis together (approximate: RSS grows in pages and the
+                   allocator keeps freed memory)
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ class Measurement:
     progress_seconds: float = 0.0
     check_seconds: float = 0.0  # the whole check() call: search, progress, counterexample replay
     peak_mib: Optional[float] = None
+    search_peak_mib: Optional[float] = None  # peak when the search ended, before the progress analysis
     baseline_mib: Optional[float] = None
     stop_reason: str = ""
     verdicts: dict = field(default_factory=dict)
@@ -131,9 +133,9 @@ class Measurement:
 
     @property
     def bytes_per_state(self) -> Optional[float]:
-        if self.peak_mib is None or self.baseline_mib is None or not self.states:
+        if self.search_peak_mib is None or self.baseline_mib is None or not self.states:
             return None
-        grown = self.peak_mib - self.baseline_mib
+        grown = self.search_peak_mib - self.baseline_mib
         return grown * 1024 * 1024 / self.states if grown > 0 else None  # too small a search to see
 
     @property
@@ -193,6 +195,7 @@ class Measurement:
             "check_seconds": self.check_seconds,
             "states_per_second": self.states_per_second,
             "peak_mib": self.peak_mib,
+            "search_peak_mib": self.search_peak_mib,
             "baseline_mib": self.baseline_mib,
             "bytes_per_state": self.bytes_per_state,
             "verdicts": self.verdicts,
@@ -208,9 +211,15 @@ def _child(row: Row, budget: float, max_memory_mb: int, conn) -> None:
     config = row.config()
     baseline = peak_memory_mb()
     conn.send(("baseline", baseline))
+
+    def progress(info: dict) -> None:
+        if info.get("done"):  # the search has ended; the progress analysis comes next
+            info = {**info, "search_peak_mib": peak_memory_mb()}
+        conn.send(("progress", info))
+
     t0 = time.perf_counter()
     result = check(config, PREDICATE, Limits(time_limit=budget, max_memory_mb=max_memory_mb),
-                   on_progress=lambda info: conn.send(("progress", info)), reductions=row.reductions)
+                   on_progress=progress, reductions=row.reductions)
     check_seconds = time.perf_counter() - t0
     s = result.stats
     conn.send(("result", {
@@ -245,7 +254,7 @@ def measure(row: Row, budget: float = DEFAULT_BUDGET, max_memory_mb: int = DEFAU
     grace = grace_for(budget) if grace is None else grace
     deadline = time.monotonic() + budget + grace
     last: dict = {}
-    baseline = None
+    baseline, started = None, None
     figures = None
     while figures is None:
         remaining = deadline - time.monotonic()
@@ -260,10 +269,10 @@ def measure(row: Row, budget: float = DEFAULT_BUDGET, max_memory_mb: int = DEFAU
         if kind == "progress":
             last = payload
         elif kind == "baseline":
-            baseline = payload
+            baseline, started = payload, time.monotonic()
         else:
             figures = payload
-    m = Measurement(row)
+    m = Measurement(row, search_peak_mib=last.get("search_peak_mib"))
     if figures is not None:
         proc.join()
         for k, v in figures.items():
@@ -276,15 +285,19 @@ def measure(row: Row, budget: float = DEFAULT_BUDGET, max_memory_mb: int = DEFAU
         m.peak_mib = _high_water_mib(proc.pid)
         proc.kill()
         proc.join()
-        m.stop_reason = f"killed at budget + grace ({budget + grace:g} s)"
-        if last.get("done"):
-            m.stop_reason += " in the progress analysis, after a finished search"
+        m.check_seconds = time.monotonic() - started if started is not None else 0.0
+        m.stop_reason = f"killed at {budget + grace:g} s"
+        if last.get("done"):  # the search had finished: the time since went to the progress analysis
+            m.stop_reason += " during the progress analysis"
+            m.progress_seconds = max(0.0, m.check_seconds - last.get("seconds", 0.0))
     else:
         proc.join()
         m.error = f"the row's process exited with status {proc.exitcode} without a result"
     m.baseline_mib = baseline
     m.states, m.transitions = last.get("states", 0), last.get("transitions", 0)
     m.depth, m.search_seconds = last.get("depth", 0), last.get("seconds", 0.0)
+    if m.killed and not last.get("done"):
+        m.search_seconds = m.check_seconds
     return m
 
 
@@ -361,8 +374,8 @@ def to_json(measurements: list[Measurement], budget: float, max_memory_mb: int) 
         "grace_seconds": grace_for(budget),
         "max_memory_mb": max_memory_mb,
         "machine": machine(),
-        "bytes_per_state": "(peak RSS - RSS before the search) / distinct states; includes the search graph "
-                           "kept for the progress analysis",
+        "bytes_per_state": "(peak RSS when the search ends - RSS before it) / distinct states: visited set, "
+                           "BFS bookkeeping and the edges kept for the progress analysis; approximate",
         "rows": [m.as_json() for m in measurements],
         "growth": None if g is None else {"ranks": g.ranks, "states": g.states, "ratios": g.ratios,
                                           "polynomial_met": g.met, "text": g.text},

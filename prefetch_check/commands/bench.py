@@ -113,9 +113,9 @@ def notes(measurements: list[bench.Measurement], budget: float) -> list[str]:
     marked = sorted({m.row.note for m in measurements if m.row.note})
     lines += [f"* {note}" for note in marked]
     lines.append("seconds: search + progress analysis; states/s: distinct states per second of the search alone; "
-                 "peak MiB: peak resident memory of the row's own process (ru_maxrss); B/state: (peak RSS - RSS "
-                 "before the search) / states, approximate, and an upper bound on the visited set since it includes "
-                 "the search graph kept for the progress analysis.")
+                 "peak MiB: peak resident memory of the row's own process (ru_maxrss), progress analysis included; "
+                 "B/state: (peak RSS when the search ends - RSS before it) / states, approximate: what one stored "
+                 "state costs with the BFS bookkeeping and the edges kept for the progress analysis.")
     lines.append(f"Each row runs in a fresh process; its search stops at the budget ({budget:g} s) and the row is "
                  f"killed at budget + {bench.grace_for(budget):g} s; a cut row is BOUNDED with the figures it "
                  "reached, and growth stops after its first bounded row.")
