@@ -67,12 +67,14 @@ def explore(
     canonical: Optional[Callable] = None,
     on_progress: Optional[ProgressCallback] = None,
     persistent: Optional[Callable] = None,
+    stop_when_found: bool = False,
 ) -> Exploration:
     """Visit every reachable state (up to the limits), judging the safety properties.
 
     `canonical` maps a state to its orbit's representative (symmetry reduction);
     `persistent(state, successors)` picks the successors to explore (partial-order
     reduction). Enabledness for fairness is always taken from all successors.
+    `stop_when_found` ends the search once every safety property has a finding.
     """
     props = [p for p in model.properties() if p.not_applicable is None]
     state_props = [p for p in props if p.kind == ALWAYS]
@@ -124,6 +126,9 @@ def explore(
             if limits.max_memory_mb is not None and peak_memory_mb() > limits.max_memory_mb:
                 ex.stop_reason = f"memory limit of {limits.max_memory_mb} MB reached"
                 break
+        if stop_when_found and len(findings) == len(state_props) + len(step_props):
+            ex.stop_reason = "every property has a counterexample"
+            break
         sid = head
         head += 1
         state = states[sid]

@@ -9,7 +9,7 @@ from explorer.bfs import Exploration, ProgressCallback, explore
 from explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, EVENTUALLY, Model
 from explorer.limits import Limits
 from explorer.liveness import find_progress_violation
-from explorer.replay import replay
+from explorer.replay import Divergence, replay
 from explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED, CheckResult, PropertyResult, Stats
 from explorer.trace import Trace, build_trace, concrete_path
 
@@ -27,10 +27,13 @@ def check(
     persistent: Optional[Callable] = None,
 ) -> CheckResult:
     props = list(model.properties())
+    shortest: dict = {}
     wants_progress = any(p.kind == EVENTUALLY and p.not_applicable is None for p in props)
     ex = explore(
         model, limits, record_graph=wants_progress, canonical=canonical, on_progress=on_progress, persistent=persistent
     )
+    if persistent is not None:
+        shortest = _shorten(model, ex, canonical, shortest_budget(ex))
     results = {}
     progress_seconds = 0.0
     bound = f"search stopped: {ex.stop_reason}; {len(ex.states)} states, depth {ex.max_depth} reached, no violation found"
@@ -40,8 +43,8 @@ def check(
             continue
         trace, reason = None, ""
         if p.kind in (ALWAYS, ALWAYS_STEP) and p.name in ex.findings:
-            finding = ex.findings[p.name]
-            trace, reason = _safety_trace(ex, canonical, p, finding), finding.reason
+            source, finding = shortest.get(p.name, (ex, ex.findings[p.name]))
+            trace, reason = _safety_trace(source, canonical, p, finding), finding.reason
             _confirm(model, trace, lambda t, p=p, f=finding: _still_violates(model, p, t))
         elif p.kind == DEADLOCK_FREE and ex.deadlocks:
             trace = _trace_to(ex, canonical, ex.deadlocks[0])
@@ -76,6 +79,45 @@ def check(
         progress_seconds=progress_seconds,
     )
     return CheckResult(name=name, results=results, stats=stats)
+
+
+def shortest_budget(ex: Exploration) -> int:
+    """States the shortening search may visit: a multiple of what the reduced search needed."""
+    return max(200_000, 10 * len(ex.states))
+
+
+def _shorten(model, ex: Exploration, canonical, budget: int) -> dict:
+    """The partial-order reduction does not keep counterexamples shortest; symmetry does.
+    For each safety violation found, search without the partial-order reduction, no deeper
+    than the reduced counterexample, for the same property: BFS then finds a shortest one.
+    Within `budget` states only; past it the reduced counterexample is kept (still real,
+    replayed, but perhaps not the shortest)."""
+    out = {}
+    for name, finding in ex.findings.items():
+        depth = ex.depth[finding.state_id]
+        plain = explore(
+            _OnlyProperty(model, name),
+            Limits(max_states=budget, max_depth=depth + (1 if finding.action is not None else 0)),
+            canonical=canonical,
+            stop_when_found=True,
+        )
+        if name in plain.findings:
+            out[name] = (plain, plain.findings[name])
+    return out
+
+
+class _OnlyProperty:
+    """A view of a model that judges one property only (for the shortening search)."""
+
+    def __init__(self, model, name: str):
+        self._model = model
+        self._props = [p for p in model.properties() if p.name == name]
+
+    def properties(self):
+        return self._props
+
+    def __getattr__(self, attr):
+        return getattr(self._model, attr)
 
 
 def _trace_to(ex: Exploration, canonical, sid: int) -> Trace:
@@ -125,6 +167,9 @@ def _lasso_closes(model, trace: Trace, canonical) -> bool:
 
 def _confirm(model, trace: Trace, still_bad) -> None:
     """Replay the schedule from scratch; the replay must reach the same states and still fail."""
-    again = replay(model, trace.schedule)
+    try:
+        again = replay(model, trace.schedule, initial=trace.initial)
+    except Divergence as exc:
+        raise CounterexampleNotReplayable(f"counterexample does not replay ({exc}): {trace.schedule}") from None
     if [s.state for s in again.steps] != [s.state for s in trace.steps] or not still_bad(again):
         raise CounterexampleNotReplayable(f"counterexample does not replay: {trace.schedule}")

@@ -7,9 +7,10 @@ a rank's steps read only its own tuple (collectives complete in a separate half,
 and, after an arrival, a completion check. Properties, descriptions and fields decode
 the state and ask the specification, so every answer is the specification's.
 
-A code is `nonS_id << 20 | S_id`: the rank's fields other than the scheduler's, then
-the scheduler's. Sorting codes therefore orders ranks by what their other threads see
-first, which the fairness argument of `model/symmetry.py` needs.
+A code is `nonS_id << 20 | S_id` (the rank's fields other than the scheduler's, then the
+scheduler's): two tables of distinct parts instead of one of whole ranks. Symmetry sorts
+ranks by their contents, where the scheduler's fields come last, as the fairness
+argument of `model/symmetry.py` needs.
 
 Memory: a stored state is a tuple of R ints (56 + 8 R bytes; the small ints are
 shared) plus its visited-set entry; the per-rank tuples live once in the intern tables.
@@ -22,7 +23,7 @@ from model.actions import Action
 from model.collectives import PREFETCH, SCHEDULER, complete_if_all_arrived
 from model.protocol import PrefetchProtocol
 from model.properties import summarize
-from model.reduction import make_persistent_set
+from model.reduction import make_persistent_set, waits_of
 from model.state import S_DRAIN, WAITING, Rank
 from model.symmetry import rank_classes
 
@@ -56,12 +57,14 @@ class CompiledProtocol:
         self._actions: dict = {}
         self._done: dict = {}  # (code, group, done register) -> code
         self._regs: dict = {}  # code -> (s_coll, p_coll)
+        self._waits: dict = {}  # code -> collectives the rank waits in (for the reduction)
         self._views: dict = {}  # code -> RankView (what the state properties read of a rank)
         self._view_id: dict = {}  # code -> small int naming its RankView (equal views, equal ids)
         self._view_ids: dict = {}  # RankView -> small int
         self._fakes = [tuple(_SENTINEL for _ in range(self.ranks))] * self.ranks
         self._properties = [self._wrap(p) for p in spec.properties()]
-        self.persistent_set = make_persistent_set(lambda st, r: self._regs[st[r]])
+        waits = self._waits
+        self.persistent_set = make_persistent_set(lambda st, r: waits[st[r]])
 
     # ---- encoding ----
 
@@ -76,6 +79,7 @@ class CompiledProtocol:
             self._code_of[rank] = code
             self.rank_of[code] = rank
             self._regs[code] = (rank.s_coll, rank.p_coll)
+            self._waits[code] = waits_of(rank.s_coll, rank.p_coll)
             view = self._views[code] = summarize(rank)
             self._view_id[code] = self._view_ids.setdefault(view, len(self._view_ids))
         return code
@@ -202,17 +206,22 @@ class CompiledProtocol:
         return self.spec.fields(self.decode(cstate))
 
     def canonicalizer(self):
-        """Symmetry on codes: sort the codes of each class of interchangeable ranks."""
+        """Symmetry on codes: sort each class of interchangeable ranks by the ranks' contents.
+
+        Sorting by content (not by code, which numbers ranks in discovery order) keeps the
+        representative, and so every count, independent of the order steps are listed in.
+        """
         classes = [c for c in rank_classes(self.config) if len(c) > 1]
         if not classes:
             return None
+        key = self.rank_of.__getitem__
         if len(classes) == 1 and len(classes[0]) == self.ranks:
-            return lambda cs: tuple(sorted(cs))
+            return lambda cs: tuple(sorted(cs, key=key))
 
         def canonical(cs):
             out = list(cs)
             for positions in classes:
-                for pos, code in zip(positions, sorted(cs[p] for p in positions)):
+                for pos, code in zip(positions, sorted((cs[p] for p in positions), key=key)):
                     out[pos] = code
             return tuple(out)
 

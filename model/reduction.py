@@ -29,31 +29,31 @@ from __future__ import annotations
 from model.state import WAITING
 
 
-def rank_registers(state, r: int) -> tuple:
-    """The (scheduler, prefetch-thread) collective registers of rank r in a plain state."""
+def rank_waits(state, r: int) -> tuple:
+    """The collectives rank r waits in, as (group index, tag) pairs, in a plain state."""
     rank = state[r]
-    return rank.s_coll, rank.p_coll
+    return waits_of(rank.s_coll, rank.p_coll)
 
 
-def make_persistent_set(registers=rank_registers):
-    """persistent_set(state, successors) for states whose registers `registers(state, r)` reads."""
+def waits_of(s_coll, p_coll) -> tuple:
+    return tuple((g, reg[0]) for g, reg in enumerate((s_coll, p_coll)) if reg and reg[1] == WAITING)
 
-    def waits_for(state, r: int) -> list:
-        missing = []
-        for g, reg in enumerate(registers(state, r)):
-            if reg and reg[1] == WAITING:
-                key = reg[:2]
-                missing.append([x for x in range(len(state)) if registers(state, x)[g][:2] != key])
-        return missing
 
-    def closure(state, start: int, by_rank: dict) -> set:
+def make_persistent_set(waits=rank_waits):
+    """persistent_set(state, successors) for states whose `waits(state, r)` is known.
+
+    `successors` must list each rank's steps together (the models list them rank by rank).
+    """
+
+    def closure(state, start: int, counts: dict, waiting: list) -> set:
         members = {start}
         todo = [start]
         while todo:
-            for missing in waits_for(state, todo.pop()):
+            for key in waiting[todo.pop()]:
+                missing = [x for x in range(len(state)) if key not in waiting[x]]
                 if any(x in members for x in missing):
                     continue
-                pick = min(missing, key=lambda x: (len(by_rank.get(x, ())), x))
+                pick = min(missing, key=lambda x: (counts.get(x, 0), x))
                 members.add(pick)
                 todo.append(pick)
         return members
@@ -61,17 +61,22 @@ def make_persistent_set(registers=rank_registers):
     def persistent_set(state, successors: list) -> list:
         if len(state) == 1 or not successors:
             return successors
-        by_rank: dict = {}
-        for pair in successors:
-            by_rank.setdefault(pair[0].rank, []).append(pair)
+        counts: dict = {}
+        for action, _ in successors:
+            counts[action.rank] = counts.get(action.rank, 0) + 1
+        waiting = [waits(state, x) for x in range(len(state))]
+        # a free rank (waiting in nothing) is a closure by itself; rank order breaks ties, so
+        # the choice does not depend on the order in which successors were listed
         best, best_size = None, len(successors)
-        for r in sorted(by_rank):  # rank order, not enumeration order: counts must not depend on it
-            members = closure(state, r, by_rank)
-            size = sum(len(by_rank.get(x, ())) for x in members)
-            if size < best_size:
-                best, best_size = members, size
-                if size == 1:
-                    break
+        for r in sorted(counts):
+            if not waiting[r] and counts[r] < best_size:
+                best, best_size = {r}, counts[r]
+        for r in sorted(counts):
+            if waiting[r] and counts[r] < best_size:  # a closure is at least as big as its start
+                members = closure(state, r, counts, waiting)
+                size = sum(counts.get(x, 0) for x in members)
+                if size < best_size:
+                    best, best_size = members, size
         if best is None:
             return successors
         return [pair for pair in successors if pair[0].rank in best]

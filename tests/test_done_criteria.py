@@ -77,21 +77,6 @@ def accepting_check(trace, prop, config):
     return rank, q, max(i for i in range(at) if ids[i] == f"S{rank}.check.q{q}")
 
 
-# With several ranks the partial-order reduction the API applies by default makes these traces
-# one step longer than the shortest (the plain search keeps them shortest: tested below).
-LONGER_UNDER_REDUCTION = {
-    ("r2_q2", "no_early_acceptance"),
-    ("timeout_r2", "no_early_acceptance"),
-    ("r2_q2", "wait_complete_delivers"),
-    ("timeout_r2", "wait_complete_delivers"),
-    ("failing_r2", "wait_complete_delivers"),
-    ("failing_r2_q2", "wait_complete_delivers"),
-}
-NOT_SHORTEST = pytest.mark.xfail(
-    strict=True,
-    reason="model bug: the partial-order reduction (model/reduction.py) does not keep counterexamples "
-    "shortest (one extra step of the rank it explores first); issue 2 asks for the shortest",
-)
 PROPS = ("no_early_acceptance", "wait_complete_delivers")
 
 
@@ -133,7 +118,7 @@ def shortest_length(result, shortest_violation):
 @pytest.mark.parametrize(
     "name, prop",
     [
-        pytest.param(name, prop, marks=[NOT_SHORTEST] if (name, prop) in LONGER_UNDER_REDUCTION else [])
+        pytest.param(name, prop)
         for name in CONFIGS
         for prop in PROPS
     ],

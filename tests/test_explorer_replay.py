@@ -140,11 +140,6 @@ def test_check_without_lies_passes_the_replay(lies_on_replay):
     assert set(result.violated) == {"no_early_acceptance", "wait_complete_delivers"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="explorer bug: a counterexample whose action is no longer enabled on replay escapes check() "
-    "as replay.Divergence instead of CounterexampleNotReplayable",
-)
 def test_check_rejects_a_counterexample_whose_action_vanishes_on_replay(lies_on_replay):
     no_check = lambda state, succ: [(a, n) for a, n in succ if a.step != "check"]
     with pytest.raises(CounterexampleNotReplayable):
@@ -191,11 +186,6 @@ def test_a_violating_initial_state_gives_an_empty_replayable_trace():
     assert result.verdict("never_bad") == "VIOLATED" and len(trace) == 0 and trace.schedule == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="explorer bug: check() replays every counterexample from initial_states()[0], so a violation "
-    "reached from another initial state is rejected as CounterexampleNotReplayable",
-)
 def test_a_counterexample_from_the_second_initial_state_is_reported():
     model = Table(["good", "start"], {"good": [("go", "good")], "start": [("go", "bad")], "bad": [("go", "bad")]})
     result = check(model)

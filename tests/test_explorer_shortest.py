@@ -75,11 +75,6 @@ def deadlock_depth(model):
     return None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="model bug: the partial-order reduction (model/reduction.py) does not keep counterexamples "
-    "shortest (wait_complete_delivers: 25 steps where the plain search finds 24); issue 2 asks for shortest",
-)
 def test_the_api_trace_is_as_short_as_the_plain_search():
     config = uniform_config(ranks=2, pages=2, failing={1: {1}})
     plain = api_check(config, "buggy", reductions=False)
@@ -107,11 +102,6 @@ def test_api_trace_lengths_do_not_depend_on_the_action_order(monkeypatch):
         assert len(forward.trace(name)) == len(backward.trace(name)), name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="model bug: the compiled search's symmetry representative sorts intern codes (discovery order) and "
-    "the partial-order reduction breaks ties by rank index, so reduced counts follow the enumeration order",
-)
 def test_api_counts_do_not_depend_on_the_action_order(monkeypatch):
     forward, backward = api_forward_and_backward(monkeypatch, uniform_config(ranks=2, requests=2, pages=1))
     assert (forward.stats.states, forward.stats.transitions) == (backward.stats.states, backward.stats.transitions)
