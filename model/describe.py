@@ -60,9 +60,8 @@ def describe_step(protocol, state, action: Action, next_state) -> str:
                 f"check_prefetch_progress(q{q}): best_effort -> terminate at once: mark_terminate, "
                 f"completed_tokens={new.completed * ps}; all_reduce(MIN) arrive{_reduced(after, SCHEDULER)}"
             )
-        can = protocol.decide(state, r, q)
-        term = int(op.terminated) if cfg.shape == "late2025" else 0
-        vector = f"[not can_terminate={1 - int(can)}, terminated={term}]" if cfg.shape == "late2025" else f"[not can_terminate={1 - int(can)}]"
+        vote = protocol.termination_vote(op, protocol.decide(state, r, q))  # what the step really sends
+        vector = f"[not can_terminate={vote[0]}, terminated={vote[1]}]" if cfg.shape == "late2025" else f"[not can_terminate={vote[0]}]"
         return (
             f"check_prefetch_progress(q{q}): {explain_predicate(protocol, state, r, q)}; "
             f"all_reduce(MAX) arrive {vector}{_reduced(after, SCHEDULER)}"

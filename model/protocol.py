@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from model.actions import ACTION_KINDS, Action
+from model.actions import ACTION_KINDS, THREAD_NAMES, Action
 from model.clock import ClockSteps
 from model.config import Config
 from model.describe import describe_step
@@ -27,6 +27,8 @@ _COLLECTIVE_NAMES = {
 
 class PrefetchProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockSteps):
     """The protocol of PROTOCOL.md for one configuration and one completion predicate."""
+
+    thread_names = THREAD_NAMES  # for viewers: S -> scheduler, P -> prefetch, ...
 
     def __init__(self, config: Config, predicate: Predicate | str = "fixed", name: str | None = None):
         if isinstance(predicate, str):
@@ -124,20 +126,33 @@ class PrefetchProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, Clock
             out[f"r{r}.prefetch_buffer"] = list(rank.prefetch_buffer)
             out[f"r{r}.revoke_queue"] = list(rank.revoke_queue)
             out[f"r{r}.host_mem_release_queue"] = rank.release_queue
+            out[f"r{r}.scheduler_collective"] = self._register(rank.s_coll)
+            out[f"r{r}.prefetch_collective"] = self._register(rank.p_coll)
             for q, op in enumerate(rank.ops):
                 p = f"r{r}.q{q}."
                 out[p + "issued"] = op.issued
+                out[p + "stage"] = ("queued", "queried", "revoked", "published")[op.stage]
                 out[p + "in_ongoing_prefetch"] = op.ongoing
                 out[p + "ready"] = op.ready
                 out[p + "hash_value"] = f"{op.hash_value} page(s)"
                 out[p + "pages_written"] = op.written
                 out[p + "completed_tokens"] = op.completed * ps
                 out[p + "terminated"] = op.terminated
+                out[p + "io_failed"] = op.io_failed
                 if self.config.policy == "timeout":
                     out[p + "timed_out"] = op.timed_out
                 out[p + "host_slots"] = "".join(".RTX"[s] for s in op.slots) or "-"
                 out[p + "inserted_tokens"] = "-" if op.inserted < 0 else op.inserted
         return out
+
+
+    def _register(self, reg) -> str:
+        if not reg:
+            return "-"
+        name = self.collective_name(reg[0])
+        if reg[1] == 0:  # WAITING
+            return f"arrived in {name} with {list(reg[2])}"
+        return f"{name} done: {list(reg[2])}"
 
 
 def _scheduler_pc(pc) -> str:

@@ -29,6 +29,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
                         help="spread the checks over N processes (0: one per core); results print in the same order for any N")
     parser.add_argument("--json", metavar="FILE", help="write every verdict, reason and schedule as JSON (overwrites)")
+    parser.add_argument("--predicate-source", action="append", metavar="PATH.py:Class.method",
+                        help="also check a predicate read from source with ast, never imported "
+                             "(e.g. hiradix_cache.py:HiRadixCache.can_terminate_prefetch)")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML, one test per scenario, predicate and property (overwrites)")
     parser.add_argument("--markdown", metavar="FILE",
                         help="APPEND a Markdown summary (works with $GITHUB_STEP_SUMMARY)")
@@ -44,7 +47,8 @@ def _writable(flag: str, path: str | None) -> None:
 
 
 def execute(args) -> int:
-    predicates = [check_predicate(p) for p in (args.predicate or DEFAULT_PREDICATES)]
+    named = (args.predicate or ([] if args.predicate_source else list(DEFAULT_PREDICATES))) + (args.predicate_source or [])
+    predicates = [check_predicate(p) for p in named]
     if len(set(predicates)) != len(predicates):
         raise InputError("--predicate: the same predicate is named twice")
     if args.jobs < 0:
