@@ -47,8 +47,9 @@ def trace_table(view: TraceView, width: int, layout: str = "auto") -> Table:
     for i, col in enumerate(view.columns):
         if layout == "columns":
             first = i == 0 or view.columns[i - 1].group != col.group
-            header = col.name if col.group is None else f"{col.group if first else ''}\n{col.name}"
-            # a thread that never acts in this trace keeps a narrow, empty column
+            # a thread that never acts in this trace keeps a narrow, empty column (short header)
+            name = col.name if i in acting else col.short
+            header = name if col.group is None else f"{col.group if first else ''}\n{name}"
             ratio = 10 if i in acting else 2
             table.add_column(header, ratio=ratio, min_width=6, header_style=f"bold {styles[i]}", overflow="fold")
         else:
