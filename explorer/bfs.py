@@ -87,16 +87,21 @@ def explore(
     successors, actor_of = model.successors, model.actor
     actors = ex.actors
     slots = Exploration.ACTOR_SLOTS
-    counts: Counter = Counter()
+    counts: dict = {}
+    step_judges: dict = {}  # action -> the step properties that judge it
     actor_index: dict = {}  # action -> index of its actor (actions are few, states many)
     canon = canonical or (lambda s: s)
 
+    # properties without a finding yet (a property is judged until its first, shortest, finding)
+    live_state = list(state_props)
+    live_step = list(step_props)
+
     def judge_state(sid: int, state) -> None:
-        for p in state_props:
-            if p.name not in findings:
-                reason = p.check(state)
-                if reason:
-                    findings[p.name] = Finding(sid, reason)
+        for p in live_state:
+            reason = p.check(state)
+            if reason:
+                findings[p.name] = Finding(sid, reason)
+                live_state.remove(p)
 
     for init in model.initial_states():
         key = canon(init)
@@ -126,7 +131,7 @@ def explore(
             if limits.max_memory_mb is not None and peak_memory_mb() > limits.max_memory_mb:
                 ex.stop_reason = f"memory limit of {limits.max_memory_mb} MB reached"
                 break
-        if stop_when_found and len(findings) == len(state_props) + len(step_props):
+        if stop_when_found and not live_state and not live_step:
             ex.stop_reason = "every property has a counterexample"
             break
         sid = head
@@ -158,13 +163,18 @@ def explore(
             succ = persistent(state, succ)
         ex.transitions += len(succ)
         for action, nxt in succ:
-            counts[action] += 1
-            for p in step_props:
-                if p.name not in findings:
-                    reason = p.check(state, action, nxt)
-                    if reason:
-                        findings[p.name] = Finding(sid, reason, action, nxt)
-            key = canon(nxt)
+            counts[action] = counts.get(action, 0) + 1
+            if live_step:
+                judged = step_judges.get(action)
+                if judged is None:
+                    judged = step_judges[action] = [p for p in step_props if p.concerns is None or p.concerns(action)]
+                for p in judged:
+                    if p in live_step:
+                        reason = p.check(state, action, nxt)
+                        if reason:
+                            findings[p.name] = Finding(sid, reason, action, nxt)
+                            live_step.remove(p)
+            key = nxt if canonical is None else canonical(nxt)
             tid = index.get(key)
             if tid is None:
                 if max_states is not None and len(states) >= max_states:
@@ -175,7 +185,8 @@ def explore(
                 states.append(key)
                 parent.append(sid)
                 depth.append(d + 1)
-                judge_state(tid, key)
+                if live_state:
+                    judge_state(tid, key)
             if record_graph:
                 out.append(tid * slots + actor_index[action])
         else:

@@ -23,6 +23,7 @@ class Property:
     check: Optional[Callable] = None
     description: str = ""
     not_applicable: Optional[str] = None  # reason why the property says nothing here
+    concerns: Optional[Callable] = None  # step invariants: action -> whether it is judged (None: all)
 
     @property
     def is_safety(self) -> bool:
@@ -33,8 +34,11 @@ def always(name: str, check: Callable, description: str = "", not_applicable: st
     return Property(name, ALWAYS, check, description, not_applicable)
 
 
-def always_step(name: str, check: Callable, description: str = "", not_applicable: str | None = None) -> Property:
-    return Property(name, ALWAYS_STEP, check, description, not_applicable)
+def always_step(
+    name: str, check: Callable, description: str = "", not_applicable: str | None = None, concerns: Callable | None = None
+) -> Property:
+    """An invariant of steps; `concerns(action)` lets the search skip steps it never judges."""
+    return Property(name, ALWAYS_STEP, check, description, not_applicable, concerns)
 
 
 def eventually(name: str, pending: Callable, description: str = "", not_applicable: str | None = None) -> Property:

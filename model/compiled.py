@@ -55,13 +55,14 @@ class CompiledProtocol:
         self._code_of: dict = {}  # Rank -> code
         self._local: dict = {}  # (class, code) -> [(thread, step, q, new code, arrival group)]
         self._actions: dict = {}
-        self._done: dict = {}  # (code, group, done register) -> code
+        self._completions: dict = {}  # (codes, group) -> codes after the collective completes
         self._regs: dict = {}  # code -> (s_coll, p_coll)
         self._waits: dict = {}  # code -> collectives the rank waits in (for the reduction)
         self._views: dict = {}  # code -> RankView (what the state properties read of a rank)
         self._view_id: dict = {}  # code -> small int naming its RankView (equal views, equal ids)
         self._view_ids: dict = {}  # RankView -> small int
         self._fakes = [tuple(_SENTINEL for _ in range(self.ranks))] * self.ranks
+        self._last_state, self._last_key = None, None
         self._properties = [self._wrap(p) for p in spec.properties()]
         waits = self._waits
         self.persistent_set = make_persistent_set(lambda st, r: waits[st[r]])
@@ -135,6 +136,12 @@ class CompiledProtocol:
         return steps
 
     def _complete(self, cstate: tuple, group: str) -> tuple:
+        known = self._completions.get((cstate, group))
+        if known is None:
+            known = self._completions[(cstate, group)] = self._completed(cstate, group)
+        return known
+
+    def _completed(self, cstate: tuple, group: str) -> tuple:
         g = 0 if group == SCHEDULER else 1
         regs = self._regs
         first = regs[cstate[0]][g]
@@ -160,32 +167,32 @@ class CompiledProtocol:
         if prop.check is None:
             return prop
         view_check = getattr(self.spec, "view_checks", {}).get(prop.name)
-        step_filter = getattr(self.spec, "step_filters", {}).get(prop.name)
         if prop.kind == ALWAYS and view_check is not None:
             # many states share their ranks' views: judge each combination of views once
             known: dict = {}
-            view_id = self._view_id
+            key_of = self._view_key
 
             def wrapped(cs):
-                key = tuple([view_id[c] for c in cs])
+                key = key_of(cs)
                 if key in known:
                     return known[key]
                 reason = known[key] = view_check([views[c] for c in cs])
                 return reason
         elif prop.kind in (ALWAYS, EVENTUALLY):
             wrapped = lambda cs: check(decode(cs))  # noqa: E731
-        elif prop.kind == ALWAYS_STEP and step_filter is not None:
-            thread, step = step_filter
-
-            def wrapped(cs, a, ct):
-                if a.thread != thread or a.step != step:
-                    return None
-                return check(decode(cs), a, decode(ct))
         elif prop.kind == ALWAYS_STEP:
             wrapped = lambda cs, a, ct: check(decode(cs), a, decode(ct))  # noqa: E731
         else:
             return prop
-        return Property(prop.name, prop.kind, wrapped, prop.description, prop.not_applicable)
+        return Property(prop.name, prop.kind, wrapped, prop.description, prop.not_applicable, prop.concerns)
+
+    def _view_key(self, cs) -> tuple:
+        """The ranks' view ids of a state (kept for the last state: every property asks)."""
+        if cs is not self._last_state:
+            view_id = self._view_id
+            self._last_key = tuple([view_id[c] for c in cs])
+            self._last_state = cs
+        return self._last_key
 
     def actor(self, action):
         return action.actor

@@ -142,7 +142,6 @@ def build_properties(protocol) -> list:
 
     delivered = [q for q in range(cfg.num_requests) if not cfg.is_revoked(q) and cfg.is_issued_by_threshold(q)]
     expected = [cfg.agreed_hit_pages(q) * cfg.page_size for q in range(cfg.num_requests)]
-    protocol.step_filters = {"no_early_acceptance": (SCHEDULER, "check")}  # the only step it judges
     protocol.view_checks = {
         "wait_complete_delivers": wait_complete_delivers,
         "tp_agreement": tp_agreement,
@@ -165,6 +164,7 @@ def build_properties(protocol) -> list:
             no_early_acceptance,
             "the predicate never accepts while hash_value is empty and the operation is not revoked",
             None if waits else best_effort_na,
+            concerns=lambda action: action.thread == SCHEDULER and action.step == "check",
         ),
         always(
             "wait_complete_delivers",
