@@ -295,6 +295,38 @@ class DecideOnLocalHits(Mutant):
         return None
 
 
+class ThresholdInPages(Mutant):
+    name = "threshold_in_pages"
+    description = "the prefetch thread compares the hit count in pages, not tokens, against the token threshold"
+    upstream = "cache_controller.py, prefetch_thread_func: `storage_hit_count < self.prefetch_threshold` with the count in pages"
+    touches = ("P.revoke", "P.publish")
+    expected = "wait_complete_delivers"
+
+    def p_decide(self, state, r, q):
+        # scale the agreed pages down by page_size once more: the comparison then sees pages
+        ps = self.config.page_size
+        out = super().p_decide(state, r, q)
+        if not out or ps == 1:
+            return out
+        rank = state[r]
+        (hit_pages,) = rank.p_coll[2]
+        op = rank.ops[q]
+        pages = len(op.slots)
+        if hit_pages < self.config.effective_threshold:
+            return [(Action(r, PREFETCH, "revoke", q), set_rank(state, r, self.revoked(rank, q, op, pages)))]
+        return [(Action(r, PREFETCH, "publish", q), set_rank(state, r, self.published(rank, q, op, pages, hit_pages)))]
+
+    def describe_mutated(self, state, action, next_state):
+        if action.kind in ("P.revoke", "P.publish"):
+            (agreed,) = state[action.rank].p_coll[2]
+            verb = "<" if action.step == "revoke" else ">="
+            return (
+                f"all_reduce(MIN) -> {agreed} hit page(s), compared as if tokens: {agreed} {verb} threshold "
+                f"{self.config.effective_threshold}: {action.step} q{action.q}"
+            )
+        return None
+
+
 # ---- scheduler ----
 
 
@@ -430,6 +462,7 @@ CATALOGUE: tuple[type[Mutant], ...] = (
     RevokeKeepsSlots,
     RevokeNotQueued,
     DecideOnLocalHits,
+    ThresholdInPages,
     DrainWithoutAgreement,
     DrainReleaseUnagreed,
     TerminationMin,

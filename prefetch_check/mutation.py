@@ -58,6 +58,7 @@ BUILTIN_CONFIGS: tuple[NamedConfig, ...] = (
     NamedConfig("load-failure-two-ranks", uniform_config(ranks=2, requests=1, pages=2, failing={1: {0}})),
     NamedConfig("timeout", uniform_config(ranks=1, requests=1, pages=2, policy="timeout")),
     NamedConfig("uneven-hits", _uneven_hits((1, 0))),
+    NamedConfig("two-token-pages", uniform_config(ranks=1, requests=1, pages=2, page_size=2, hits=1)),
 )
 
 
