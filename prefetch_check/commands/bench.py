@@ -54,6 +54,8 @@ def execute(args) -> int:
         if m is None:
             log.print(f"bench [{i + 1}/{len(rows)}] {row.key}: {row.configuration}, reductions "
                       f"{'on' if row.reductions else 'off'} ...", highlight=False)
+        elif not m.ran:
+            log.print(f"bench [{i + 1}/{len(rows)}] {row.key}: {m.summary()}", highlight=False)
         else:
             log.print(f"bench [{i + 1}/{len(rows)}] {row.key}: {m.states:,} states, {m.seconds:.1f} s, {m.summary()}",
                       highlight=False)
