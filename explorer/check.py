@@ -8,7 +8,7 @@ from typing import Callable, Optional
 from explorer.bfs import Exploration, ProgressCallback, explore
 from explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, EVENTUALLY, Model
 from explorer.limits import Limits
-from explorer.liveness import find_progress_violation
+from explorer.liveness import AnalysisTimeout, find_progress_violation
 from explorer.replay import Divergence, replay
 from explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED, CheckResult, PropertyResult, Stats
 from explorer.trace import Trace, build_trace, concrete_path
@@ -52,7 +52,17 @@ def check(
             _confirm(model, trace, lambda t: not model.successors(t.final_state))
         elif p.kind == EVENTUALLY and ex.complete:
             t0 = time.perf_counter()
-            lasso = find_progress_violation(ex, p.check)
+            deadline = None if limits.time_limit is None else t0 + max(0.0, limits.time_limit - ex.seconds)
+            try:
+                lasso = find_progress_violation(ex, p.check, deadline)
+            except AnalysisTimeout:
+                progress_seconds += time.perf_counter() - t0
+                results[p.name] = PropertyResult(
+                    p.name, BOUNDED, p.description,
+                    f"the search finished ({len(ex.states)} states) but the time limit of {limits.time_limit}s "
+                    f"ran out during the progress analysis, after {progress_seconds:.1f}s of it",
+                )
+                continue
             progress_seconds += time.perf_counter() - t0
             if lasso is not None:
                 trace = _lasso_trace(ex, canonical, lasso)

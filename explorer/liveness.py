@@ -13,6 +13,7 @@ a step of every always-enabled actor and a state where each other actor is disab
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Optional
@@ -63,30 +64,56 @@ def _walk(ex: Exploration, start: int, inside: set, goal) -> list[int]:
     raise AssertionError("component is not strongly connected")
 
 
-def find_progress_violation(ex: Exploration, pending) -> Optional[Lasso]:
-    """The shortest-prefix fair lasso (or deadlock) that stays pending, or None."""
+class AnalysisTimeout(Exception):
+    """The progress analysis passed its deadline: progress is then BOUNDED, not decided."""
+
+
+def _ticker(deadline: Optional[float], every: int = 4096):
+    """A callable that raises AnalysisTimeout once `deadline` (perf_counter) has passed."""
+    count = 0
+
+    def tick():
+        nonlocal count
+        count += 1
+        if deadline is not None and count % every == 0 and time.perf_counter() > deadline:
+            raise AnalysisTimeout()
+
+    return tick
+
+
+def find_progress_violation(ex: Exploration, pending, deadline: Optional[float] = None) -> Optional[Lasso]:
+    """The shortest-prefix fair lasso (or deadlock) that stays pending, or None.
+
+    Raises AnalysisTimeout when `deadline` (a time.perf_counter value) passes.
+    """
     assert ex.edges is not None, "progress needs the explored graph (record_graph=True)"
-    reasons = {}
-    nodes = []
+    tick = _ticker(deadline)
+    is_pending = bytearray(len(ex.states))  # one byte a state: the reasons are built only when reported
     for sid, state in enumerate(ex.states):
-        why = pending(state)
-        if why:
-            reasons[sid] = why
-            nodes.append(sid)
+        tick()
+        if pending(state):
+            is_pending[sid] = 1
     candidates: list[Lasso] = []
-    stuck = [sid for sid in ex.deadlocks if sid in reasons]
+    stuck = [sid for sid in ex.deadlocks if is_pending[sid]]
     if stuck:
         sid = min(stuck, key=lambda s: (ex.depth[s], s))
-        candidates.append(Lasso(_path_from_root(ex, sid), [], f"deadlock with work left: {reasons[sid]}"))
+        why = pending(ex.states[sid])
+        candidates.append(Lasso(_path_from_root(ex, sid), [], f"deadlock with work left: {why}"))
+
+    def pending_edges():
+        for u in range(len(ex.states)):
+            if is_pending[u]:
+                tick()
+                for v, _ in _succ(ex, u):
+                    if is_pending[v]:
+                        yield u, v
 
     graph = nx.DiGraph()
-    graph.add_nodes_from(nodes)
-    for u in nodes:
-        for v, _ in _succ(ex, u):
-            if v in reasons:
-                graph.add_edge(u, v)
+    graph.add_nodes_from(u for u in range(len(ex.states)) if is_pending[u])
+    graph.add_edges_from(pending_edges())
     best = None
     for comp in nx.strongly_connected_components(graph):
+        tick()
         if len(comp) == 1:
             (u,) = comp
             if not graph.has_edge(u, u):
@@ -105,7 +132,9 @@ def find_progress_violation(ex: Exploration, pending) -> Optional[Lasso]:
             best = (entry, comp, always_enabled)
     if best is not None:
         entry, comp, always_enabled = best
-        candidates.append(Lasso(_path_from_root(ex, entry), _fair_cycle(ex, entry, comp, always_enabled), reasons[entry]))
+        candidates.append(
+            Lasso(_path_from_root(ex, entry), _fair_cycle(ex, entry, comp, always_enabled), pending(ex.states[entry]))
+        )
     if not candidates:
         return None
     return min(candidates, key=lambda l: len(l.prefix) + len(l.cycle))

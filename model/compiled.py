@@ -167,7 +167,7 @@ class CompiledProtocol:
         if prop.check is None:
             return prop
         view_check = getattr(self.spec, "view_checks", {}).get(prop.name)
-        if prop.kind == ALWAYS and view_check is not None:
+        if prop.kind in (ALWAYS, EVENTUALLY) and view_check is not None:
             # many states share their ranks' views: judge each combination of views once
             known: dict = {}
             key_of = self._view_key

@@ -34,6 +34,7 @@ class RankView(NamedTuple):
     inserted: tuple  # per request: tokens inserted, or NOT_INSERTED
     disturbed: tuple  # per request: a load failed or the timeout fired here
     issued: tuple  # per request: an operation exists here
+    unresolved: tuple  # requests issued here and not yet resolved by the scheduler
 
 
 def summarize(rank) -> RankView:
@@ -60,6 +61,7 @@ def summarize(rank) -> RankView:
         inserted=tuple(op.inserted for op in rank.ops),
         disturbed=tuple(op.io_failed or op.timed_out for op in rank.ops),
         issued=tuple(op.issued for op in rank.ops),
+        unresolved=tuple(q for q, op in enumerate(rank.ops) if op.issued and not op.ready),
     )
 
 
@@ -140,6 +142,12 @@ def build_properties(protocol) -> list:
                 return f"rank {r}, request {q}: page {p} handed to the tree before its data was written"
         return None
 
+    def pending(views):
+        left = [(r, q) for r, v in enumerate(views) for q in v.unresolved]
+        if not left:
+            return None
+        return "unresolved: " + ", ".join(f"request {q} on rank {r}" for r, q in left)
+
     delivered = [q for q in range(cfg.num_requests) if not cfg.is_revoked(q) and cfg.is_issued_by_threshold(q)]
     expected = [cfg.agreed_hit_pages(q) * cfg.page_size for q in range(cfg.num_requests)]
     protocol.view_checks = {
@@ -147,16 +155,11 @@ def build_properties(protocol) -> list:
         "tp_agreement": tp_agreement,
         "host_memory": host_memory,
         "data_integrity": data_integrity,
+        "progress": pending,
     }
 
     def on_state(view_check):
         return lambda state: view_check([summarize(rank) for rank in state])
-
-    def pending(state):
-        left = [(r, q) for r, rank in enumerate(state) for q, op in enumerate(rank.ops) if op.issued and not op.ready]
-        if not left:
-            return None
-        return "unresolved: " + ", ".join(f"request {q} on rank {r}" for r, q in left)
 
     return [
         always_step(
@@ -189,7 +192,7 @@ def build_properties(protocol) -> list:
         ),
         eventually(
             "progress",
-            pending,
+            on_state(pending),
             "every issued prefetch is eventually resolved, under weak fairness of the threads",
         ),
         deadlock_free("deadlock_freedom", "every reachable state has a successor"),

@@ -141,3 +141,38 @@ def test_limits_describe_themselves():
     assert Limits(max_states=5, max_depth=3, time_limit=1.5, max_memory_mb=64).describe() == (
         "max_states=5, max_depth=3, time_limit=1.5s, max_memory=64MB"
     )
+
+
+def test_the_time_limit_also_bounds_the_progress_analysis(monkeypatch):
+    """A search that finishes in time but whose progress analysis does not gives BOUNDED progress."""
+    import explorer.check as check_module
+    from explorer.liveness import AnalysisTimeout
+    from prefetch_check import Limits, check, uniform_config
+
+    def too_slow(ex, pending, deadline):
+        assert deadline is not None  # the remaining time is handed to the analysis
+        raise AnalysisTimeout()
+
+    monkeypatch.setattr(check_module, "find_progress_violation", too_slow)
+    result = check(uniform_config(ranks=1, requests=1, pages=2), "fixed", Limits(time_limit=60))
+    assert result.stats.complete
+    assert result.verdict("progress") == "BOUNDED"
+    assert "during the progress analysis" in result.results["progress"].reason
+    assert result.verdict("no_early_acceptance") == "VERIFIED"
+
+
+def test_a_passed_deadline_stops_the_progress_analysis():
+    import time
+
+    import pytest
+
+    from explorer.bfs import explore
+    from explorer.liveness import AnalysisTimeout, find_progress_violation
+    from prefetch_check import build_model, uniform_config
+
+    model = build_model(uniform_config(ranks=2, requests=2, pages=2), "fixed")  # 18,592 states: ticks
+    ex = explore(model, record_graph=True)
+    pending = next(p for p in model.properties() if p.name == "progress").check
+    with pytest.raises(AnalysisTimeout):
+        find_progress_violation(ex, pending, deadline=time.perf_counter() - 1)
+    assert find_progress_violation(ex, pending, deadline=None) is None
