@@ -302,19 +302,8 @@ class ThresholdInPages(Mutant):
     touches = ("P.revoke", "P.publish")
     expected = "wait_complete_delivers"
 
-    def p_decide(self, state, r, q):
-        # scale the agreed pages down by page_size once more: the comparison then sees pages
-        ps = self.config.page_size
-        out = super().p_decide(state, r, q)
-        if not out or ps == 1:
-            return out
-        rank = state[r]
-        (hit_pages,) = rank.p_coll[2]
-        op = rank.ops[q]
-        pages = len(op.slots)
-        if hit_pages < self.config.effective_threshold:
-            return [(Action(r, PREFETCH, "revoke", q), set_rank(state, r, self.revoked(rank, q, op, pages)))]
-        return [(Action(r, PREFETCH, "publish", q), set_rank(state, r, self.published(rank, q, op, pages, hit_pages)))]
+    def revokes(self, hit_pages: int) -> bool:
+        return hit_pages < self.config.effective_threshold  # pages against tokens
 
     def describe_mutated(self, state, action, next_state):
         if action.kind in ("P.revoke", "P.publish"):

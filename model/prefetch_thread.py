@@ -38,9 +38,13 @@ class PrefetchThreadSteps:
         hit_pages = self.decision_hits(agreed, r, q)
         op = rank.ops[q]
         pages = len(op.slots)
-        if hit_pages * cfg.page_size < cfg.effective_threshold:
+        if self.revokes(hit_pages):
             return [(Action(r, PREFETCH, "revoke", q), set_rank(state, r, self.revoked(rank, q, op, pages)))]
         return [(Action(r, PREFETCH, "publish", q), set_rank(state, r, self.published(rank, q, op, pages, hit_pages)))]
+
+    def revokes(self, hit_pages: int) -> bool:
+        """Revoke when the agreed hit tokens are below the (clamped) threshold."""
+        return hit_pages * self.config.page_size < self.config.effective_threshold
 
     def decision_hits(self, agreed: tuple, r: int, q: int) -> int:
         """The hit count (pages) revoke-or-publish is decided on: the result of all_reduce(MIN)."""

@@ -20,37 +20,12 @@ from explorer.limits import Limits
 from explorer.replay import replay
 from explorer.result import VIOLATED
 from model.compiled import CompiledProtocol
-from model.config import POLICIES, SHAPES, Config, RequestSpec
 from model.protocol import PrefetchProtocol
 from model.symmetry import canonicalizer
+from strategies import configs
 from prefetch_check import check
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@st.composite
-def configs(draw):
-    """Ranks 1-2, requests 1-2, pages 1-3, page_size 1-2; hits, failing pages, threshold,
-    clamp, policy, clock, shape and allocation failure all random."""
-    ranks = draw(st.integers(1, 2))
-    requests = []
-    for _ in range(draw(st.integers(1, 2))):
-        pages = draw(st.integers(1, 3))
-        hits = tuple(draw(st.integers(0, pages)) for _ in range(ranks))
-        failing = tuple(frozenset(draw(st.sets(st.integers(0, pages - 1), max_size=1))) for _ in range(ranks))
-        requests.append(RequestSpec(pages=pages, hits=hits, failing=failing))
-    return Config(
-        ranks=ranks,
-        requests=tuple(requests),
-        page_size=draw(st.integers(1, 2)),
-        storage_batch_size=draw(st.integers(1, 2)),
-        prefetch_threshold=draw(st.integers(0, 4)),
-        clamp_threshold=draw(st.booleans()),
-        policy=draw(st.sampled_from(POLICIES)),
-        timeout_clock=draw(st.booleans()),
-        alloc_may_fail=tuple(draw(st.booleans()) for _ in range(ranks)),
-        shape=draw(st.sampled_from(SHAPES)),
-    )
 
 
 # ---- (a) what fixed must never violate ----
