@@ -31,7 +31,7 @@ class PrefetchThreadSteps:
         return [(Action(r, PREFETCH, "take", q), arrive(state, GROUP, r, moved, (C_HITS, q), (hits,), min))]
 
     def p_decide(self, state, r, q):
-        cfg, rank = self.config, state[r]
+        rank = state[r]
         agreed = result_for(rank, GROUP, (C_HITS, q))
         if agreed is None:
             return []

@@ -7,18 +7,17 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from dataclasses import replace
+from typing import Iterable
 
 from explorer.check import check as check_model
 from explorer.limits import Limits
+from explorer.replay import replay
 from explorer.result import CheckResult
+from model.compiled import CompiledProtocol
 from model.config import Config
 from model.predicates import Predicate
 from model.protocol import PrefetchProtocol
-from dataclasses import replace
-
-from explorer.replay import replay
-from model.compiled import CompiledProtocol
 
 
 def build_model(config: Config, predicate: Predicate | str = "fixed") -> PrefetchProtocol:

@@ -22,6 +22,7 @@ from explorer.result import VIOLATED
 from model.compiled import CompiledProtocol
 from model.protocol import PrefetchProtocol
 from model.symmetry import canonicalizer
+from model.config import Config
 from strategies import configs
 from prefetch_check import check
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from explorer.report import Labels, print_report, summary, to_json_text, to_junit, to_markdown
 from explorer.result import VIOLATED
-from prefetch_check.commands.common import add_limit_flags, check_predicate, limit_overrides, output_console, positive_int
+from prefetch_check.commands.common import add_limit_flags, check_predicate, limit_overrides, output_console
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
 from prefetch_check.scenario.runner import entries, plan, run_tasks

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from explorer.limits import Limits
 from model.config import Config
-from prefetch_check.scenario.errors import InputError, ScenarioError, did_you_mean
+from prefetch_check.scenario.errors import InputError, did_you_mean
 from prefetch_check.scenario.expectations import Expect, parse_expect
 from prefetch_check.scenario.limits import parse_limits, resolve
 from prefetch_check.scenario.matrix import case_label, check_matrix, expand
