@@ -42,16 +42,21 @@ def register_arrival(rank: Rank, group: str, tag: tuple, value: tuple, op) -> Ra
 
 def complete_if_all_arrived(ranks: list, group: str) -> list:
     """If every rank waits under the same tag, switch all registers to DONE with the reduction."""
-    regs = [getattr(x, group) for x in ranks]
+    done = completion([getattr(x, group) for x in ranks])
+    if done is None:
+        return ranks
+    return [x._replace(**{group: done}) for x in ranks]
+
+
+def completion(regs: list):
+    """The DONE register every rank gets if all these registers wait under one tag, else None."""
     first = regs[0]
     if not first or first[1] != WAITING:
-        return ranks
+        return None
     tag = first[0]
     if all(reg and reg[0] == tag and reg[1] == WAITING for reg in regs):
-        result = elementwise(_OPS[first[3]], [reg[2] for reg in regs])
-        done = (tag, DONE, result)
-        return [x._replace(**{group: done}) for x in ranks]
-    return ranks
+        return (tag, DONE, elementwise(_OPS[first[3]], [reg[2] for reg in regs]))
+    return None
 
 
 def result_for(rank: Rank, group: str, tag: tuple):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from explorer.interface import ALWAYS, ALWAYS_STEP, EVENTUALLY, Property
 from model.actions import Action
-from model.collectives import PREFETCH, SCHEDULER, complete_if_all_arrived
+from model.collectives import PREFETCH, SCHEDULER, completion
 from model.protocol import PrefetchProtocol
 from model.properties import summarize
 from model.reduction import make_persistent_set, waits_of
@@ -55,8 +55,8 @@ class CompiledProtocol:
         self._code_of: dict = {}  # Rank -> code
         self._local: dict = {}  # (class, code) -> [(thread, step, q, new code, arrival group)]
         self._actions: dict = {}
-        self._completions: dict = {}  # (codes, group) -> codes after the collective completes
         self._regs: dict = {}  # code -> (s_coll, p_coll)
+        self._with_done: dict = {}  # (code, group, DONE register) -> code of the rank after completion
         self._waits: dict = {}  # code -> collectives the rank waits in (for the reduction)
         self._views: dict = {}  # code -> RankView (what the state properties read of a rank)
         self._view_id: dict = {}  # code -> small int naming its RankView (equal views, equal ids)
@@ -136,12 +136,6 @@ class CompiledProtocol:
         return steps
 
     def _complete(self, cstate: tuple, group: str) -> tuple:
-        known = self._completions.get((cstate, group))
-        if known is None:
-            known = self._completions[(cstate, group)] = self._completed(cstate, group)
-        return known
-
-    def _completed(self, cstate: tuple, group: str) -> tuple:
         g = 0 if group == SCHEDULER else 1
         regs = self._regs
         first = regs[cstate[0]][g]
@@ -150,12 +144,17 @@ class CompiledProtocol:
         key = first[:2]
         for c in cstate:
             if regs[c][g][:2] != key:
-                return cstate  # somebody has not arrived yet: the common case, no decoding
-        ranks = [self.rank_of[c] for c in cstate]
-        done = complete_if_all_arrived(ranks, group)
-        if done is ranks:
-            return cstate
-        return tuple(self.encode_rank(x) for x in done)
+                return cstate  # somebody has not arrived yet: the common case
+        done = completion([regs[c][g] for c in cstate])
+        cache = self._with_done
+        out = []
+        for c in cstate:
+            k = (c, g, done)
+            new = cache.get(k)
+            if new is None:
+                new = cache[k] = self.encode_rank(self.rank_of[c]._replace(**{group: done}))
+            out.append(new)
+        return tuple(out)
 
     def properties(self):
         return self._properties
