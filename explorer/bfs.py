@@ -8,6 +8,7 @@ search keeps every edge (successor id and actor) for the progress analysis.
 
 from __future__ import annotations
 
+import gc
 import time
 from array import array
 from collections import Counter
@@ -60,7 +61,22 @@ class Exploration:
 ProgressCallback = Callable[[dict], None]
 
 
-def explore(
+def explore(model: Model, *args, **kwargs) -> Exploration:
+    """Visit every reachable state (up to the limits), judging the safety properties; see `_explore`.
+
+    The search allocates millions of acyclic tuples: the cycle collector would scan them
+    again and again and find nothing, so it is off during the search, on again after.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _explore(model, *args, **kwargs)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _explore(
     model: Model,
     limits: Limits = Limits(),
     record_graph: bool = False,
@@ -69,7 +85,7 @@ def explore(
     persistent: Optional[Callable] = None,
     stop_when_found: bool = False,
 ) -> Exploration:
-    """Visit every reachable state (up to the limits), judging the safety properties.
+    """Breadth-first search.
 
     `canonical` maps a state to its orbit's representative (symmetry reduction);
     `persistent(state, successors)` picks the successors to explore (partial-order

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from typing import Callable, Optional
 
@@ -53,6 +54,8 @@ def check(
         elif p.kind == EVENTUALLY and ex.complete:
             t0 = time.perf_counter()
             deadline = None if limits.time_limit is None else t0 + max(0.0, limits.time_limit - ex.seconds)
+            collecting = gc.isenabled()
+            gc.disable()  # the graph is millions of acyclic containers, as in the search
             try:
                 lasso = find_progress_violation(ex, p.check, deadline)
             except AnalysisTimeout:
@@ -63,6 +66,9 @@ def check(
                     f"ran out during the progress analysis, after {progress_seconds:.1f}s of it",
                 )
                 continue
+            finally:
+                if collecting:
+                    gc.enable()
             progress_seconds += time.perf_counter() - t0
             if lasso is not None:
                 trace = _lasso_trace(ex, canonical, lasso)

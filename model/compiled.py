@@ -53,7 +53,8 @@ class CompiledProtocol:
         self._back: dict = {}
         self.rank_of: dict = {}  # code -> Rank
         self._code_of: dict = {}  # Rank -> code
-        self._local: dict = {}  # (class, code) -> [(thread, step, q, new code, arrival group)]
+        self._by_class: dict = {}  # (rank class, code) -> [(thread, step, q, new code, arrival group)]
+        self._local: dict = {}  # (rank, code) -> [(Action, new code, arrival group)]
         self._actions: dict = {}
         self._regs: dict = {}  # code -> (s_coll, p_coll)
         self._with_done: dict = {}  # (code, group, DONE register) -> code of the rank after completion
@@ -99,17 +100,13 @@ class CompiledProtocol:
 
     def successors(self, cstate) -> list:
         out = []
-        local, cls, actions = self._local, self._cls, self._actions
+        local = self._local
         for r in range(self.ranks):
             code = cstate[r]
-            steps = local.get((cls[r], code))
+            steps = local.get((r, code))
             if steps is None:
                 steps = self._compile(r, code)
-            for thread, step, q, new_code, group in steps:
-                key = (r, thread, step, q)
-                action = actions.get(key)
-                if action is None:
-                    action = actions[key] = Action(r, thread, step, q)
+            for action, new_code, group in steps:
                 nxt = cstate[:r] + (new_code,) + cstate[r + 1 :]
                 if group is not None:
                     nxt = self._complete(nxt, group)
@@ -117,7 +114,22 @@ class CompiledProtocol:
         return out
 
     def _compile(self, r: int, code: int) -> list:
-        """Run the specification's steps of rank r once, on a state where only r is real."""
+        """Rank r's own steps from this code: run the specification's steps once (per rank
+        class, on a state where only r is real), then cache them with r's Action objects."""
+        by_class = self._by_class.get((self._cls[r], code))
+        if by_class is None:
+            by_class = self._by_class[(self._cls[r], code)] = self._run_spec(r, code)
+        steps = []
+        for thread, step, q, new_code, group in by_class:
+            key = (r, thread, step, q)
+            action = self._actions.get(key)
+            if action is None:
+                action = self._actions[key] = Action(r, thread, step, q)
+            steps.append((action, new_code, group))
+        self._local[(r, code)] = steps
+        return steps
+
+    def _run_spec(self, r: int, code: int) -> list:
         rank = self.rank_of[code]
         fake = self._fakes[r][:r] + (rank,) + self._fakes[r][r + 1 :]
         spec = self.spec
@@ -132,7 +144,6 @@ class CompiledProtocol:
                 if reg and reg[1] == WAITING and reg != getattr(rank, g) and self.ranks > 1:
                     group = g
             steps.append((action.thread, action.step, action.q, self.encode_rank(new), group))
-        self._local[(self._cls[r], code)] = steps
         return steps
 
     def _complete(self, cstate: tuple, group: str) -> tuple:
