@@ -48,6 +48,8 @@ def add_limit_flags(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("search limits (override the scenario's [limits]; a cut search is BOUNDED)")
     g.add_argument("--max-states", type=positive_int, metavar="N", help="stop after N distinct states")
     g.add_argument("--max-depth", type=positive_int, metavar="N", help="do not explore beyond N steps")
+    g.add_argument("--no-reductions", action="store_true",
+                   help="search the plain state graph: no rank symmetry, no partial-order reduction (slower)")
     g.add_argument("--time-limit", type=positive_float, metavar="SECONDS", help="stop a search after this many seconds")
 
 

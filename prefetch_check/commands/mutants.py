@@ -37,7 +37,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--list", action="store_true", help="list the catalogue and exit")
     parser.add_argument("--no-traces", action="store_true", help="omit the counterexample steps")
     parser.add_argument("--markdown", action="store_true", help="print only the score table, as Markdown (for the README)")
-    parser.add_argument("--no-reductions", action="store_true", help="search without rank symmetry (slower)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")
     add_limit_flags(parser)
 

@@ -56,7 +56,7 @@ def execute(args) -> int:
     for flag, path in (("--json", args.json), ("--junit", args.junit), ("--markdown", args.markdown)):
         _writable(flag, path)
     scenarios = load_scenarios(args.paths or [DEFAULT_PATH])  # every file validated before anything runs
-    tasks = plan(scenarios, predicates, limit_overrides(args))
+    tasks = plan(scenarios, predicates, limit_overrides(args), reductions=not args.no_reductions)
     jobs = args.jobs or os.cpu_count() or 1
     with RunProgress(len(tasks), quiet=args.quiet) as progress:
         results = run_tasks(tasks, jobs, progress)

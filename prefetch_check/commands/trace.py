@@ -59,7 +59,7 @@ def execute(args) -> int:
     limits = scenario.limits_for(predicate, limit_overrides(args))
     with RunProgress(1, quiet=args.quiet) as progress:
         progress.start(0, f"{case.name} · {predicate}")
-        result = run_check(case.config, predicate, limits, progress.callback(0), case.name)
+        result = run_check(case.config, predicate, limits, progress.callback(0), case.name, not args.no_reductions)
         progress.finish(0, result)
     if prop is None:
         prop = next((n for n in result.violated), None)

@@ -34,32 +34,33 @@ class Task:
     case: Case
     predicate: str
     limits: Limits
+    reductions: bool = True
 
     @property
     def label(self) -> str:
         return f"{self.case.name} · {self.predicate}"
 
 
-def plan(scenarios: list[Scenario], predicates: list[str], overrides: dict) -> list[Task]:
+def plan(scenarios: list[Scenario], predicates: list[str], overrides: dict, reductions: bool = True) -> list[Task]:
     """Scenarios in the given order, their cases in matrix order, predicates in command-line order."""
     tasks = []
     for s in scenarios:
         for case in s.cases:
             for p in predicates:
-                tasks.append(Task(len(tasks), s, case, p, s.limits_for(p, overrides)))
+                tasks.append(Task(len(tasks), s, case, p, s.limits_for(p, overrides), reductions))
     return tasks
 
 
 def run_one(task: Task, on_progress=None) -> CheckResult:
-    return run_check(task.case.config, task.predicate, task.limits, on_progress, task.case.name)
+    return run_check(task.case.config, task.predicate, task.limits, on_progress, task.case.name, task.reductions)
 
 
-def run_check(config, predicate: str, limits: Limits, on_progress, label: str) -> CheckResult:
+def run_check(config, predicate: str, limits: Limits, on_progress, label: str, reductions: bool = True) -> CheckResult:
     """`prefetch_check.api.check`, with a user's predicate that raises reported as bad input."""
     if predicate in BUILTIN:
-        return check(config, predicate, limits, on_progress)
+        return check(config, predicate, limits, on_progress, reductions)
     try:
-        return check(config, predicate, limits, on_progress)
+        return check(config, predicate, limits, on_progress, reductions)
     except Exception as exc:  # the user's code: say where it failed, without a traceback
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         raise PredicateFailed(
