@@ -20,7 +20,6 @@ from model.collectives import PREFETCH as PREFETCH_GROUP
 from model.collectives import SCHEDULER as SCHEDULER_GROUP
 from model.collectives import arrive, result_for
 from model.protocol import PrefetchProtocol
-from model.scheduler import DRAIN_TAG
 from model.state import (
     C_COMPLETED,
     C_HITS,
@@ -218,17 +217,8 @@ class PublishReleasesPrefix(Mutant):
     touches = ("P.publish",)
     expected = "host_memory"
 
-    def published(self, rank, q, op, pages, hit_pages):
-        op = op._replace(stage=PUBLISHED, hash_value=hit_pages, slots=give_back(op.slots, 0, pages - hit_pages, RELEASED))
-        return set_op(
-            rank,
-            q,
-            op,
-            p_pc=-1,
-            p_coll=(),
-            prefetch_buffer=rank.prefetch_buffer + (q,),
-            release_queue=rank.release_queue + pages - hit_pages,
-        )
+    def unused_slots(self, hit_pages: int, pages: int) -> tuple[int, int]:
+        return 0, pages - hit_pages  # the head, not the tail
 
     def describe_mutated(self, state, action, next_state):
         if action.kind == "P.publish":
@@ -354,14 +344,8 @@ class DrainReleaseUnagreed(Mutant):
         "property reads the size of the free pool, and a slot on the release queue is already released"
     )
 
-    def s_drain(self, state, r):
-        rank = state[r]
-        agreed = result_for(rank, SCHEDULER_GROUP, DRAIN_TAG)
-        if agreed is None:
-            return []
-        n_revoke, _ = agreed
-        rank = self.drained(rank._replace(s_coll=()), n_revoke, rank.release_queue)
-        return [(Action(r, SCHEDULER, "drain"), set_rank(state, r, rank))]
+    def release_count(self, agreed: int, rank) -> int:
+        return rank.release_queue  # this rank's whole queue, not the agreed count
 
     def describe_mutated(self, state, action, next_state):
         if action.kind == "S.drain":

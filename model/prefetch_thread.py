@@ -42,6 +42,10 @@ class PrefetchThreadSteps:
             return [(Action(r, PREFETCH, "revoke", q), set_rank(state, r, self.revoked(rank, q, op, pages)))]
         return [(Action(r, PREFETCH, "publish", q), set_rank(state, r, self.published(rank, q, op, pages, hit_pages)))]
 
+    def unused_slots(self, hit_pages: int, pages: int) -> tuple[int, int]:
+        """The host slots publish gives back: the tail [hits, L) beyond the agreed hits."""
+        return hit_pages, pages
+
     def revokes(self, hit_pages: int) -> bool:
         """Revoke when the agreed hit tokens are below the (clamped) threshold."""
         return hit_pages * self.config.page_size < self.config.effective_threshold
@@ -69,7 +73,7 @@ class PrefetchThreadSteps:
         op = op._replace(
             stage=PUBLISHED,
             hash_value=hit_pages,
-            slots=give_back(op.slots, hit_pages, pages, RELEASED),
+            slots=give_back(op.slots, *self.unused_slots(hit_pages, pages), RELEASED),
         )
         return set_op(
             rank,

@@ -94,8 +94,12 @@ class SchedulerSteps:
         if agreed is None:
             return []
         n_revoke, n_release = agreed
-        rank = self.drained(rank._replace(s_coll=()), n_revoke, n_release)
+        rank = self.drained(rank._replace(s_coll=()), n_revoke, self.release_count(n_release, rank))
         return [(Action(r, SCHEDULER, "drain"), set_rank(state, r, rank))]
+
+    def release_count(self, agreed: int, rank) -> int:
+        """How many release-queue entries drain frees: the count all ranks agreed on."""
+        return agreed
 
     def drained(self, rank, n_revoke: int, n_release: int):
         """Pop n_revoke request ids (dropping them from ongoing_prefetch), free n_release slots, start the round."""
