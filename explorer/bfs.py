@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from explorer.interface import ALWAYS, ALWAYS_STEP, Model
+from explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, Model
 from explorer.limits import Limits, peak_memory_mb
 
 # how often (in expanded states) limits are checked and progress is reported
@@ -111,6 +111,7 @@ def _explore(
     # properties without a finding yet (a property is judged until its first, shortest, finding)
     live_state = list(state_props)
     live_step = list(step_props)
+    wants_deadlock = any(p.kind == DEADLOCK_FREE for p in props)
 
     def judge_state(sid: int, state) -> None:
         for p in live_state:
@@ -147,7 +148,7 @@ def _explore(
             if limits.max_memory_mb is not None and peak_memory_mb() > limits.max_memory_mb:
                 ex.stop_reason = f"memory limit of {limits.max_memory_mb} MB reached"
                 break
-        if stop_when_found and not live_state and not live_step:
+        if stop_when_found and not live_state and not live_step and (ex.deadlocks or not wants_deadlock):
             ex.stop_reason = "every property has a counterexample"
             break
         sid = head

@@ -34,7 +34,7 @@ def check(
         model, limits, record_graph=wants_progress, canonical=canonical, on_progress=on_progress, persistent=persistent
     )
     if persistent is not None:
-        shortest = _shorten(model, ex, canonical, shortest_budget(ex))
+        shortest = _shorten(model, ex, canonical, shortest_budget(ex), _shortening_time(limits, ex))
     results = {}
     progress_seconds = 0.0
     bound = f"search stopped: {ex.stop_reason}; {len(ex.states)} states, depth {ex.max_depth} reached, no violation found"
@@ -46,10 +46,15 @@ def check(
         if p.kind in (ALWAYS, ALWAYS_STEP) and p.name in ex.findings:
             source, finding = shortest.get(p.name, (ex, ex.findings[p.name]))
             trace, reason = _safety_trace(source, canonical, p, finding), finding.reason
+            if persistent is not None and p.name not in shortest:
+                reason += NOT_SHORTENED
             _confirm(model, trace, lambda t, p=p, f=finding: _still_violates(model, p, t))
         elif p.kind == DEADLOCK_FREE and ex.deadlocks:
-            trace = _trace_to(ex, canonical, ex.deadlocks[0])
+            source, sid = shortest.get(p.name, (ex, ex.deadlocks[0]))
+            trace = _trace_to(source, canonical, sid)
             reason = "no thread of any rank can take a step"
+            if persistent is not None and p.name not in shortest:
+                reason += NOT_SHORTENED
             _confirm(model, trace, lambda t: not model.successors(t.final_state))
         elif p.kind == EVENTUALLY and ex.complete:
             t0 = time.perf_counter()
@@ -102,23 +107,44 @@ def shortest_budget(ex: Exploration) -> int:
     return max(200_000, 10 * len(ex.states))
 
 
-def _shorten(model, ex: Exploration, canonical, budget: int) -> dict:
+NOT_SHORTENED = " (counterexample of the reduced search: the search for a shorter one was cut by its budget)"
+
+
+def _shortening_time(limits: Limits, ex: Exploration) -> float:
+    """Seconds the shortening may take: what the user's time limit leaves, else a few times the search."""
+    if limits.time_limit is not None:
+        return max(0.0, limits.time_limit - ex.seconds)
+    return max(10.0, 3 * ex.seconds)
+
+
+def _shorten(model, ex: Exploration, canonical, budget: int, seconds: float) -> dict:
     """The partial-order reduction does not keep counterexamples shortest; symmetry does.
-    For each safety violation found, search without the partial-order reduction, no deeper
-    than the reduced counterexample, for the same property: BFS then finds a shortest one.
-    Within `budget` states only; past it the reduced counterexample is kept (still real,
-    replayed, but perhaps not the shortest)."""
+    For each safety violation (and deadlock) found, search without the partial-order
+    reduction, no deeper than the reduced counterexample, for the same property: BFS then
+    finds a shortest one. Within `budget` states and `seconds` in all; past them the reduced
+    counterexample is kept (still real and replayed, but perhaps not the shortest).
+    Returns name -> (exploration, finding) for state and step invariants, and
+    name -> (exploration, deadlock state id) for deadlock freedom."""
     out = {}
-    for name, finding in ex.findings.items():
-        depth = ex.depth[finding.state_id]
+    deadline = time.perf_counter() + seconds
+    wanted = [(name, ex.depth[f.state_id] + (1 if f.action is not None else 0)) for name, f in ex.findings.items()]
+    deadlock = next((p for p in model.properties() if p.kind == DEADLOCK_FREE and p.not_applicable is None), None)
+    if deadlock is not None and ex.deadlocks:
+        wanted.append((deadlock.name, ex.depth[ex.deadlocks[0]] + 1))
+    for name, depth in wanted:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            break
         plain = explore(
             _OnlyProperty(model, name),
-            Limits(max_states=budget, max_depth=depth + (1 if finding.action is not None else 0)),
+            Limits(max_states=budget, max_depth=depth, time_limit=left),
             canonical=canonical,
             stop_when_found=True,
         )
         if name in plain.findings:
             out[name] = (plain, plain.findings[name])
+        elif deadlock is not None and name == deadlock.name and plain.deadlocks:
+            out[name] = (plain, plain.deadlocks[0])
     return out
 
 

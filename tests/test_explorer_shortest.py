@@ -105,3 +105,24 @@ def test_api_trace_lengths_do_not_depend_on_the_action_order(monkeypatch):
 def test_api_counts_do_not_depend_on_the_action_order(monkeypatch):
     forward, backward = api_forward_and_backward(monkeypatch, uniform_config(ranks=2, requests=2, pages=1))
     assert (forward.stats.states, forward.stats.transitions) == (backward.stats.states, backward.stats.transitions)
+
+
+def test_a_cut_shortening_keeps_the_reduced_counterexample_and_says_so(monkeypatch):
+    """With the reductions on, each counterexample is searched again for a shorter one; when that
+    search is cut by its budget the reduced trace is kept (real, replayed) and the reason says so."""
+    import explorer.check as check_module
+    from explorer.replay import replay
+    from prefetch_check import build_model, check, uniform_config
+
+    config = uniform_config(ranks=2, requests=2, pages=2)
+    monkeypatch.setattr(check_module, "shortest_budget", lambda ex: 1)
+    cut = check(config, "buggy")
+    monkeypatch.undo()
+    full = check(config, "buggy")
+    for name in ("no_early_acceptance", "wait_complete_delivers"):
+        assert cut.results[name].reason.endswith(check_module.NOT_SHORTENED)
+        assert not full.results[name].reason.endswith(check_module.NOT_SHORTENED)
+        assert len(cut.trace(name)) >= len(full.trace(name))
+        again = replay(build_model(config, "buggy"), cut.trace(name).schedule)
+        assert again.final_state == cut.trace(name).final_state
+    assert len(cut.trace("wait_complete_delivers")) > len(full.trace("wait_complete_delivers"))
