@@ -66,7 +66,9 @@ class CompiledProtocol:
         self._last_state, self._last_key = None, None
         self._properties = [self._wrap(p) for p in spec.properties()]
         waits = self._waits
-        self.persistent_set = make_persistent_set(lambda st, r: waits[st[r]])
+        self._commutes: dict = {}  # (code, request) -> whether that increment commutes (see below)
+        self._steady = self._requests_without_interrupts()
+        self.persistent_set = make_persistent_set(lambda st, r: waits[st[r]], self.increment_commutes)
 
     # ---- encoding ----
 
@@ -221,6 +223,33 @@ class CompiledProtocol:
 
     def fields(self, cstate) -> dict:
         return self.spec.fields(self.decode(cstate))
+
+    def _requests_without_interrupts(self) -> frozenset:
+        """Requests whose wait can only end by completion: policy wait_complete (no clock) and no
+        page of theirs fails to load on any rank (nobody marks them terminated before insert)."""
+        if self.config.policy != "wait_complete":
+            return frozenset()
+        return frozenset(q for q, spec in enumerate(self.config.requests) if not any(spec.failing))
+
+    def increment_commutes(self, cstate, action) -> bool:
+        """Whether this I.increment is a persistent set on its own: it commutes with every step
+        any thread can take before it. Only the scheduler of its rank reads `completed_tokens`:
+        - `check` reads it through the predicate: here the predicate says "wait" both before
+          and after the increment, so the vote, and the state after both steps, are the same;
+        - `terminate` (and `insert` after it) read it, but cannot come first: this rank votes
+          "wait", no clock can fire (wait_complete), and no load of this request fails on any
+          rank, so no rank can be terminated and the MAX collective cannot say "accept".
+        The counter is read by no property. Steps of other ranks touch nothing of this rank."""
+        if action.thread != "I" or action.step != "increment" or action.q not in self._steady:
+            return False
+        key = (cstate[action.rank], action.q)
+        known = self._commutes.get(key)
+        if known is None:
+            op = self.rank_of[key[0]].ops[action.q]
+            decide = self.spec.decide_op
+            known = not op.terminated and not decide(op) and not decide(op._replace(completed=op.completed + 1))
+            self._commutes[key] = known
+        return known
 
     def canonicalizer(self):
         """Symmetry on codes: sort each class of interchangeable ranks by the ranks' contents.

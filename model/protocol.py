@@ -75,7 +75,9 @@ class PrefetchProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, Clock
     # ---- protocol facts used by steps, properties and traces ----
 
     def view(self, state, r: int, q: int) -> OperationView:
-        op = state[r].ops[q]
+        return self.view_of(state[r].ops[q])
+
+    def view_of(self, op) -> OperationView:
         return OperationView(
             hash_value=self._hashes[op.hash_value],
             completed_tokens=op.completed * self.config.page_size,
@@ -87,11 +89,13 @@ class PrefetchProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, Clock
 
     def decide(self, state, r: int, q: int) -> bool:
         """The predicate's local answer (memoised: a predicate must be a pure function)."""
-        op = state[r].ops[q]
+        return self.decide_op(state[r].ops[q])
+
+    def decide_op(self, op) -> bool:
         key = (op.hash_value, op.completed, op.terminated, op.timed_out)
         known = self._decisions.get(key)
         if known is None:
-            known = self._decisions[key] = bool(self.predicate(self.view(state, r, q)))
+            known = self._decisions[key] = bool(self.predicate(self.view_of(op)))
         return known
 
     def quiescent(self, state) -> bool:

@@ -51,8 +51,10 @@ def waits_of(s_coll, p_coll) -> tuple:
 INDEPENDENT_STEPS = {("S", "drain"): 0, ("S", "keep_waiting"): 1, ("I", "take"): 2, ("I", "write"): 3}
 
 
-def make_persistent_set(waits=rank_waits):
-    """persistent_set(state, successors) for states whose `waits(state, r)` is known.
+def make_persistent_set(waits=rank_waits, commutes=None):
+    """persistent_set(state, successors) for states whose `waits(state, r)` is known;
+    `commutes(state, action)` may name further steps that are persistent sets on their own
+    in that state (see `CompiledProtocol.increment_commutes`).
 
     `successors` must list each rank's steps together (the models list them rank by rank).
     """
@@ -77,6 +79,8 @@ def make_persistent_set(waits=rank_waits):
         for pair in successors:
             action = pair[0]
             rank_key = INDEPENDENT_STEPS.get((action.thread, action.step))
+            if rank_key is None and commutes is not None and commutes(state, action):
+                rank_key = len(INDEPENDENT_STEPS)
             if rank_key is not None and (lone is None or (action.rank, rank_key) < lone[0]):
                 lone = ((action.rank, rank_key), pair)
         if lone is not None:
