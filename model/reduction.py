@@ -79,7 +79,7 @@ def make_persistent_set(waits=rank_waits, commutes=None):
         for pair in successors:
             action = pair[0]
             rank_key = INDEPENDENT_STEPS.get((action.thread, action.step))
-            if rank_key is None and commutes is not None and commutes(state, action):
+            if rank_key is None and action.step == "increment" and commutes is not None and commutes(state, action):
                 rank_key = len(INDEPENDENT_STEPS)
             if rank_key is not None and (lone is None or (action.rank, rank_key) < lone[0]):
                 lone = ((action.rank, rank_key), pair)
