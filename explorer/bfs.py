@@ -84,6 +84,7 @@ def _explore(
     on_progress: Optional[ProgressCallback] = None,
     persistent: Optional[Callable] = None,
     stop_when_found: bool = False,
+    expand: Optional[Callable] = None,
 ) -> Exploration:
     """Breadth-first search.
 
@@ -91,6 +92,8 @@ def _explore(
     `persistent(state, successors)` picks the successors to explore (partial-order
     reduction). Enabledness for fairness is always taken from all successors.
     `stop_when_found` ends the search once every safety property has a finding.
+    `expand(state) -> (chosen successors, actors with an enabled step)` replaces
+    successors + persistent for a model that can choose without building every successor.
     """
     props = [p for p in model.properties() if p.not_applicable is None]
     state_props = [p for p in props if p.kind == ALWAYS]
@@ -161,13 +164,17 @@ def _explore(
                 ex.edges.append(array("q"))
                 ex.enabled.append(0)
             continue
-        succ = successors(state)
-        if not succ:
+        if expand is not None:
+            succ, enabled_actions = expand(state)
+        else:
+            succ = successors(state)
+            enabled_actions = [action for action, _ in succ]
+        if not enabled_actions:
             ex.deadlocks.append(sid)
         if record_graph:
             out = array("q")
             mask = 0
-            for action, _ in succ:
+            for action in enabled_actions:
                 a = actor_index.get(action)
                 if a is None:
                     actor = actor_of(action)
@@ -205,7 +212,10 @@ def _explore(
                 if live_state:
                     judge_state(tid, key)
             if record_graph:
-                out.append(tid * slots + actor_index[action])
+                a = actor_index.get(action)
+                if a is None:  # an enabled action the expansion did not list (it should have)
+                    raise AssertionError(f"expand() chose {action!r} but did not report it enabled")
+                out.append(tid * slots + a)
         else:
             if record_graph:
                 ex.edges.append(out)

@@ -26,14 +26,17 @@ def check(
     canonical: Optional[Callable] = None,
     on_progress: Optional[ProgressCallback] = None,
     persistent: Optional[Callable] = None,
+    expand: Optional[Callable] = None,
 ) -> CheckResult:
     props = list(model.properties())
     shortest: dict = {}
     wants_progress = any(p.kind == EVENTUALLY and p.not_applicable is None for p in props)
     ex = explore(
-        model, limits, record_graph=wants_progress, canonical=canonical, on_progress=on_progress, persistent=persistent
+        model, limits, record_graph=wants_progress, canonical=canonical, on_progress=on_progress, persistent=persistent,
+        expand=expand,
     )
-    if persistent is not None:
+    reduced = persistent is not None or expand is not None
+    if reduced:
         shortest = _shorten(model, ex, canonical, shortest_budget(ex), _shortening_time(limits, ex))
     results = {}
     progress_seconds = 0.0
@@ -46,14 +49,14 @@ def check(
         if p.kind in (ALWAYS, ALWAYS_STEP) and p.name in ex.findings:
             source, finding = shortest.get(p.name, (ex, ex.findings[p.name]))
             trace, reason = _safety_trace(source, canonical, p, finding), finding.reason
-            if persistent is not None and p.name not in shortest:
+            if reduced and p.name not in shortest:
                 reason += NOT_SHORTENED
             _confirm(model, trace, lambda t, p=p, f=finding: _still_violates(model, p, t))
         elif p.kind == DEADLOCK_FREE and ex.deadlocks:
             source, sid = shortest.get(p.name, (ex, ex.deadlocks[0]))
             trace = _trace_to(source, canonical, sid)
             reason = "no thread of any rank can take a step"
-            if persistent is not None and p.name not in shortest:
+            if reduced and p.name not in shortest:
                 reason += NOT_SHORTENED
             _confirm(model, trace, lambda t: not model.successors(t.final_state))
         elif p.kind == EVENTUALLY and ex.complete:

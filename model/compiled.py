@@ -23,7 +23,7 @@ from model.actions import Action
 from model.collectives import PREFETCH, SCHEDULER, completion
 from model.protocol import PrefetchProtocol
 from model.properties import summarize
-from model.reduction import make_persistent_set, waits_of
+from model.reduction import make_chooser, make_persistent_set, waits_of
 from model.state import S_DRAIN, WAITING, Rank
 from model.symmetry import rank_classes
 
@@ -69,6 +69,7 @@ class CompiledProtocol:
         self._commutes: dict = {}  # (code, request) -> whether that increment commutes (see below)
         self._steady = self._requests_without_interrupts()
         self.persistent_set = make_persistent_set(lambda st, r: waits[st[r]], self.increment_commutes)
+        self._choose = make_chooser(lambda st, r: waits[st[r]], self.increment_commutes)
 
     # ---- encoding ----
 
@@ -114,6 +115,29 @@ class CompiledProtocol:
                     nxt = self._complete(nxt, group)
                 out.append((action, nxt))
         return out
+
+    def reduced_successors(self, cstate) -> tuple[list, list]:
+        """The partial-order reduction without building the successors it drops: the chosen
+        (action, next state) pairs and every enabled action (for fairness and deadlocks)."""
+        local = self._local
+        steps_of = {}
+        enabled = []
+        for r in range(self.ranks):
+            code = cstate[r]
+            steps = local.get((r, code))
+            if steps is None:
+                steps = self._compile(r, code)
+            for step in steps:
+                steps_of[step[0]] = (r, step)
+                enabled.append(step[0])
+        out = []
+        for action in self._choose(cstate, enabled):
+            r, (_, new_code, group) = steps_of[action]
+            nxt = cstate[:r] + (new_code,) + cstate[r + 1 :]
+            if group is not None:
+                nxt = self._complete(nxt, group)
+            out.append((action, nxt))
+        return out, enabled
 
     def _compile(self, r: int, code: int) -> list:
         """Rank r's own steps from this code: run the specification's steps once (per rank

@@ -51,13 +51,11 @@ def waits_of(s_coll, p_coll) -> tuple:
 INDEPENDENT_STEPS = {("S", "drain"): 0, ("S", "keep_waiting"): 1, ("I", "take"): 2, ("I", "write"): 3}
 
 
-def make_persistent_set(waits=rank_waits, commutes=None):
-    """persistent_set(state, successors) for states whose `waits(state, r)` is known;
-    `commutes(state, action)` may name further steps that are persistent sets on their own
-    in that state (see `CompiledProtocol.increment_commutes`).
-
-    `successors` must list each rank's steps together (the models list them rank by rank).
-    """
+def make_chooser(waits=rank_waits, commutes=None):
+    """choose(state, actions) -> the actions to explore, for the enabled `actions` of a state
+    whose `waits(state, r)` is known; `commutes(state, action)` may name further steps that
+    are persistent sets on their own in that state (see `CompiledProtocol.increment_commutes`).
+    The choice depends on the actions' ranks and kinds only, never on their listed order."""
 
     def closure(state, start: int, counts: dict, waiting: list) -> set:
         members = {start}
@@ -72,28 +70,26 @@ def make_persistent_set(waits=rank_waits, commutes=None):
                 todo.append(pick)
         return members
 
-    def persistent_set(state, successors: list) -> list:
-        if not successors:
-            return successors
+    def choose(state, actions: list) -> list:
+        if not actions:
+            return actions
         lone = None
-        for pair in successors:
-            action = pair[0]
+        for action in actions:
             rank_key = INDEPENDENT_STEPS.get((action.thread, action.step))
             if rank_key is None and action.step == "increment" and commutes is not None and commutes(state, action):
                 rank_key = len(INDEPENDENT_STEPS)
             if rank_key is not None and (lone is None or (action.rank, rank_key) < lone[0]):
-                lone = ((action.rank, rank_key), pair)
+                lone = ((action.rank, rank_key), action)
         if lone is not None:
             return [lone[1]]
         if len(state) == 1:
-            return successors
+            return actions
         counts: dict = {}
-        for action, _ in successors:
+        for action in actions:
             counts[action.rank] = counts.get(action.rank, 0) + 1
         waiting = [waits(state, x) for x in range(len(state))]
-        # a free rank (waiting in nothing) is a closure by itself; rank order breaks ties, so
-        # the choice does not depend on the order in which successors were listed
-        best, best_size = None, len(successors)
+        # a free rank (waiting in nothing) is a closure by itself; rank order breaks ties
+        best, best_size = None, len(actions)
         for r in sorted(counts):
             if not waiting[r] and counts[r] < best_size:
                 best, best_size = {r}, counts[r]
@@ -104,8 +100,22 @@ def make_persistent_set(waits=rank_waits, commutes=None):
                 if size < best_size:
                     best, best_size = members, size
         if best is None:
+            return actions
+        return [action for action in actions if action.rank in best]
+
+    return choose
+
+
+def make_persistent_set(waits=rank_waits, commutes=None):
+    """persistent_set(state, successors): the (action, next state) pairs `make_chooser` keeps."""
+    choose = make_chooser(waits, commutes)
+
+    def persistent_set(state, successors: list) -> list:
+        kept = choose(state, [action for action, _ in successors])
+        if len(kept) == len(successors):
             return successors
-        return [pair for pair in successors if pair[0].rank in best]
+        keep = set(kept)
+        return [pair for pair in successors if pair[0] in keep]
 
     return persistent_set
 

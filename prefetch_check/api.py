@@ -44,7 +44,7 @@ def check(
         name=spec.predicate_name,
         canonical=model.canonicalizer() if reductions else None,
         on_progress=on_progress,
-        persistent=model.persistent_set if reductions else None,
+        expand=model.reduced_successors if reductions else None,
     )
     return _in_spec_states(spec, result)
 

@@ -89,8 +89,14 @@ def api_forward_and_backward(monkeypatch, config):
     from model.compiled import CompiledProtocol  # what the API searches
 
     forward = api_check(config, "buggy")
-    real = CompiledProtocol.successors
+    real, real_reduced = CompiledProtocol.successors, CompiledProtocol.reduced_successors
+
+    def reversed_reduced(self, state):
+        chosen, enabled = real_reduced(self, state)
+        return chosen[::-1], enabled[::-1]
+
     monkeypatch.setattr(CompiledProtocol, "successors", lambda self, state: real(self, state)[::-1])
+    monkeypatch.setattr(CompiledProtocol, "reduced_successors", reversed_reduced)
     backward = api_check(config, "buggy")
     monkeypatch.undo()
     return forward, backward

@@ -175,7 +175,9 @@ def test_api_search_does_not_depend_on_action_order(config, predicate, seed):
     limits = order_independent_limits(PrefetchProtocol(config, predicate))
     before = summary(check(config, predicate, limits))
     rng = random.Random(seed)
-    real = CompiledProtocol.successors  # what the API searches (the specification replays traces)
+    # what the API searches (the specification only replays traces): the plain successors, and
+    # with reductions the lazy expansion that lists the chosen successors and the enabled steps
+    real, real_reduced = CompiledProtocol.successors, CompiledProtocol.reduced_successors
     calls = []
 
     def shuffled(self, state):
@@ -184,7 +186,17 @@ def test_api_search_does_not_depend_on_action_order(config, predicate, seed):
         rng.shuffle(succ)
         return succ
 
-    with mock.patch.object(CompiledProtocol, "successors", shuffled):
+    def shuffled_reduced(self, state):
+        calls.append(1)
+        chosen, enabled = real_reduced(self, state)
+        chosen, enabled = list(chosen), list(enabled)
+        rng.shuffle(chosen)
+        rng.shuffle(enabled)
+        return chosen, enabled
+
+    with mock.patch.object(CompiledProtocol, "successors", shuffled), mock.patch.object(
+        CompiledProtocol, "reduced_successors", shuffled_reduced
+    ):
         after = summary(check(config, predicate, limits))
     assert calls and before == after
 
