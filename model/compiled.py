@@ -23,7 +23,7 @@ from model.actions import Action
 from model.collectives import PREFETCH, SCHEDULER, completion
 from model.protocol import PrefetchProtocol
 from model.properties import summarize
-from model.reduction import make_chooser, make_persistent_set, waits_of
+from model.reduction import make_chooser, waits_of
 from model.state import S_DRAIN, WAITING, Rank
 from model.symmetry import rank_classes
 
@@ -68,7 +68,6 @@ class CompiledProtocol:
         waits = self._waits
         self._commutes: dict = {}  # (code, request) -> whether that increment commutes (see below)
         self._steady = self._requests_without_interrupts()
-        self.persistent_set = make_persistent_set(lambda st, r: waits[st[r]], self.increment_commutes)
         self._choose = make_chooser(lambda st, r: waits[st[r]], self.increment_commutes)
 
     # ---- encoding ----
