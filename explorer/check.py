@@ -27,13 +27,14 @@ def check(
     on_progress: Optional[ProgressCallback] = None,
     persistent: Optional[Callable] = None,
     expand: Optional[Callable] = None,
+    fuse: bool = False,
 ) -> CheckResult:
     props = list(model.properties())
     shortest: dict = {}
     wants_progress = any(p.kind == EVENTUALLY and p.not_applicable is None for p in props)
     ex = explore(
         model, limits, record_graph=wants_progress, canonical=canonical, on_progress=on_progress, persistent=persistent,
-        expand=expand,
+        expand=expand, fuse=fuse,
     )
     reduced = persistent is not None or expand is not None
     if reduced:
@@ -65,7 +66,7 @@ def check(
             collecting = gc.isenabled()
             gc.disable()  # the graph is millions of acyclic containers, as in the search
             try:
-                lasso = find_progress_violation(ex, p.check, deadline)
+                lasso = find_progress_violation(ex, p.check, deadline, bit=ex.progress_bits[p.name])
             except AnalysisTimeout:
                 progress_seconds += time.perf_counter() - t0
                 results[p.name] = PropertyResult(
@@ -90,7 +91,7 @@ def check(
             results[p.name] = PropertyResult(p.name, BOUNDED, p.description, bound)
     fired = set(ex.action_counts)
     stats = Stats(
-        states=len(ex.states),
+        states=ex.visited,
         transitions=ex.transitions,
         max_depth=ex.max_depth,
         seconds=ex.seconds,
@@ -101,6 +102,7 @@ def check(
         frontier=len(ex.states) - ex.expanded,
         peak_memory_mb=ex.peak_memory_mb,
         progress_seconds=progress_seconds,
+        stored_states=len(ex.states) if ex.fused else None,
     )
     return CheckResult(name=name, results=results, stats=stats)
 
@@ -170,7 +172,7 @@ def _trace_to(ex: Exploration, canonical, sid: int) -> Trace:
     while ex.parent[ids[-1]] >= 0:
         ids.append(ex.parent[ids[-1]])
     ids.reverse()
-    initial, path = concrete_path(ex.model, [ex.states[i] for i in ids], canonical)
+    initial, path = concrete_path(ex.model, ex.state_path(ids), canonical)
     return build_trace(ex.model, initial, path)
 
 
@@ -188,9 +190,10 @@ def _safety_trace(ex: Exploration, canonical, prop, finding) -> Trace:
 
 
 def _lasso_trace(ex: Exploration, canonical, lasso) -> Trace:
-    canon_path = [ex.states[i] for i in lasso.prefix + lasso.cycle]
+    prefix = ex.state_path(lasso.prefix)
+    canon_path = prefix + ex.state_path(lasso.prefix[-1:] + lasso.cycle)[1:]
     initial, path = concrete_path(ex.model, canon_path, canonical)
-    cycle_start = len(lasso.prefix) - 1 if lasso.cycle else None
+    cycle_start = len(prefix) - 1 if lasso.cycle else None
     return build_trace(ex.model, initial, path, cycle_start)
 
 

@@ -79,3 +79,13 @@ class Model(Protocol):
 
     def fields(self, state) -> dict:
         """Optional: a flat readable view of a state (name -> value), for viewers and diffs."""
+
+
+# Optional members a model may define to make the search cheaper (the explorer checks with getattr):
+#   actors() -> Sequence[Hashable]
+#       every actor, in a fixed order; an `expand` function may then report the
+#       enabled actors of a state as an int bitmask (bit i: actors()[i]) instead of a list of actions.
+#   property_key(state) -> Hashable
+#       a value that determines the answer of every ALWAYS and EVENTUALLY property: the
+#       search then judges each distinct key once (many states share their properties' inputs).
+

@@ -37,22 +37,22 @@ def _path_from_root(ex: Exploration, sid: int) -> list[int]:
     return path[::-1]
 
 
-def _succ(ex: Exploration, sid: int):
-    slots = Exploration.ACTOR_SLOTS
-    for code in ex.edges[sid]:
-        yield code // slots, code % slots
+def _inside(ex: Exploration, u: int, comp, bit: int):
+    """(v, Label) of the edges from u that stay in `comp` and in the pending subgraph
+    (an edge fused through a state that is not pending leaves it)."""
+    for v, label in ex.successors_of(u):
+        if v in comp and label.pending >> bit & 1:
+            yield v, label
 
 
-def _walk(ex: Exploration, start: int, inside: set, goal) -> list[int]:
-    """Shortest path (state ids after `start`) inside the component to a state/edge matching goal."""
+def _walk(ex: Exploration, start: int, inside: set, bit: int, goal) -> list[int]:
+    """Shortest path (state ids after `start`) inside the component to an edge matching goal(v, label)."""
     seen = {start: None}
     todo = deque([start])
     while todo:
         u = todo.popleft()
-        for v, a in _succ(ex, u):
-            if v not in inside:
-                continue
-            if goal(u, v, a):
+        for v, label in _inside(ex, u, inside, bit):
+            if goal(v, label):
                 path = [v]
                 while u != start:
                     path.append(u)
@@ -81,10 +81,14 @@ def _ticker(deadline: Optional[float], every: int = 4096):
     return tick
 
 
-def find_progress_violation(ex: Exploration, pending, deadline: Optional[float] = None) -> Optional[Lasso]:
+def find_progress_violation(
+    ex: Exploration, pending, deadline: Optional[float] = None, bit: int = 0
+) -> Optional[Lasso]:
     """The shortest-prefix fair lasso (or deadlock) that stays pending, or None.
 
-    Raises AnalysisTimeout when `deadline` (a time.perf_counter value) passes.
+    `bit` is the property's bit in the edges' `Label.pending` (its index among the
+    progress properties, `ex.progress_bits`). Raises AnalysisTimeout when `deadline`
+    (a time.perf_counter value) passes.
     """
     assert ex.edges is not None, "progress needs the explored graph (record_graph=True)"
     tick = _ticker(deadline)
@@ -104,8 +108,8 @@ def find_progress_violation(ex: Exploration, pending, deadline: Optional[float] 
         for u in range(len(ex.states)):
             if is_pending[u]:
                 tick()
-                for v, _ in _succ(ex, u):
-                    if is_pending[v]:
+                for v, label in ex.successors_of(u):
+                    if is_pending[v] and label.pending >> bit & 1:
                         yield u, v
 
     graph = nx.DiGraph()
@@ -122,9 +126,9 @@ def find_progress_violation(ex: Exploration, pending, deadline: Optional[float] 
         fired = 0
         for u in comp:
             always_enabled &= ex.enabled[u]
-            for v, a in _succ(ex, u):
-                if v in comp:
-                    fired |= 1 << a
+            for _, label in _inside(ex, u, comp, bit):
+                fired |= label.fired
+                always_enabled &= label.enabled
         if always_enabled & ~fired:
             continue  # some actor is enabled throughout yet never steps: unfair
         entry = min(comp, key=lambda s: (ex.depth[s], s))
@@ -133,32 +137,31 @@ def find_progress_violation(ex: Exploration, pending, deadline: Optional[float] 
     if best is not None:
         entry, comp, always_enabled = best
         candidates.append(
-            Lasso(_path_from_root(ex, entry), _fair_cycle(ex, entry, comp, always_enabled), pending(ex.states[entry]))
+            Lasso(_path_from_root(ex, entry), _fair_cycle(ex, entry, comp, always_enabled, bit), pending(ex.states[entry]))
         )
     if not candidates:
         return None
     return min(candidates, key=lambda l: len(l.prefix) + len(l.cycle))
 
 
-def _fair_cycle(ex: Exploration, entry: int, comp: set, always_enabled: int) -> list[int]:
-    """A cycle through `entry` with a step of each always-enabled actor and a disabling state of each other."""
+def _fair_cycle(ex: Exploration, entry: int, comp: set, always_enabled: int, bit: int) -> list[int]:
+    """A cycle through `entry` with a step of each always-enabled actor and a disabling state of each
+    other (a state of the component, or one passed inside an edge of it)."""
     cycle: list[int] = []
     here = entry
     n_actors = len(ex.actors)
     for a in range(n_actors):
         if always_enabled >> a & 1:
-            if any(v in comp and b == a for v, b in _succ(ex, here)):
-                target = next(v for v, b in _succ(ex, here) if v in comp and b == a)
-                cycle.append(target)
-                here = target
-            else:
-                hop = _walk(ex, here, comp, lambda u, v, b, a=a: b == a)
-                cycle += hop
-                here = hop[-1]
-        elif any(ex.enabled[u] >> a & 1 == 0 for u in comp) and ex.enabled[here] >> a & 1:
-            hop = _walk(ex, here, comp, lambda u, v, b, a=a: ex.enabled[v] >> a & 1 == 0)
-            cycle += hop
-            here = hop[-1]
+            hop = _walk(ex, here, comp, bit, lambda v, label, a=a: label.fired >> a & 1)
+        elif ex.enabled[here] >> a & 1:
+            hop = _walk(
+                ex, here, comp, bit,
+                lambda v, label, a=a: not (ex.enabled[v] >> a & 1 and label.enabled >> a & 1),
+            )
+        else:
+            continue
+        cycle += hop
+        here = hop[-1]
     if here != entry or not cycle:
-        cycle += _walk(ex, here, comp, lambda u, v, b: v == entry)
+        cycle += _walk(ex, here, comp, bit, lambda v, label: v == entry)
     return cycle

@@ -24,7 +24,7 @@ class PropertyResult:
 
 @dataclass
 class Stats:
-    states: int
+    states: int  # distinct states visited (stored + fused through, see explorer/bfs.py)
     transitions: int
     max_depth: int
     seconds: float
@@ -35,6 +35,7 @@ class Stats:
     frontier: int = 0
     peak_memory_mb: float = 0.0
     progress_seconds: float = 0.0
+    stored_states: Optional[int] = None  # states kept in the visited set, when fewer than `states`
 
     @property
     def states_per_second(self) -> float:

@@ -19,11 +19,11 @@ shared) plus its visited-set entry; the per-rank tuples live once in the intern 
 from __future__ import annotations
 
 from explorer.interface import ALWAYS, ALWAYS_STEP, EVENTUALLY, Property
-from model.actions import Action
+from model.actions import THREADS, Action
 from model.collectives import PREFETCH, SCHEDULER, completion
 from model.protocol import PrefetchProtocol
 from model.properties import summarize
-from model.reduction import make_chooser, waits_of
+from model.reduction import closure_ranks, solo_priority, waits_of
 from model.state import S_DRAIN, WAITING, Rank
 from model.symmetry import rank_classes
 
@@ -54,7 +54,11 @@ class CompiledProtocol:
         self.rank_of: dict = {}  # code -> Rank
         self._code_of: dict = {}  # Rank -> code
         self._by_class: dict = {}  # (rank class, code) -> [(thread, step, q, new code, arrival group)]
-        self._local: dict = {}  # (rank, code) -> [(Action, new code, arrival group)]
+        # rank -> code -> (steps [(Action, new code, arrival group)], bitmask of the actors with a step
+        #                  (bit i: actors()[i]), the rank's solo step or None, reduction signature)
+        self._local: list = [{} for _ in range(self.ranks)]
+        self._signatures: dict = {}  # (number of steps, collectives waited in) -> small int
+        self._closures: dict = {}  # ranks' signatures -> the ranks `closure_ranks` chooses
         self._actions: dict = {}
         self._regs: dict = {}  # code -> (s_coll, p_coll)
         self._with_done: dict = {}  # (code, group, DONE register) -> code of the rank after completion
@@ -65,10 +69,10 @@ class CompiledProtocol:
         self._fakes = [tuple(_SENTINEL for _ in range(self.ranks))] * self.ranks
         self._last_state, self._last_key = None, None
         self._properties = [self._wrap(p) for p in spec.properties()]
-        waits = self._waits
         self._commutes: dict = {}  # (code, request) -> whether that increment commutes (see below)
         self._steady = self._requests_without_interrupts()
-        self._choose = make_chooser(lambda st, r: waits[st[r]], self.increment_commutes)
+        if all(p.kind not in (ALWAYS, EVENTUALLY) or p.name in getattr(spec, "view_checks", {}) for p in spec.properties()):
+            self.property_key = self._view_key  # every state property reads the ranks' views only
 
     # ---- encoding ----
 
@@ -100,59 +104,83 @@ class CompiledProtocol:
     def initial_states(self):
         return [self.encode(s) for s in self.spec.initial_states()]
 
+    def _entry(self, r: int, code: int) -> tuple:
+        entry = self._local[r].get(code)
+        return entry if entry is not None else self._compile(r, code)
+
     def successors(self, cstate) -> list:
         out = []
-        local = self._local
         for r in range(self.ranks):
-            code = cstate[r]
-            steps = local.get((r, code))
-            if steps is None:
-                steps = self._compile(r, code)
-            for action, new_code, group in steps:
-                nxt = cstate[:r] + (new_code,) + cstate[r + 1 :]
-                if group is not None:
-                    nxt = self._complete(nxt, group)
-                out.append((action, nxt))
+            for action, new_code, group in self._entry(r, cstate[r])[0]:
+                out.append((action, self._apply(cstate, r, new_code, group)))
         return out
 
-    def reduced_successors(self, cstate) -> tuple[list, list]:
-        """The partial-order reduction without building the successors it drops: the chosen
-        (action, next state) pairs and every enabled action (for fairness and deadlocks)."""
+    def _apply(self, cstate: tuple, r: int, new_code: int, group) -> tuple:
+        nxt = cstate[:r] + (new_code,) + cstate[r + 1 :]
+        return nxt if group is None else self._complete(nxt, group)
+
+    def reduced_successors(self, cstate) -> tuple[list, int]:
+        """The partial-order reduction (`model/reduction.py`) without building the successors
+        it drops: the chosen (action, next state) pairs and the bitmask of every enabled actor
+        (for fairness and deadlocks). The lowest rank with a solo step takes it alone;
+        otherwise the steps of the cheapest rank closure."""
         local = self._local
-        steps_of = {}
-        enabled = []
+        enabled = 0
+        entries = []
+        solo = None
         for r in range(self.ranks):
             code = cstate[r]
-            steps = local.get((r, code))
-            if steps is None:
-                steps = self._compile(r, code)
-            for step in steps:
-                steps_of[step[0]] = (r, step)
-                enabled.append(step[0])
+            entry = local[r].get(code)
+            if entry is None:
+                entry = self._compile(r, code)
+            enabled |= entry[1]
+            if solo is None and entry[2] is not None:
+                solo = (r, entry[2])
+            entries.append(entry)
+        if solo is not None:
+            r, (action, new_code, group) = solo
+            return [(action, self._apply(cstate, r, new_code, group))], enabled
+        signature = tuple([e[3] for e in entries])
+        chosen = self._closures.get(signature, False)
+        if chosen is False:
+            chosen = self._closures[signature] = closure_ranks(
+                [len(e[0]) for e in entries], [self._waits[c] for c in cstate]
+            )
         out = []
-        for action in self._choose(cstate, enabled):
-            r, (_, new_code, group) = steps_of[action]
-            nxt = cstate[:r] + (new_code,) + cstate[r + 1 :]
-            if group is not None:
-                nxt = self._complete(nxt, group)
-            out.append((action, nxt))
+        for r in range(self.ranks):
+            if chosen is None or r in chosen:
+                for action, new_code, group in entries[r][0]:
+                    out.append((action, self._apply(cstate, r, new_code, group)))
         return out, enabled
 
-    def _compile(self, r: int, code: int) -> list:
+    def actors(self) -> list:
+        """Every actor in the order of the enabled bitmasks: (rank, thread) by rank, then thread."""
+        return [(r, t) for r in range(self.ranks) for t in THREADS]
+
+    def _compile(self, r: int, code: int) -> tuple:
         """Rank r's own steps from this code: run the specification's steps once (per rank
-        class, on a state where only r is real), then cache them with r's Action objects."""
+        class, on a state where only r is real), then cache them with r's Action objects,
+        the actors that have a step, the rank's solo step (the one of lowest
+        `solo_priority`, if any) and what the closure choice reads of the rank."""
         by_class = self._by_class.get((self._cls[r], code))
         if by_class is None:
             by_class = self._by_class[(self._cls[r], code)] = self._run_spec(r, code)
         steps = []
+        mask = 0
+        solo, best = None, None
         for thread, step, q, new_code, group in by_class:
             key = (r, thread, step, q)
             action = self._actions.get(key)
             if action is None:
                 action = self._actions[key] = Action(r, thread, step, q)
             steps.append((action, new_code, group))
-        self._local[(r, code)] = steps
-        return steps
+            mask |= 1 << (r * len(THREADS) + THREADS.index(thread))
+            priority = solo_priority(action, self.increment_commutes(code, action))
+            if priority is not None and (best is None or priority < best):
+                solo, best = steps[-1], priority
+        signature = self._signatures.setdefault((len(steps), self._waits[code]), len(self._signatures))
+        entry = self._local[r][code] = (steps, mask, solo, signature)
+        return entry
 
     def _run_spec(self, r: int, code: int) -> list:
         rank = self.rank_of[code]
@@ -215,6 +243,16 @@ class CompiledProtocol:
                 return reason
         elif prop.kind in (ALWAYS, EVENTUALLY):
             wrapped = lambda cs: check(decode(cs))  # noqa: E731
+        elif prop.kind == ALWAYS_STEP and prop.name in getattr(self.spec, "rank_step_checks", {}):
+            # it reads the acting rank only: judge each (rank tuple, action) once
+            rank_check, rank_of, answers = self.spec.rank_step_checks[prop.name], self.rank_of, {}
+
+            def wrapped(cs, a, ct):
+                key = (cs[a.rank], a)
+                if key in answers:
+                    return answers[key]
+                reason = answers[key] = rank_check(rank_of[key[0]], a)
+                return reason
         elif prop.kind == ALWAYS_STEP:
             wrapped = lambda cs, a, ct: check(decode(cs), a, decode(ct))  # noqa: E731
         else:
@@ -254,7 +292,7 @@ class CompiledProtocol:
             return frozenset()
         return frozenset(q for q, spec in enumerate(self.config.requests) if not any(spec.failing))
 
-    def increment_commutes(self, cstate, action) -> bool:
+    def increment_commutes(self, code: int, action) -> bool:
         """Whether this I.increment is a persistent set on its own: it commutes with every step
         any thread can take before it. Only the scheduler of its rank reads `completed_tokens`:
         - `check` reads it through the predicate: here the predicate says "wait" both before
@@ -262,10 +300,11 @@ class CompiledProtocol:
         - `terminate` (and `insert` after it) read it, but cannot come first: this rank votes
           "wait", no clock can fire (wait_complete), and no load of this request fails on any
           rank, so no rank can be terminated and the MAX collective cannot say "accept".
-        The counter is read by no property. Steps of other ranks touch nothing of this rank."""
+        The counter is read by no property. Steps of other ranks touch nothing of this rank.
+        `code` is the rank's code in the state."""
         if action.thread != "I" or action.step != "increment" or action.q not in self._steady:
             return False
-        key = (cstate[action.rank], action.q)
+        key = (code, action.q)
         known = self._commutes.get(key)
         if known is None:
             op = self.rank_of[key[0]].ops[action.q]

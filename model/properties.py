@@ -67,7 +67,8 @@ def summarize(rank) -> RankView:
 
 def build_properties(protocol) -> list:
     """The properties; state properties are also registered in `protocol.view_checks`, as
-    functions of the per-rank `RankView`s, so a compiled search can cache the views."""
+    functions of the per-rank `RankView`s, and step properties in `protocol.rank_step_checks`,
+    as functions of the acting rank, so a compiled search can cache their answers."""
     cfg = protocol.config
     waits = cfg.policy != "best_effort"
     best_effort_na = "best_effort never waits: terminating early is its contract"
@@ -75,20 +76,24 @@ def build_properties(protocol) -> list:
     if waits and all(cfg.is_revoked(q) or not cfg.is_issued_by_threshold(q) for q in range(cfg.num_requests)):
         delivers_na = "every request is revoked or below the threshold: nothing is to be delivered"
 
-    def no_early_acceptance(state, action, next_state):
+    def early_acceptance(rank, action):
+        """no_early_acceptance on the acting rank's tuple before the step (all it reads)."""
         if action.thread != SCHEDULER or action.step != "check" or cfg.policy == "best_effort":
             return None
-        op = state[action.rank].ops[action.q]
+        op = rank.ops[action.q]
         if not op.ongoing or op.hash_value > 0 or op.stage == REVOKED:
             return None
         if cfg.policy == "timeout" and op.timed_out:
             return None
-        if protocol.decide(state, action.rank, action.q):
+        if protocol.decide_op(op):
             return (
                 f"rank {action.rank} accepted request {action.q} as complete while its hash_value "
                 f"was still empty (not yet published, not revoked)"
             )
         return None
+
+    def no_early_acceptance(state, action, next_state):
+        return early_acceptance(state[action.rank], action)
 
     def wait_complete_delivers(views):
         # judged once every thread is idle: then io_failed/timed_out are final, so the verdict
@@ -157,6 +162,8 @@ def build_properties(protocol) -> list:
         "data_integrity": data_integrity,
         "progress": pending,
     }
+    # step properties that read only the acting rank before the step: (rank tuple, action) -> reason
+    protocol.rank_step_checks = {"no_early_acceptance": early_acceptance}
 
     def on_state(view_check):
         return lambda state: view_check([summarize(rank) for rank in state])

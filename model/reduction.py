@@ -29,13 +29,8 @@ from __future__ import annotations
 from model.state import WAITING
 
 
-def rank_waits(state, r: int) -> tuple:
-    """The collectives rank r waits in, as (group index, tag) pairs, in a plain state."""
-    rank = state[r]
-    return waits_of(rank.s_coll, rank.p_coll)
-
-
 def waits_of(s_coll, p_coll) -> tuple:
+    """The collectives a rank waits in, as (group index, tag) pairs."""
     return tuple((g, reg[0]) for g, reg in enumerate((s_coll, p_coll)) if reg and reg[1] == WAITING)
 
 
@@ -51,73 +46,48 @@ def waits_of(s_coll, p_coll) -> tuple:
 INDEPENDENT_STEPS = {("S", "drain"): 0, ("S", "keep_waiting"): 1, ("I", "take"): 2, ("I", "write"): 3}
 
 
-def make_chooser(waits=rank_waits, commutes=None):
-    """choose(state, actions) -> the actions to explore, for the enabled `actions` of a state
-    whose `waits(state, r)` is known; `commutes(state, action)` may name further steps that
-    are persistent sets on their own in that state (see `CompiledProtocol.increment_commutes`).
-    The choice depends on the actions' ranks and kinds only, never on their listed order."""
+def solo_priority(action, commutes: bool = False):
+    """The priority (lower first) of `action` as a persistent set on its own, or None if it is not
+    one: the steps of INDEPENDENT_STEPS, and an increment that `commutes` here."""
+    key = INDEPENDENT_STEPS.get((action.thread, action.step))
+    if key is None and commutes and action.step == "increment":
+        key = len(INDEPENDENT_STEPS)
+    return key
 
-    def closure(state, start: int, counts: dict, waiting: list) -> set:
+
+def closure_ranks(counts: list, waiting: list) -> set | None:
+    """The ranks whose enabled steps to explore in a state without a solo step: the cheapest
+    rank closure (see the module docstring), or None for every rank.
+
+    counts[r] is the number of rank r's enabled steps, waiting[r] the collectives it waits
+    in (`waits_of`). The choice depends on these only, never on the order steps are listed in."""
+    n = len(counts)
+    total = sum(counts)
+    if n == 1 or not total:
+        return None
+
+    def closure(start: int) -> set:
         members = {start}
         todo = [start]
         while todo:
             for key in waiting[todo.pop()]:
-                missing = [x for x in range(len(state)) if key not in waiting[x]]
+                missing = [x for x in range(n) if key not in waiting[x]]
                 if any(x in members for x in missing):
                     continue
-                pick = min(missing, key=lambda x: (counts.get(x, 0), x))
+                pick = min(missing, key=lambda x: (counts[x], x))
                 members.add(pick)
                 todo.append(pick)
         return members
 
-    def choose(state, actions: list) -> list:
-        if not actions:
-            return actions
-        lone = None
-        for action in actions:
-            rank_key = INDEPENDENT_STEPS.get((action.thread, action.step))
-            if rank_key is None and action.step == "increment" and commutes is not None and commutes(state, action):
-                rank_key = len(INDEPENDENT_STEPS)
-            if rank_key is not None and (lone is None or (action.rank, rank_key) < lone[0]):
-                lone = ((action.rank, rank_key), action)
-        if lone is not None:
-            return [lone[1]]
-        if len(state) == 1:
-            return actions
-        counts: dict = {}
-        for action in actions:
-            counts[action.rank] = counts.get(action.rank, 0) + 1
-        waiting = [waits(state, x) for x in range(len(state))]
-        # a free rank (waiting in nothing) is a closure by itself; rank order breaks ties
-        best, best_size = None, len(actions)
-        for r in sorted(counts):
-            if not waiting[r] and counts[r] < best_size:
-                best, best_size = {r}, counts[r]
-        for r in sorted(counts):
-            if waiting[r] and counts[r] < best_size:  # a closure is at least as big as its start
-                members = closure(state, r, counts, waiting)
-                size = sum(counts.get(x, 0) for x in members)
-                if size < best_size:
-                    best, best_size = members, size
-        if best is None:
-            return actions
-        return [action for action in actions if action.rank in best]
-
-    return choose
-
-
-def make_persistent_set(waits=rank_waits, commutes=None):
-    """persistent_set(state, successors): the (action, next state) pairs `make_chooser` keeps."""
-    choose = make_chooser(waits, commutes)
-
-    def persistent_set(state, successors: list) -> list:
-        kept = choose(state, [action for action, _ in successors])
-        if len(kept) == len(successors):
-            return successors
-        keep = set(kept)
-        return [pair for pair in successors if pair[0] in keep]
-
-    return persistent_set
-
-
-persistent_set = make_persistent_set()
+    # a free rank (waiting in nothing) is a closure by itself; rank order breaks ties
+    best, best_size = None, total
+    for r in range(n):
+        if counts[r] and not waiting[r] and counts[r] < best_size:
+            best, best_size = {r}, counts[r]
+    for r in range(n):
+        if counts[r] and waiting[r] and counts[r] < best_size:  # a closure is at least as big as its start
+            members = closure(r)
+            size = sum(counts[x] for x in members)
+            if size < best_size:
+                best, best_size = members, size
+    return best

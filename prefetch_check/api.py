@@ -45,6 +45,7 @@ def check(
         canonical=model.canonicalizer() if reductions else None,
         on_progress=on_progress,
         expand=model.reduced_successors if reductions else None,
+        fuse=reductions,
     )
     return _in_spec_states(spec, result)
 

@@ -149,7 +149,7 @@ def test_the_time_limit_also_bounds_the_progress_analysis(monkeypatch):
     from explorer.liveness import AnalysisTimeout
     from prefetch_check import Limits, check, uniform_config
 
-    def too_slow(ex, pending, deadline):
+    def too_slow(ex, pending, deadline, bit=0):
         assert deadline is not None  # the remaining time is handed to the analysis
         raise AnalysisTimeout()
 

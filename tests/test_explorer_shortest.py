@@ -92,8 +92,8 @@ def api_forward_and_backward(monkeypatch, config):
     real, real_reduced = CompiledProtocol.successors, CompiledProtocol.reduced_successors
 
     def reversed_reduced(self, state):
-        chosen, enabled = real_reduced(self, state)
-        return chosen[::-1], enabled[::-1]
+        chosen, enabled = real_reduced(self, state)  # enabled: a bitmask of actors, no order
+        return chosen[::-1], enabled
 
     monkeypatch.setattr(CompiledProtocol, "successors", lambda self, state: real(self, state)[::-1])
     monkeypatch.setattr(CompiledProtocol, "reduced_successors", reversed_reduced)
