@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from unittest import mock
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer.bfs import explore
@@ -23,10 +23,9 @@ from model.compiled import CompiledProtocol
 from model.protocol import PrefetchProtocol
 from model.symmetry import canonicalizer
 from model.config import Config
-from strategies import configs
+from strategies import SETTINGS, configs
 from prefetch_check import check
 
-SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # ---- (a) what fixed must never violate ----

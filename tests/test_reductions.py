@@ -15,7 +15,7 @@ import functools
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from explorer.check import check as check_model
@@ -23,7 +23,7 @@ from explorer.limits import Limits
 from explorer.replay import replay
 from explorer.result import VERIFIED
 from model.symmetry import canonicalizer
-from strategies import configs
+from strategies import SETTINGS, configs
 from prefetch_check import build_model, check
 from prefetch_check.scenario import load_scenarios
 
@@ -31,7 +31,6 @@ SCENARIO_DIR = Path(__file__).parent.parent / "scenarios"
 PREDICATES = ("buggy", "fixed")
 SHIPPED_STATE_BUDGET = 200_000  # distinct states of the plain search; above it a case is not compared
 RANDOM_STATE_BUDGET = 20_000
-SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 SCENARIOS = load_scenarios([SCENARIO_DIR])
 PAIRS = [(s.path, case, p) for s in SCENARIOS for case in s.cases for p in PREDICATES]

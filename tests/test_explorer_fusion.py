@@ -1,0 +1,144 @@
+"""Chain fusion (explorer/bfs.py): the search walks through states with a single chosen step
+without storing them. On tiny generic models: what a fused state still contributes (its
+safety properties, its enabled actors and its pending status for progress), and on the
+protocol: fused and unfused searches agree on every verdict and count."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from explorer.bfs import explore
+from explorer.check import check
+from explorer.interface import always, always_step, eventually
+from explorer.limits import Limits
+from explorer.replay import replay
+from explorer.result import VERIFIED, VIOLATED
+from model.compiled import CompiledProtocol
+from model.protocol import PrefetchProtocol
+from strategies import SETTINGS, configs
+
+
+class Chains:
+    """A model given as a table: state -> [(actor, next state)]; an action is (actor, next state).
+    `expand` explores every step, so a state with one step is fused."""
+
+    def __init__(self, table: dict, pending=None, bad_state=None, bad_step=None):
+        self.table, self.pending, self.bad_state, self.bad_step = table, pending, bad_state, bad_step
+
+    def initial_states(self):
+        return [0]
+
+    def successors(self, state):
+        return [((actor, nxt), nxt) for actor, nxt in self.table.get(state, [])]
+
+    def expand(self, state):
+        succ = self.successors(state)
+        return succ, [action for action, _ in succ]
+
+    def properties(self):
+        props = []
+        if self.pending is not None:
+            props.append(eventually("done", lambda s: f"state {s} pending" if self.pending(s) else None))
+        if self.bad_state is not None:
+            props.append(always("safe", lambda s: f"state {s} is bad" if s == self.bad_state else None))
+        if self.bad_step is not None:
+            props.append(always_step("safe_step", lambda s, a, t: "bad step" if (s, t) == self.bad_step else None))
+        return props
+
+    def actor(self, action):
+        return action[0]
+
+    def action_id(self, action):
+        return f"{action[0]}>{action[1]}"
+
+    def action_kind(self, action):
+        return action[0]
+
+    def action_kinds(self):
+        return sorted({a for steps in self.table.values() for a, _ in steps})
+
+    def describe(self, state, action, next_state):
+        return f"{action[0]}: {state} -> {next_state}"
+
+
+def fused_check(model):
+    return check(model, expand=model.expand, fuse=True)
+
+
+def test_states_with_one_step_are_walked_through_not_stored():
+    model = Chains({0: [("a", 1), ("b", 2)], 1: [("a", 3)], 3: [("a", 4)], 2: [("b", 4)]})
+    ex = explore(model, expand=model.expand, fuse=True)
+    assert ex.complete
+    assert sorted(ex.states) == [0, 4]  # 1, 2 and 3 each have one step
+    assert ex.fused == 3 and ex.visited == 5
+    assert ex.transitions == 5  # every step once: 0>1, 0>2, 1>3, 3>4, 2>4
+    assert ex.deadlocks == [1]  # state 4 (id 1) has no step
+
+
+def test_a_state_disabling_an_actor_inside_a_fused_edge_keeps_the_cycle_fair():
+    # "finish" is enabled in 0 only; the loop 0 -> 1 -> 0 passes 1, which is fused into a
+    # self-loop of 0: the edge must remember that "finish" was disabled in 1
+    model = Chains({0: [("spin", 1), ("finish", 2)], 1: [("spin", 0)], 2: [("idle", 2)]}, pending=lambda s: s != 2)
+    assert explore(model, expand=model.expand, fuse=True).fused >= 1
+    result = fused_check(model)
+    assert result.verdict("done") == VIOLATED
+    trace = result.trace("done")
+    cycle_states = [s.state for s in trace.steps[trace.cycle_start:]]
+    assert 1 in cycle_states  # the fused state where "finish" is disabled is part of the cycle
+    assert replay(model, trace.schedule).final_state == trace.final_state
+    assert check(model).verdict("done") == VIOLATED  # the plain search agrees
+
+
+def test_a_cycle_through_a_fused_state_that_is_not_pending_is_no_violation():
+    # the loop 0 -> 1 -> 0 leaves the pending states in 1 (fused): progress is made on it
+    model = Chains({0: [("a", 1), ("b", 2)], 1: [("a", 0)], 2: [("c", 2)]}, pending=lambda s: s == 0)
+    assert fused_check(model).verdict("done") == VERIFIED
+    assert check(model).verdict("done") == VERIFIED
+
+
+def test_a_fair_pending_cycle_of_single_steps_is_found():
+    # 0 -> 1 -> 2 -> 1 -> ...: every state has one step, the cycle must close on a stored state
+    model = Chains({0: [("a", 1)], 1: [("a", 2)], 2: [("a", 1)]}, pending=lambda s: True)
+    result = fused_check(model)
+    assert result.verdict("done") == VIOLATED
+    trace = result.trace("done")
+    assert trace.schedule == "a>1 | a>2 a>1"
+    assert replay(model, trace.schedule).final_state == trace.final_state
+
+
+def test_a_state_property_violated_inside_a_chain_is_found_with_its_trace():
+    model = Chains({0: [("a", 1)], 1: [("a", 2)], 2: [("a", 3)], 3: [("a", 4)]}, bad_state=2)
+    result = fused_check(model)
+    assert result.verdict("safe") == VIOLATED
+    assert result.trace("safe").schedule == "a>1 a>2"
+
+
+def test_a_step_property_violated_inside_a_chain_is_found_with_its_trace():
+    model = Chains({0: [("a", 1)], 1: [("a", 2)], 2: [("a", 3)], 3: [("a", 4)]}, bad_step=(2, 3))
+    result = fused_check(model)
+    assert result.verdict("safe_step") == VIOLATED
+    assert result.trace("safe_step").schedule == "a>1 a>2 a>3"
+
+
+def summary(result):
+    return (
+        {name: (r.verdict, len(r.trace) if r.trace is not None else None) for name, r in result.results.items()},
+        result.stats.states, result.stats.transitions, result.stats.action_counts, result.stats.complete,
+    )
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(configs(), st.sampled_from(["buggy", "fixed"]))
+def test_fused_and_unfused_reduced_searches_agree(config, predicate):
+    """Same verdicts, trace lengths, visited states, transitions and per-action counts."""
+    results = []
+    for fuse in (False, True):
+        model = CompiledProtocol(PrefetchProtocol(config, predicate))
+        results.append(check(model, Limits(max_states=100_000), canonical=model.canonicalizer(),
+                             expand=model.reduced_successors, fuse=fuse))
+    unfused, fused = results
+    if not (unfused.stats.complete and fused.stats.complete):
+        return  # a configuration over the budget says nothing here
+    assert summary(fused) == summary(unfused)
+    assert fused.stats.stored_states is None or fused.stats.stored_states < fused.stats.states
