@@ -70,6 +70,7 @@ class Exploration:
     deadlocks: list = field(default_factory=list)  # ids without successors, in BFS order
     edges: Optional[list] = None  # id -> array of succ_id * LABEL_SLOTS + label index
     enabled: Optional[list] = None  # id -> bitmask of actors with an enabled action
+    pending_bits: Optional[array] = None  # id -> bit i set when pending for the i-th progress property
     labels: list = field(default_factory=list)  # label index -> Label
     progress_bits: dict = field(default_factory=dict)  # progress property name -> its bit in Label.pending
     actors: dict = field(default_factory=dict)  # actor -> index
@@ -175,6 +176,8 @@ def _explore(
     ex.progress_bits = {p.name: i for i, p in enumerate(progress_props)}
     if record_graph:
         ex.edges, ex.enabled = [], []
+        if progress_props:
+            ex.pending_bits = array("q")
     index: dict = {}
     through: dict = {}  # fused state -> end id << _LABEL_BITS | label index of the rest of its chain
     stash: dict = {}  # id -> its expansion, computed when a walk stopped there
@@ -277,6 +280,8 @@ def _explore(
         depth.append(d)
         if live_state:
             judge_state(tid, key)
+        if wants_bits:
+            ex.pending_bits.append(verdict(key)[1])
         return tid
 
     def walk(key, from_sid: int, d: int) -> tuple[int, tuple]:
@@ -342,6 +347,8 @@ def _explore(
             parent.append(-1)
             depth.append(0)
             judge_state(index[key], key)
+            if wants_bits:
+                ex.pending_bits.append(verdict(key)[1])
 
     start = time.perf_counter()
     max_states = limits.max_states

@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Optional
 
-import networkx as nx
+from array import array
 
 from explorer.bfs import Exploration
 
@@ -92,11 +92,15 @@ def find_progress_violation(
     """
     assert ex.edges is not None, "progress needs the explored graph (record_graph=True)"
     tick = _ticker(deadline)
-    is_pending = bytearray(len(ex.states))  # one byte a state: the reasons are built only when reported
-    for sid, state in enumerate(ex.states):
-        tick()
-        if pending(state):
-            is_pending[sid] = 1
+    n = len(ex.states)
+    if ex.pending_bits is not None:  # judged during the search
+        is_pending = bytearray(bits >> bit & 1 for bits in ex.pending_bits)
+    else:
+        is_pending = bytearray(n)  # one byte a state: the reasons are built only when reported
+        for sid, state in enumerate(ex.states):
+            tick()
+            if pending(state):
+                is_pending[sid] = 1
     candidates: list[Lasso] = []
     stuck = [sid for sid in ex.deadlocks if is_pending[sid]]
     if stuck:
@@ -104,24 +108,20 @@ def find_progress_violation(
         why = pending(ex.states[sid])
         candidates.append(Lasso(_path_from_root(ex, sid), [], f"deadlock with work left: {why}"))
 
-    def pending_edges():
-        for u in range(len(ex.states)):
-            if is_pending[u]:
-                tick()
-                for v, label in ex.successors_of(u):
-                    if is_pending[v] and label.pending >> bit & 1:
-                        yield u, v
+    shift, mask = ex.LABEL_SLOTS.bit_length() - 1, ex.LABEL_SLOTS - 1
+    stays = bytearray(label.pending >> bit & 1 for label in ex.labels)  # label index -> edge stays pending
+    edges = ex.edges
 
-    graph = nx.DiGraph()
-    graph.add_nodes_from(u for u in range(len(ex.states)) if is_pending[u])
-    graph.add_edges_from(pending_edges())
+    def pending_successors(u: int) -> list:
+        return [code >> shift for code in edges[u] if stays[code & mask] and is_pending[code >> shift]]
+
     best = None
-    for comp in nx.strongly_connected_components(graph):
-        tick()
+    for comp in _components(n, is_pending, pending_successors, tick):
         if len(comp) == 1:
             (u,) = comp
-            if not graph.has_edge(u, u):
+            if u not in pending_successors(u):
                 continue
+        comp = set(comp)
         always_enabled = ~0
         fired = 0
         for u in comp:
@@ -165,3 +165,52 @@ def _fair_cycle(ex: Exploration, entry: int, comp: set, always_enabled: int, bit
     if here != entry or not cycle:
         cycle += _walk(ex, here, comp, bit, lambda v, label: v == entry)
     return cycle
+
+
+def _components(n: int, member: bytearray, successors, tick):
+    """The strongly connected components (lists of ids) of the subgraph of the ids with
+    `member[id]`, whose edges `successors(id)` lists: Tarjan's algorithm, iterative, over
+    flat arrays (a few bytes a state: the graph has millions of states)."""
+    index = array("i", [-1]) * n
+    low = array("i", [0]) * n
+    on_stack = bytearray(n)
+    stack: list[int] = []
+    counter = 0
+    for root in range(n):
+        if not member[root] or index[root] >= 0:
+            continue
+        tick()
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack[root] = 1
+        work = [(root, iter(successors(root)))]
+        while work:
+            u, todo = work[-1]
+            for v in todo:
+                if index[v] < 0:
+                    tick()
+                    index[v] = low[v] = counter
+                    counter += 1
+                    stack.append(v)
+                    on_stack[v] = 1
+                    work.append((v, iter(successors(v))))
+                    break
+                if on_stack[v] and index[v] < low[u]:
+                    low[u] = index[v]
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    if low[u] < low[parent]:
+                        low[parent] = low[u]
+                if low[u] == index[u]:
+                    comp = []
+                    while True:
+                        v = stack.pop()
+                        on_stack[v] = 0
+                        comp.append(v)
+                        if v == u:
+                            break
+                    yield comp
+
