@@ -268,6 +268,14 @@ def _explore(
             judged = step_judges[action] = [p for p in step_props if p.concerns is None or p.concerns(action)]
         return judged
 
+    def violates_step(state, action, nxt) -> bool:
+        """Whether a live step property fails on this step."""
+        judged = step_judges.get(action)
+        for p in judged if judged is not None else judges(action):
+            if p in live_step and p.check(state, action, nxt):
+                return True
+        return False
+
     def store(key, from_sid: int, d: int) -> int:
         """A new stored state, or -1 when the state limit forbids it."""
         if max_states is not None and len(states) >= max_states:
@@ -296,7 +304,7 @@ def _explore(
             expansion = None  # of `cur`, kept for its expansion if the walk stores it
             if max_depth is not None and d + len(chain) >= max_depth:
                 break
-            bad, pbits = verdict(cur)
+            bad, pbits = verdicts.get(key_of(cur)) or verdict(cur) if key_of is not None else verdict(cur)
             if bad and any(p in live_state for p, _ in bad):
                 break
             expansion = expand(cur)
@@ -304,11 +312,14 @@ def _explore(
             if len(chosen) != 1:
                 break
             action, nxt = chosen[0]
-            if live_step and any(p in live_step and p.check(cur, action, nxt) for p in judges(action)):
+            if live_step and violates_step(cur, action, nxt):
                 break
             on_chain[cur] = len(chain)
             if record_graph:
-                chain.append((cur, action, bit_of(action), mask_of(enabled_actions), pbits))
+                chain.append((
+                    cur, action, actor_bit.get(action) or bit_of(action),
+                    enabled_actions if enabled_actions.__class__ is int else mask_of(enabled_actions), pbits,
+                ))
             else:
                 chain.append((cur, action, 0, EVERY, EVERY))
             nkey = canon(nxt)

@@ -18,6 +18,8 @@ shared) plus its visited-set entry; the per-rank tuples live once in the intern 
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from explorer.interface import ALWAYS, ALWAYS_STEP, EVENTUALLY, Property
 from model.actions import THREADS, Action
 from model.collectives import PREFETCH, SCHEDULER, completion
@@ -66,13 +68,18 @@ class CompiledProtocol:
         self._views: dict = {}  # code -> RankView (what the state properties read of a rank)
         self._view_id: dict = {}  # code -> small int naming its RankView (equal views, equal ids)
         self._view_ids: dict = {}  # RankView -> small int
+        self._order: dict = {}  # code -> int that sorts like the Rank contents (see _place_in_content_order)
+        self._ordered_ranks: list = []  # every Rank, in content order
+        self._ordered_codes: list = []  # their codes, in the same order
         self._fakes = [tuple(_SENTINEL for _ in range(self.ranks))] * self.ranks
         self._last_state, self._last_key = None, None
         self._properties = [self._wrap(p) for p in spec.properties()]
         self._commutes: dict = {}  # (code, request) -> whether that increment commutes (see below)
         self._steady = self._requests_without_interrupts()
         if all(p.kind not in (ALWAYS, EVENTUALLY) or p.name in getattr(spec, "view_checks", {}) for p in spec.properties()):
-            self.property_key = self._view_key  # every state property reads the ranks' views only
+            # every state property reads the ranks' views only: their ids decide every answer
+            view_of = self._view_id.__getitem__
+            self.property_key = lambda cs: tuple(map(view_of, cs))
 
     # ---- encoding ----
 
@@ -90,7 +97,28 @@ class CompiledProtocol:
             self._waits[code] = waits_of(rank.s_coll, rank.p_coll)
             view = self._views[code] = summarize(rank)
             self._view_id[code] = self._view_ids.setdefault(view, len(self._view_ids))
+            self._place_in_content_order(code, rank)
         return code
+
+    _ORDER_GAP = 1 << 32
+
+    def _place_in_content_order(self, code: int, rank: Rank) -> None:
+        """Give the new code an int in `_order` that sorts like the Rank contents (what the
+        symmetry reduction sorts ranks by): comparing ints is cheaper than comparing nested
+        tuples. Ints are spread with gaps; when a gap is used up, every code is renumbered in
+        the same order (so no representative ever changes)."""
+        ranks, codes = self._ordered_ranks, self._ordered_codes
+        i = bisect_left(ranks, rank)
+        order = self._order
+        low = order[codes[i - 1]] if i else 0
+        high = order[codes[i]] if i < len(codes) else low + 2 * self._ORDER_GAP
+        ranks.insert(i, rank)
+        codes.insert(i, code)
+        if high - low >= 2:
+            order[code] = (low + high) // 2
+        else:
+            for j, c in enumerate(codes):
+                order[c] = (j + 1) * self._ORDER_GAP
 
     def encode(self, state) -> tuple:
         return tuple(self.encode_rank(rank) for rank in state)
@@ -262,8 +290,7 @@ class CompiledProtocol:
     def _view_key(self, cs) -> tuple:
         """The ranks' view ids of a state (kept for the last state: every property asks)."""
         if cs is not self._last_state:
-            view_id = self._view_id
-            self._last_key = tuple([view_id[c] for c in cs])
+            self._last_key = tuple(map(self._view_id.__getitem__, cs))
             self._last_state = cs
         return self._last_key
 
@@ -318,11 +345,12 @@ class CompiledProtocol:
 
         Sorting by content (not by code, which numbers ranks in discovery order) keeps the
         representative, and so every count, independent of the order steps are listed in.
+        The sort key is an int kept in content order (`_place_in_content_order`).
         """
         classes = [c for c in rank_classes(self.config) if len(c) > 1]
         if not classes:
             return None
-        key = self.rank_of.__getitem__
+        key = self._order.__getitem__
         if len(classes) == 1 and len(classes[0]) == self.ranks:
             return lambda cs: tuple(sorted(cs, key=key))
 

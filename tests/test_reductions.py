@@ -124,3 +124,30 @@ def test_symmetry_alone_keeps_counterexamples_shortest(config, predicate):
         a, b = reference.trace(name), symmetric.trace(name)
         if a.cycle_start is None:
             assert len(b) == len(a), name
+
+
+# ---- the compiled model's sort key for symmetry ----
+
+
+@pytest.mark.parametrize("gap", [1 << 32, 2])  # a gap of 2 renumbers on almost every new rank
+def test_the_symmetry_sort_key_orders_ranks_like_their_contents(monkeypatch, gap):
+    """The canonical representative sorts ranks by content; the compiled model sorts by an int
+    kept in content order, renumbered when its gaps run out: both orders must agree, and so
+    must the searches (the same representatives, so the same counts)."""
+    from model.compiled import CompiledProtocol
+    from model.config import uniform_config
+    from model.protocol import PrefetchProtocol
+
+    monkeypatch.setattr(CompiledProtocol, "_ORDER_GAP", gap)
+    config = uniform_config(ranks=3, requests=1, pages=2)
+    model = CompiledProtocol(PrefetchProtocol(config, "fixed"))
+    result = check_model(model, canonical=model.canonicalizer(), expand=model.reduced_successors, fuse=True)
+    codes = list(model.rank_of)
+    assert len(codes) > 50
+    assert sorted(codes, key=model._order.__getitem__) == sorted(codes, key=model.rank_of.__getitem__)
+    by_content = CompiledProtocol(PrefetchProtocol(config, "fixed"))
+    reference = check_model(
+        by_content, canonical=lambda cs: tuple(sorted(cs, key=by_content.rank_of.__getitem__)),
+        expand=by_content.reduced_successors, fuse=True,
+    )
+    assert (result.stats.states, result.stats.transitions) == (reference.stats.states, reference.stats.transitions)
