@@ -151,20 +151,18 @@ def _explore(
     record_graph: bool = False,
     canonical: Optional[Callable] = None,
     on_progress: Optional[ProgressCallback] = None,
-    persistent: Optional[Callable] = None,
     stop_when_found: bool = False,
     expand: Optional[Callable] = None,
     fuse: bool = False,
 ) -> Exploration:
     """Breadth-first search.
 
-    `canonical` maps a state to its orbit's representative (symmetry reduction);
-    `persistent(state, successors)` picks the successors to explore (partial-order
-    reduction). Enabledness for fairness is always taken from all successors.
+    `canonical` maps a state to its orbit's representative (symmetry reduction).
     `stop_when_found` ends the search once every safety property has a finding.
-    `expand(state) -> (chosen successors, actions with an enabled step)` replaces
-    successors + persistent for a model that can choose without building every successor;
-    `fuse` then walks through states with a single chosen step (see the module docstring).
+    `expand(state) -> (chosen successors, the enabled actions or a bitmask of their actors)`
+    replaces `model.successors` with a reduced expansion (partial-order reduction); the
+    enabled actors, not only the chosen ones, decide fairness. `fuse` then walks through
+    states with a single chosen step (see the module docstring).
     """
     if fuse and expand is None:
         raise ValueError("chain fusion needs a reduced expansion (expand=...)")
@@ -178,6 +176,7 @@ def _explore(
         ex.edges, ex.enabled = [], []
         if progress_props:
             ex.pending_bits = array("q")
+    pending_bits = ex.pending_bits
     index: dict = {}
     through: dict = {}  # fused state -> end id << _LABEL_BITS | label index of the rest of its chain
     stash: dict = {}  # id -> its expansion, computed when a walk stopped there
@@ -188,7 +187,7 @@ def _explore(
     slots = Exploration.LABEL_SLOTS
     counts: dict = {}
     step_judges: dict = {}  # action -> the step properties that judge it
-    one_step: dict = {}  # action -> label index of an edge that is that step alone
+    one_step: dict = {}  # action -> (label index of an edge that is that step alone, actor bit)
     actor_bit: dict = {}  # action -> 1 << index of its actor (actions are few, states many)
     canon = canonical or (lambda s: s)
 
@@ -256,8 +255,9 @@ def _explore(
             verdicts[key] = known
         return known
 
-    def judge_state(sid: int, state) -> None:
-        for p, reason in verdict(state)[0]:
+    def record(sid: int, bad: tuple) -> None:
+        """Findings for the live properties among the failing ones of state sid."""
+        for p, reason in bad:
             if p in live_state:
                 findings[p.name] = Finding(sid, reason)
                 live_state.remove(p)
@@ -267,6 +267,12 @@ def _explore(
         if judged is None:
             judged = step_judges[action] = [p for p in step_props if p.concerns is None or p.concerns(action)]
         return judged
+
+    def single_step(action) -> tuple:
+        """(label index, actor bit) of an edge that is this step alone."""
+        bit = bit_of(action)
+        known = one_step[action] = (label_id((bit, EVERY, EVERY)), bit)
+        return known
 
     def violates_step(state, action, nxt) -> bool:
         """Whether a live step property fails on this step."""
@@ -286,10 +292,12 @@ def _explore(
         states.append(key)
         parent.append(from_sid)
         depth.append(d)
-        if live_state:
-            judge_state(tid, key)
-        if wants_bits:
-            ex.pending_bits.append(verdict(key)[1])
+        if live_state or wants_bits:
+            bad, bits = verdict(key)
+            if bad:
+                record(tid, bad)
+            if wants_bits:
+                pending_bits.append(bits)
         return tid
 
     def walk(key, from_sid: int, d: int) -> tuple[int, tuple]:
@@ -357,9 +365,10 @@ def _explore(
             states.append(key)
             parent.append(-1)
             depth.append(0)
-            judge_state(index[key], key)
+            bad, bits = verdict(key)
+            record(index[key], bad)
             if wants_bits:
-                ex.pending_bits.append(verdict(key)[1])
+                pending_bits.append(bits)
 
     start = time.perf_counter()
     max_states = limits.max_states
@@ -396,16 +405,17 @@ def _explore(
         if expand is not None:
             expansion = stash.pop(sid, None)
             succ, enabled_actions = expansion if expansion is not None else expand(state)
+            if not enabled_actions:
+                ex.deadlocks.append(sid)
+            if record_graph:
+                mask = enabled_actions if enabled_actions.__class__ is int else mask_of(enabled_actions)
         else:
             succ = successors(state)
-            enabled_actions = [action for action, _ in succ]
-        if not enabled_actions:
-            ex.deadlocks.append(sid)
+            if not succ:
+                ex.deadlocks.append(sid)
+            mask = 0  # every successor is explored: the actors of the steps below are the enabled ones
         if record_graph:
             out = array("q")
-            mask = mask_of(enabled_actions)
-        if persistent is not None:
-            succ = persistent(state, succ)
         ex.transitions += len(succ)
         for action, nxt in succ:
             counts[action] = counts.get(action, 0) + 1
@@ -433,12 +443,13 @@ def _explore(
                     break  # state limit reached
             if record_graph:
                 if inside is None:
-                    label = one_step.get(action)
-                    if label is None:
-                        label = one_step[action] = label_id((bit_of(action), EVERY, EVERY))
+                    label, bit = one_step.get(action) or single_step(action)
                 else:
-                    label = label_id((bit_of(action) | inside[0], inside[1], inside[2]))
-                if expand is not None and not actor_bit[action] & mask:
+                    bit = actor_bit.get(action) or bit_of(action)
+                    label = label_id((bit | inside[0], inside[1], inside[2]))
+                if expand is None:
+                    mask |= bit
+                elif not bit & mask:
                     raise AssertionError(f"expand() chose {action!r} but did not report its actor enabled")
                 out.append(tid * slots + label)
         else:

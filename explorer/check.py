@@ -25,7 +25,6 @@ def check(
     name: str = "",
     canonical: Optional[Callable] = None,
     on_progress: Optional[ProgressCallback] = None,
-    persistent: Optional[Callable] = None,
     expand: Optional[Callable] = None,
     fuse: bool = False,
 ) -> CheckResult:
@@ -33,10 +32,10 @@ def check(
     shortest: dict = {}
     wants_progress = any(p.kind == EVENTUALLY and p.not_applicable is None for p in props)
     ex = explore(
-        model, limits, record_graph=wants_progress, canonical=canonical, on_progress=on_progress, persistent=persistent,
+        model, limits, record_graph=wants_progress, canonical=canonical, on_progress=on_progress,
         expand=expand, fuse=fuse,
     )
-    reduced = persistent is not None or expand is not None
+    reduced = expand is not None
     if reduced:
         shortest = _shorten(model, ex, canonical, shortest_budget(ex), _shortening_time(limits, ex))
     results = {}

@@ -64,6 +64,7 @@ class CompiledProtocol:
         self._actions: dict = {}
         self._regs: dict = {}  # code -> (s_coll, p_coll)
         self._with_done: dict = {}  # (code, group, DONE register) -> code of the rank after completion
+        self._completions: dict = {}  # registers of every rank, all arrived -> the DONE register
         self._waits: dict = {}  # code -> collectives the rank waits in (for the reduction)
         self._views: dict = {}  # code -> RankView (what the state properties read of a rank)
         self._view_id: dict = {}  # code -> small int naming its RankView (equal views, equal ids)
@@ -132,15 +133,18 @@ class CompiledProtocol:
     def initial_states(self):
         return [self.encode(s) for s in self.spec.initial_states()]
 
-    def _entry(self, r: int, code: int) -> tuple:
-        entry = self._local[r].get(code)
-        return entry if entry is not None else self._compile(r, code)
-
     def successors(self, cstate) -> list:
         out = []
+        local = self._local
         for r in range(self.ranks):
-            for action, new_code, group in self._entry(r, cstate[r])[0]:
-                out.append((action, self._apply(cstate, r, new_code, group)))
+            code = cstate[r]
+            entry = local[r].get(code)
+            if entry is None:
+                entry = self._compile(r, code)
+            head, tail = cstate[:r], cstate[r + 1 :]
+            for action, new_code, group in entry[0]:
+                nxt = head + (new_code,) + tail
+                out.append((action, nxt if group is None else self._complete(nxt, group)))
         return out
 
     def _apply(self, cstate: tuple, r: int, new_code: int, group) -> tuple:
@@ -237,7 +241,10 @@ class CompiledProtocol:
         for c in cstate:
             if regs[c][g][:2] != key:
                 return cstate  # somebody has not arrived yet: the common case
-        done = completion([regs[c][g] for c in cstate])
+        arrived = tuple([regs[c][g] for c in cstate])
+        done = self._completions.get(arrived)
+        if done is None:
+            done = self._completions[arrived] = completion(arrived)
         cache = self._with_done
         out = []
         for c in cstate:
