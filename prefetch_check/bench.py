@@ -8,6 +8,9 @@ BOUNDED with the figures it reached, never verified.
 
 Figures of one row:
   seconds          search plus progress analysis (`Stats.seconds + Stats.progress_seconds`)
+  states           distinct states the search visited; stored: those kept in the visited set
+                   (the reduced search walks through a state with a single chosen step
+                   without storing it, see explorer/bfs.py)
   states/s         distinct states per second of the search alone
   peak MiB         peak resident memory of the row's process (ru_maxrss), progress analysis included
   bytes per state  (peak RSS when the search ends - RSS before it) / distinct states: what one
@@ -111,7 +114,8 @@ class Measurement:
     complete: bool = False
     killed: bool = False
     error: str = ""  # the row's process died without a result
-    states: int = 0
+    states: int = 0  # distinct states visited
+    stored: Optional[int] = None  # of them, kept in the visited set (the rest were fused through)
     transitions: int = 0
     depth: int = 0
     search_seconds: float = 0.0
@@ -187,6 +191,7 @@ class Measurement:
             "error": self.error,
             "stop_reason": self.stop_reason,
             "states": self.states,
+            "stored": self.stored,
             "transitions": self.transitions,
             "depth": self.depth,
             "seconds": self.seconds,
@@ -224,6 +229,7 @@ def _child(row: Row, budget: float, max_memory_mb: int, conn) -> None:
     s = result.stats
     conn.send(("result", {
         "complete": s.complete, "states": s.states, "transitions": s.transitions, "depth": s.max_depth,
+        "stored": s.stored_states if s.stored_states is not None else s.states,
         "search_seconds": s.seconds, "progress_seconds": s.progress_seconds, "check_seconds": check_seconds,
         "peak_mib": peak_memory_mb(), "baseline_mib": baseline, "stop_reason": s.stop_reason or "",
         "verdicts": {n: r.verdict for n, r in result.results.items()},

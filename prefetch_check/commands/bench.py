@@ -20,7 +20,7 @@ from prefetch_check.scenario import InputError
 
 HELP = "benchmark the search: states, transitions, time, memory, with and without reductions, growth with ranks"
 
-COLUMNS = ("row", "configuration", "reductions", "states", "transitions", "depth", "seconds", "states/s",
+COLUMNS = ("row", "configuration", "reductions", "states", "stored", "transitions", "depth", "seconds", "states/s",
            "peak MiB", "B/state", "verdicts", "target", "met")
 STYLE = {True: "green", False: "bold red", None: "dim"}
 
@@ -88,7 +88,7 @@ def table(measurements: list[bench.Measurement], budget: float) -> Table:
     t = Table(title=f"prefetch-check bench · predicate {bench.PREDICATE}, policy {bench.POLICY}, "
               f"budget {budget:g} s per row", box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
     for name in COLUMNS:
-        numeric = name in ("states", "transitions", "depth", "seconds", "states/s", "peak MiB", "B/state")
+        numeric = name in ("states", "stored", "transitions", "depth", "seconds", "states/s", "peak MiB", "B/state")
         t.add_column(name, justify="right" if numeric else "left", no_wrap=name != "verdicts",
                      overflow="fold")
     section = None
@@ -100,9 +100,9 @@ def table(measurements: list[bench.Measurement], budget: float) -> Table:
         verdict_style = "green" if m.summary().startswith("VERIFIED") else ("red" if "VIOLATED" in m.summary()
                                                                            else "yellow")
         if not m.ran:
-            figures = ["-"] * 7
+            figures = ["-"] * 8
         else:
-            figures = [_num(m.states), _num(m.transitions), _num(m.depth), _num(m.seconds, ".2f"),
+            figures = [_num(m.states), _num(m.stored), _num(m.transitions), _num(m.depth), _num(m.seconds, ".2f"),
                        _num(m.states_per_second), _num(m.peak_mib, ".0f"), _num(m.bytes_per_state)]
         t.add_row(r.key, r.configuration + (" *" if r.note else ""), "on" if r.reductions else "off", *figures,
                   Text(m.summary(), style=verdict_style), r.target.text if r.target else "", _met(m))
@@ -114,10 +114,12 @@ def notes(measurements: list[bench.Measurement], budget: float) -> list[str]:
     lines = []
     marked = sorted({m.row.note for m in measurements if m.row.note})
     lines += [f"* {note}" for note in marked]
-    lines.append("seconds: search + progress analysis; states/s: distinct states per second of the search alone; "
+    lines.append("states: distinct states visited; stored: of them, those kept in the visited set (the reduced "
+                 "search walks through states with a single chosen step without storing them); "
+                 "seconds: search + progress analysis; states/s: distinct states per second of the search alone; "
                  "peak MiB: peak resident memory of the row's own process (ru_maxrss), progress analysis included; "
-                 "B/state: (peak RSS when the search ends - RSS before it) / states, approximate: what one stored "
-                 "state costs with the BFS bookkeeping and the edges kept for the progress analysis.")
+                 "B/state: (peak RSS when the search ends - RSS before it) / states, approximate: what one visited "
+                 "state costs with the visited set, the BFS bookkeeping and the edges kept for the progress analysis.")
     lines.append(f"Each row runs in a fresh process; its search stops at the budget ({budget:g} s) and the row is "
                  f"killed at budget + {bench.grace_for(budget):g} s; a cut row is BOUNDED with the figures it "
                  "reached, and growth stops after its first bounded row.")
