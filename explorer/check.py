@@ -9,6 +9,7 @@ from typing import Callable, Optional
 from explorer.bfs import Exploration, ProgressCallback, explore
 from explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, EVENTUALLY, Model
 from explorer.limits import Limits
+from explorer.minimize import minimize
 from explorer.liveness import AnalysisTimeout, find_progress_violation
 from explorer.replay import Divergence, replay
 from explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED, CheckResult, PropertyResult, Stats
@@ -50,6 +51,7 @@ def check(
             source, finding = shortest.get(p.name, (ex, ex.findings[p.name]))
             trace, reason = _safety_trace(source, canonical, p, finding), finding.reason
             if reduced and p.name not in shortest:
+                trace = minimize(model, trace, _first_failure(p))
                 reason += NOT_SHORTENED
             _confirm(model, trace, lambda t, p=p, f=finding: _still_violates(model, p, t))
         elif p.kind == DEADLOCK_FREE and ex.deadlocks:
@@ -57,6 +59,7 @@ def check(
             trace = _trace_to(source, canonical, sid)
             reason = "no thread of any rank can take a step"
             if reduced and p.name not in shortest:
+                trace = minimize(model, trace, _first_failure(p, model))
                 reason += NOT_SHORTENED
             _confirm(model, trace, lambda t: not model.successors(t.final_state))
         elif p.kind == EVENTUALLY and ex.complete:
@@ -111,7 +114,21 @@ def shortest_budget(ex: Exploration) -> int:
     return max(200_000, 10 * len(ex.states))
 
 
-NOT_SHORTENED = " (counterexample of the reduced search: the search for a shorter one was cut by its budget)"
+NOT_SHORTENED = (
+    " (counterexample of the reduced search, made 1-minimal: no single step can be left out; "
+    "the search for a shortest one was cut by its budget)"
+)
+
+
+def _first_failure(prop, model=None):
+    """For `minimize`: how many steps of a path to keep so that it ends in prop's violation."""
+    if prop.kind == ALWAYS:
+        return lambda states, actions: next((i for i, s in enumerate(states) if prop.check(s)), None)
+    if prop.kind == ALWAYS_STEP:
+        return lambda states, actions: next(
+            (i + 1 for i, a in enumerate(actions) if prop.check(states[i], a, states[i + 1])), None
+        )
+    return lambda states, actions: None if model.successors(states[-1]) else len(actions)  # a deadlock
 
 
 def _shortening_time(limits: Limits, ex: Exploration) -> float:

@@ -132,3 +132,15 @@ def test_a_cut_shortening_keeps_the_reduced_counterexample_and_says_so(monkeypat
         again = replay(build_model(config, "buggy"), cut.trace(name).schedule)
         assert again.final_state == cut.trace(name).final_state
     assert len(cut.trace("wait_complete_delivers")) > len(full.trace("wait_complete_delivers"))
+    # the kept counterexample is 1-minimal: without any one of its steps it no longer fails
+    from explorer.replay import Divergence
+
+    model = build_model(config, "buggy")
+    delivers = next(p for p in model.properties() if p.name == "wait_complete_delivers")
+    ids = cut.trace("wait_complete_delivers").schedule.split()
+    for i in range(len(ids)):
+        try:
+            shorter = replay(model, ids[:i] + ids[i + 1 :])
+        except Divergence:
+            continue  # a later step is no longer enabled
+        assert not any(delivers.check(s.state) for s in shorter.steps), f"step {i} could be left out"
