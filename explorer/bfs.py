@@ -284,7 +284,7 @@ def _explore(
 
     def store(key, from_sid: int, d: int) -> int:
         """A new stored state, or -1 when the state limit forbids it."""
-        if max_states is not None and len(states) >= max_states:
+        if max_states is not None and len(states) + ex.fused >= max_states:  # visited, fused included
             ex.stop_reason = f"state limit of {max_states} reached"
             return -1
         tid = len(states)
