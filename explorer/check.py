@@ -110,8 +110,9 @@ def check(
 
 
 def shortest_budget(ex: Exploration) -> int:
-    """States the shortening search may visit: a multiple of what the reduced search needed."""
-    return max(200_000, 10 * len(ex.states))
+    """States the shortening search may visit per counterexample: a multiple of what the reduced
+    search needed, at least 200,000, at most 2,000,000 (about 20 s of plain search)."""
+    return max(200_000, min(10 * ex.visited, 2_000_000))
 
 
 NOT_SHORTENED = (
@@ -131,30 +132,33 @@ def _first_failure(prop, model=None):
     return lambda states, actions: None if model.successors(states[-1]) else len(actions)  # a deadlock
 
 
-def _shortening_time(limits: Limits, ex: Exploration) -> float:
-    """Seconds the shortening may take: what the user's time limit leaves, else a few times the search."""
+def _shortening_time(limits: Limits, ex: Exploration) -> Optional[float]:
+    """Seconds the shortening may take: what the user's time limit leaves; without one, no
+    time bound (the state budget bounds it), so the same input gives the same counterexample
+    on any machine."""
     if limits.time_limit is not None:
         return max(0.0, limits.time_limit - ex.seconds)
-    return max(10.0, 3 * ex.seconds)
+    return None
 
 
-def _shorten(model, ex: Exploration, canonical, budget: int, seconds: float) -> dict:
+def _shorten(model, ex: Exploration, canonical, budget: int, seconds: Optional[float]) -> dict:
     """The partial-order reduction does not keep counterexamples shortest; symmetry does.
     For each safety violation (and deadlock) found, search without the partial-order
     reduction, no deeper than the reduced counterexample, for the same property: BFS then
-    finds a shortest one. Within `budget` states and `seconds` in all; past them the reduced
+    finds a shortest one. Within `budget` states each and `seconds` in all (None: no time
+    bound); past them the reduced
     counterexample is kept (still real and replayed, but perhaps not the shortest).
     Returns name -> (exploration, finding) for state and step invariants, and
     name -> (exploration, deadlock state id) for deadlock freedom."""
     out = {}
-    deadline = time.perf_counter() + seconds
+    deadline = None if seconds is None else time.perf_counter() + seconds
     wanted = [(name, ex.depth[f.state_id] + (1 if f.action is not None else 0)) for name, f in ex.findings.items()]
     deadlock = next((p for p in model.properties() if p.kind == DEADLOCK_FREE and p.not_applicable is None), None)
     if deadlock is not None and ex.deadlocks:
         wanted.append((deadlock.name, ex.depth[ex.deadlocks[0]] + 1))
     for name, depth in wanted:
-        left = deadline - time.perf_counter()
-        if left <= 0:
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left <= 0:
             break
         plain = explore(
             _OnlyProperty(model, name),

@@ -232,3 +232,16 @@ def test_is_source_spec():
     assert is_source_spec("python/sglang/srt/mem_cache/hiradix_cache.py:HiRadixCache.can_terminate_prefetch")
     assert not is_source_spec("mypkg.preds:strict")
     assert not is_source_spec("fixed")
+
+
+def test_run_warns_when_the_code_and_the_scenario_model_different_protocol_versions(capsys):
+    """The fixture performs the late2025 collective: checking it in a seed-shape scenario mixes
+    two versions, which `run` says on stderr (once per scenario), and not for a matching one."""
+    from prefetch_check.cli import main
+
+    scenarios = Path(__file__).parent.parent / "scenarios"
+    main(["run", str(scenarios / "seed-shape.toml"), str(scenarios / "tp2.toml"), "--predicate", AFTER, "--quiet"])
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1
+    assert "seed-shape.toml models shape = \"seed\"" in err and "performs the late2025 termination collective" in err
+    assert "tp2.toml" not in err

@@ -6,10 +6,12 @@ Exit status: 0 every stated expectation holds, 1 at least one does not, 2 bad in
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from explorer.report import Labels, print_report, summary, to_json_text, to_junit, to_markdown
 from explorer.result import VIOLATED
+from model.predicates import load_predicate
 from prefetch_check.commands.common import add_limit_flags, check_predicate, limit_overrides, output_console
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
@@ -56,6 +58,7 @@ def execute(args) -> int:
     for flag, path in (("--json", args.json), ("--junit", args.junit), ("--markdown", args.markdown)):
         _writable(flag, path)
     scenarios = load_scenarios(args.paths or [DEFAULT_PATH])  # every file validated before anything runs
+    _warn_about_shapes(predicates, scenarios)
     tasks = plan(scenarios, predicates, limit_overrides(args), reductions=not args.no_reductions)
     jobs = args.jobs or os.cpu_count() or 1
     with RunProgress(len(tasks), quiet=args.quiet) as progress:
@@ -78,6 +81,25 @@ def execute(args) -> int:
                 raise InputError(f"{flag} {path}: cannot write the report: {exc.strerror}") from None
     _, failed = summary(report)
     return 1 if failed else 0
+
+
+def _warn_about_shapes(predicates: list, scenarios: list) -> None:
+    """A predicate read from source performs one protocol version's termination collective; a
+    scenario of the other version checks a mix of the two: say so (stderr), once per pair."""
+    for spec in predicates:
+        name, predicate = load_predicate(spec)
+        shape = getattr(predicate, "shape", None)
+        if shape is None:
+            continue
+        for scenario in scenarios:
+            other = sorted({case.config.shape for case in scenario.cases} - {shape})
+            if other:
+                print(
+                    f"prefetch-check: warning: {name} performs the {shape} termination collective, but "
+                    f"{scenario.path} models shape = \"{other[0]}\": its verdicts there mix the two protocol "
+                    f"versions (set shape = \"{shape}\" in the scenario to check the code as written)",
+                    file=sys.stderr,
+                )
 
 
 def _hints(console, tasks, report) -> None:
