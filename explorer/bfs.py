@@ -25,8 +25,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional
 
-from explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, EVENTUALLY, Model
-from explorer.limits import Limits, peak_memory_mb
+from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, EVENTUALLY, Model
+from prefetch_check.explorer.limits import Limits, peak_memory_mb
 
 # how often (in expanded states) limits are checked and progress is reported
 CHECK_EVERY = 2048

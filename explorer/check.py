@@ -6,14 +6,14 @@ import gc
 import time
 from typing import Callable, Optional
 
-from explorer.bfs import Exploration, ProgressCallback, explore
-from explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, EVENTUALLY, Model
-from explorer.limits import Limits
-from explorer.minimize import minimize
-from explorer.liveness import AnalysisTimeout, find_progress_violation
-from explorer.replay import Divergence, replay
-from explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED, CheckResult, PropertyResult, Stats
-from explorer.trace import Trace, build_trace, concrete_path
+from prefetch_check.explorer.bfs import Exploration, ProgressCallback, explore
+from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, EVENTUALLY, Model
+from prefetch_check.explorer.limits import Limits
+from prefetch_check.explorer.minimize import minimize
+from prefetch_check.explorer.liveness import AnalysisTimeout, find_progress_violation
+from prefetch_check.explorer.replay import Divergence, replay
+from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED, CheckResult, PropertyResult, Stats
+from prefetch_check.explorer.trace import Trace, build_trace, concrete_path
 
 
 class CounterexampleNotReplayable(AssertionError):

@@ -20,7 +20,7 @@ from typing import Optional
 
 from array import array
 
-from explorer.bfs import Exploration
+from prefetch_check.explorer.bfs import Exploration
 
 
 @dataclass

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from explorer.trace import Trace, build_trace
+from prefetch_check.explorer.trace import Trace, build_trace
 
 MAX_REPLAYED_STEPS = 2_000_000
 

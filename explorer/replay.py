@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from explorer.trace import Trace, build_trace, parse_schedule
+from prefetch_check.explorer.trace import Trace, build_trace, parse_schedule
 
 
 @dataclass

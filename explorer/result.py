@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from explorer.trace import Trace
+from prefetch_check.explorer.trace import Trace
 
 VERIFIED = "VERIFIED"  # exhaustive search, property holds in every reachable behaviour
 VIOLATED = "VIOLATED"  # a replayed counterexample exists

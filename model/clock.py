@@ -6,8 +6,8 @@ independently; that is why the scheduler reduces `can_terminate` over ranks.
 
 from __future__ import annotations
 
-from model.actions import CLOCK, Action
-from model.state import set_op, set_rank
+from prefetch_check.model.actions import CLOCK, Action
+from prefetch_check.model.state import set_op, set_rank
 
 
 class ClockSteps:

@@ -9,7 +9,7 @@ Two ranks WAITING under different tags can never meet again: that is a mismatch.
 
 from __future__ import annotations
 
-from model.state import DONE, WAITING, Rank, State
+from prefetch_check.model.state import DONE, WAITING, Rank, State
 
 SCHEDULER = "s_coll"
 PREFETCH = "p_coll"

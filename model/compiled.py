@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from explorer.interface import ALWAYS, ALWAYS_STEP, EVENTUALLY, Property
-from model.actions import THREADS, Action
-from model.collectives import PREFETCH, SCHEDULER, completion
-from model.protocol import PrefetchProtocol
-from model.properties import summarize
-from model.reduction import closure_ranks, solo_priority, waits_of
-from model.state import S_DRAIN, WAITING, Rank
-from model.symmetry import rank_classes
+from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP, EVENTUALLY, Property
+from prefetch_check.model.actions import THREADS, Action
+from prefetch_check.model.collectives import PREFETCH, SCHEDULER, completion
+from prefetch_check.model.protocol import PrefetchProtocol
+from prefetch_check.model.properties import summarize
+from prefetch_check.model.reduction import closure_ranks, solo_priority, waits_of
+from prefetch_check.model.state import S_DRAIN, WAITING, Rank
+from prefetch_check.model.symmetry import rank_classes
 
 _S_BITS = 20
 _S_MASK = (1 << _S_BITS) - 1

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from model.actions import Action
-from model.collectives import PREFETCH, SCHEDULER
-from model.state import DONE
+from prefetch_check.model.actions import Action
+from prefetch_check.model.collectives import PREFETCH, SCHEDULER
+from prefetch_check.model.state import DONE
 
 
 def explain_predicate(protocol, state, r: int, q: int) -> str:

@@ -10,8 +10,8 @@ batch size shows in labels only.
 
 from __future__ import annotations
 
-from model.actions import IO, Action
-from model.state import IO_COUNT, IO_READ, IO_RELEASE, RELEASED, give_back, set_op, set_rank
+from prefetch_check.model.actions import IO, Action
+from prefetch_check.model.state import IO_COUNT, IO_READ, IO_RELEASE, RELEASED, give_back, set_op, set_rank
 
 
 class IOThreadSteps:

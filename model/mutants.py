@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from model.actions import ACTION_KINDS, IO, PREFETCH, SCHEDULER, Action
-from model.collectives import PREFETCH as PREFETCH_GROUP
-from model.collectives import SCHEDULER as SCHEDULER_GROUP
-from model.collectives import arrive, result_for
-from model.protocol import PrefetchProtocol
-from model.state import (
+from prefetch_check.model.actions import ACTION_KINDS, IO, PREFETCH, SCHEDULER, Action
+from prefetch_check.model.collectives import PREFETCH as PREFETCH_GROUP
+from prefetch_check.model.collectives import SCHEDULER as SCHEDULER_GROUP
+from prefetch_check.model.collectives import arrive, result_for
+from prefetch_check.model.protocol import PrefetchProtocol
+from prefetch_check.model.state import (
     C_COMPLETED,
     C_HITS,
     IO_COUNT,

@@ -89,7 +89,7 @@ def load_predicate(spec: str) -> tuple[str, Predicate]:
     source with `ast`, never imported) to (name, function)."""
     if spec in BUILTIN:
         return spec, BUILTIN[spec]
-    from model.source_predicate import is_source_spec, load_source_predicate  # imports this module
+    from prefetch_check.model.source_predicate import is_source_spec, load_source_predicate  # imports this module
 
     if is_source_spec(spec):
         return load_source_predicate(spec)

@@ -8,10 +8,10 @@ and the arrival a left mover, so one step. The departure is merged with its deci
 
 from __future__ import annotations
 
-from model.actions import PREFETCH, Action
-from model.collectives import PREFETCH as GROUP
-from model.collectives import arrive, result_for
-from model.state import C_HITS, PUBLISHED, QUERIED, RELEASED, REVOKED, give_back, set_op, set_rank
+from prefetch_check.model.actions import PREFETCH, Action
+from prefetch_check.model.collectives import PREFETCH as GROUP
+from prefetch_check.model.collectives import arrive, result_for
+from prefetch_check.model.state import C_HITS, PUBLISHED, QUERIED, RELEASED, REVOKED, give_back, set_op, set_rank
 
 
 class PrefetchThreadSteps:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from explorer.interface import always, always_step, deadlock_free, eventually
-from model.actions import SCHEDULER
-from model.state import DOUBLE, HELD, IN_TREE, NOT_INSERTED, REVOKED, WAITING
+from prefetch_check.explorer.interface import always, always_step, deadlock_free, eventually
+from prefetch_check.model.actions import SCHEDULER
+from prefetch_check.model.state import DOUBLE, HELD, IN_TREE, NOT_INSERTED, REVOKED, WAITING
 
 NAMES = (
     "no_early_acceptance",

@@ -6,16 +6,16 @@
 
 from __future__ import annotations
 
-from model.actions import ACTION_KINDS, THREAD_NAMES, Action
-from model.clock import ClockSteps
-from model.config import Config
-from model.describe import describe_step
-from model.io_thread import IOThreadSteps
-from model.predicates import OperationView, Predicate, load_predicate
-from model.prefetch_thread import PrefetchThreadSteps
-from model.properties import build_properties
-from model.scheduler import SchedulerSteps
-from model.state import C_COMPLETED, C_DRAIN, C_HITS, C_TERMINATE, S_DRAIN, initial_state
+from prefetch_check.model.actions import ACTION_KINDS, THREAD_NAMES, Action
+from prefetch_check.model.clock import ClockSteps
+from prefetch_check.model.config import Config
+from prefetch_check.model.describe import describe_step
+from prefetch_check.model.io_thread import IOThreadSteps
+from prefetch_check.model.predicates import OperationView, Predicate, load_predicate
+from prefetch_check.model.prefetch_thread import PrefetchThreadSteps
+from prefetch_check.model.properties import build_properties
+from prefetch_check.model.scheduler import SchedulerSteps
+from prefetch_check.model.state import C_COMPLETED, C_DRAIN, C_HITS, C_TERMINATE, S_DRAIN, initial_state
 
 _COLLECTIVE_NAMES = {
     C_HITS: "all_reduce(MIN hits)",
@@ -160,7 +160,7 @@ class PrefetchProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, Clock
 
 
 def _scheduler_pc(pc) -> str:
-    from model.state import S_CHECK, S_DRAIN_WAIT, S_ISSUE, S_MAX_WAIT, S_MIN_WAIT
+    from prefetch_check.model.state import S_CHECK, S_DRAIN_WAIT, S_ISSUE, S_MAX_WAIT, S_MIN_WAIT
 
     kind, q = pc
     return {
@@ -174,7 +174,7 @@ def _scheduler_pc(pc) -> str:
 
 
 def _io_pc(pc) -> str:
-    from model.state import IO_COUNT, IO_READ
+    from prefetch_check.model.state import IO_COUNT, IO_READ
 
     if not pc:
         return "idle"

@@ -26,7 +26,7 @@ the reduction on the shipped scenarios and on random small configurations.
 
 from __future__ import annotations
 
-from model.state import WAITING
+from prefetch_check.model.state import WAITING
 
 
 def waits_of(s_coll, p_coll) -> tuple:

@@ -14,10 +14,10 @@ so reading it together with the mark loses no behaviour.
 
 from __future__ import annotations
 
-from model.actions import SCHEDULER, Action
-from model.collectives import SCHEDULER as GROUP
-from model.collectives import arrive, result_for
-from model.state import (
+from prefetch_check.model.actions import SCHEDULER, Action
+from prefetch_check.model.collectives import SCHEDULER as GROUP
+from prefetch_check.model.collectives import arrive, result_for
+from prefetch_check.model.state import (
     C_COMPLETED,
     C_DRAIN,
     C_TERMINATE,

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from model.config import POLICIES
-from model.predicates import OperationView, PredicateError
+from prefetch_check.model.config import POLICIES
+from prefetch_check.model.predicates import OperationView, PredicateError
 
 WORLD_SIZE = 2  # what `self.tp_world_size` reads: the multi-rank path, which reaches the collective
 LATE = 1.0e12  # the adapter's clock once the model's timeout fired (start_time is 0)
@@ -227,7 +227,7 @@ def _refuse(what: str, supplied, owner: str, line: int, path: Path, lines: list[
     names = ", ".join(f"{owner}.{s}" for s in supplied)
     raise SourcePredicateError(
         f"reads {what}, which the checker's adapter does not supply (it supplies {names}); "
-        "see the README section on --predicate-source for the shapes that are understood",
+        "see docs/source-predicates.md for the shapes that are understood",
         str(path),
         line,
         _line(lines, line),
@@ -496,8 +496,8 @@ class SourcePredicate:
             tb = tb.tb_next
         if isinstance(exc, _Unsupplied):
             message = (
-                f"reads `{exc.what}`, which the checker's adapter does not supply; see the README "
-                "section on --predicate-source for what it supplies"
+                f"reads `{exc.what}`, which the checker's adapter does not supply; see "
+                "docs/source-predicates.md for what it supplies"
             )
         elif isinstance(exc, NameError):
             message = f"uses the name `{exc.name}`, which the checker's adapter does not supply"

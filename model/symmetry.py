@@ -22,7 +22,7 @@ verdicts with and without the reduction.
 
 from __future__ import annotations
 
-from model.config import Config
+from prefetch_check.model.config import Config
 
 
 def rank_classes(config: Config) -> tuple[tuple[int, ...], ...]:

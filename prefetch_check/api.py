@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable
 
-from explorer.check import check as check_model
-from explorer.limits import Limits
-from explorer.replay import replay
-from explorer.result import CheckResult
-from model.compiled import CompiledProtocol
-from model.config import Config
-from model.predicates import Predicate
-from model.protocol import PrefetchProtocol
+from prefetch_check.explorer.check import check as check_model
+from prefetch_check.explorer.limits import Limits
+from prefetch_check.explorer.replay import replay
+from prefetch_check.explorer.result import CheckResult
+from prefetch_check.model.compiled import CompiledProtocol
+from prefetch_check.model.config import Config
+from prefetch_check.model.predicates import Predicate
+from prefetch_check.model.protocol import PrefetchProtocol
 
 
 def build_model(config: Config, predicate: Predicate | str = "fixed") -> PrefetchProtocol:

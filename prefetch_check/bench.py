@@ -28,8 +28,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
 
-from explorer.limits import Limits, peak_memory_mb
-from explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
+from prefetch_check.explorer.limits import Limits, peak_memory_mb
+from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
 
 PREDICATE = "fixed"
 POLICY = "wait_complete"
@@ -68,7 +68,7 @@ class Row:
         return f"R={self.ranks} q={self.requests} p={self.pages}"
 
     def config(self):
-        from model.config import uniform_config
+        from prefetch_check.model.config import uniform_config
 
         return uniform_config(ranks=self.ranks, requests=self.requests, pages=self.pages, policy=POLICY)
 

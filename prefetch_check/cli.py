@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 
-from model.predicates import PredicateError
+from prefetch_check.model.predicates import PredicateError
 from prefetch_check.commands import COMMANDS
 from prefetch_check.scenario import InputError
 

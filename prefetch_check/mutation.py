@@ -18,15 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
-from explorer.check import check as check_model
-from explorer.limits import Limits
-from explorer.result import BOUNDED, VIOLATED, CheckResult
-from explorer.trace import Trace
-from model.config import Config, RequestSpec, uniform_config
-from model.mutants import CATALOGUE, Mutant
-from model.properties import NAMES
-from model.protocol import PrefetchProtocol
-from model.symmetry import canonicalizer
+from prefetch_check.explorer.check import check as check_model
+from prefetch_check.explorer.limits import Limits
+from prefetch_check.explorer.result import BOUNDED, VIOLATED, CheckResult
+from prefetch_check.explorer.trace import Trace
+from prefetch_check.model.config import Config, RequestSpec, uniform_config
+from prefetch_check.model.mutants import CATALOGUE, Mutant
+from prefetch_check.model.properties import NAMES
+from prefetch_check.model.protocol import PrefetchProtocol
+from prefetch_check.model.symmetry import canonicalizer
 
 KILLED = "killed"
 EQUIVALENT = "equivalent"  # not killed, and the mutant explains why it cannot be

@@ -12,9 +12,9 @@ from collections import deque
 
 import pytest
 
-from explorer.interface import ALWAYS, ALWAYS_STEP
-from explorer.replay import replay
-from model.protocol import PrefetchProtocol
+from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
+from prefetch_check.explorer.replay import replay
+from prefetch_check.model.protocol import PrefetchProtocol
 
 
 class Proto:

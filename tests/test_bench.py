@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from explorer.result import BOUNDED, VERIFIED
+from prefetch_check.explorer.result import BOUNDED, VERIFIED
 from prefetch_check import bench
 from prefetch_check.cli import main
 from prefetch_check.commands.bench import COLUMNS

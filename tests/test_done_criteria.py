@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.result import VERIFIED, VIOLATED
-from model.actions import parse_action_id
-from model.config import Config, RequestSpec, uniform_config
+from prefetch_check.explorer.result import VERIFIED, VIOLATED
+from prefetch_check.model.actions import parse_action_id
+from prefetch_check.model.config import Config, RequestSpec, uniform_config
 from prefetch_check import Limits, build_model, check
 
 PRESENT = frozenset()

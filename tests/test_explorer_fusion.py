@@ -8,14 +8,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.bfs import explore
-from explorer.check import check
-from explorer.interface import always, always_step, eventually
-from explorer.limits import Limits
-from explorer.replay import replay
-from explorer.result import VERIFIED, VIOLATED
-from model.compiled import CompiledProtocol
-from model.protocol import PrefetchProtocol
+from prefetch_check.explorer.bfs import explore
+from prefetch_check.explorer.check import check
+from prefetch_check.explorer.interface import always, always_step, eventually
+from prefetch_check.explorer.limits import Limits
+from prefetch_check.explorer.replay import replay
+from prefetch_check.explorer.result import VERIFIED, VIOLATED
+from prefetch_check.model.compiled import CompiledProtocol
+from prefetch_check.model.protocol import PrefetchProtocol
 from strategies import SETTINGS, configs
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.bfs import CHECK_EVERY
-from explorer.check import check
-from explorer.interface import always, eventually
-from explorer.limits import Limits
-from explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
-from model.config import uniform_config
-from model.protocol import PrefetchProtocol
+from prefetch_check.explorer.bfs import CHECK_EVERY
+from prefetch_check.explorer.check import check
+from prefetch_check.explorer.interface import always, eventually
+from prefetch_check.explorer.limits import Limits
+from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
+from prefetch_check.model.config import uniform_config
+from prefetch_check.model.protocol import PrefetchProtocol
 
 
 class Grid:
@@ -145,8 +145,8 @@ def test_limits_describe_themselves():
 
 def test_the_time_limit_also_bounds_the_progress_analysis(monkeypatch):
     """A search that finishes in time but whose progress analysis does not gives BOUNDED progress."""
-    import explorer.check as check_module
-    from explorer.liveness import AnalysisTimeout
+    import prefetch_check.explorer.check as check_module
+    from prefetch_check.explorer.liveness import AnalysisTimeout
     from prefetch_check import Limits, check, uniform_config
 
     def too_slow(ex, pending, deadline, bit=0):
@@ -166,8 +166,8 @@ def test_a_passed_deadline_stops_the_progress_analysis():
 
     import pytest
 
-    from explorer.bfs import explore
-    from explorer.liveness import AnalysisTimeout, find_progress_violation
+    from prefetch_check.explorer.bfs import explore
+    from prefetch_check.explorer.liveness import AnalysisTimeout, find_progress_violation
     from prefetch_check import build_model, uniform_config
 
     model = build_model(uniform_config(ranks=2, requests=2, pages=2), "fixed")  # 18,592 states: ticks

@@ -3,10 +3,10 @@ what a lasso looks like, and that a pending deadlock is a violation too."""
 
 from __future__ import annotations
 
-from explorer.check import check
-from explorer.interface import eventually
-from explorer.replay import replay
-from explorer.result import VERIFIED, VIOLATED
+from prefetch_check.explorer.check import check
+from prefetch_check.explorer.interface import eventually
+from prefetch_check.explorer.replay import replay
+from prefetch_check.explorer.result import VERIFIED, VIOLATED
 
 
 class Toy:

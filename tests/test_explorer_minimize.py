@@ -3,10 +3,10 @@ shortest one was cut is shrunk to a 1-minimal schedule that still fails, on tiny
 
 from __future__ import annotations
 
-from explorer.check import _first_failure
-from explorer.interface import always, always_step, deadlock_free
-from explorer.minimize import minimize
-from explorer.replay import replay
+from prefetch_check.explorer.check import _first_failure
+from prefetch_check.explorer.interface import always, always_step, deadlock_free
+from prefetch_check.explorer.minimize import minimize
+from prefetch_check.explorer.replay import replay
 
 
 class Counters:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-import explorer.check as explorer_check
-from explorer.check import CounterexampleNotReplayable, check
-from explorer.interface import Property
-from explorer.replay import Divergence, replay
-from explorer.trace import parse_schedule
-from model.actions import Action
-from model.config import uniform_config
-from model.protocol import PrefetchProtocol
+import prefetch_check.explorer.check as explorer_check
+from prefetch_check.explorer.check import CounterexampleNotReplayable, check
+from prefetch_check.explorer.interface import Property
+from prefetch_check.explorer.replay import Divergence, replay
+from prefetch_check.explorer.trace import parse_schedule
+from prefetch_check.model.actions import Action
+from prefetch_check.model.config import uniform_config
+from prefetch_check.model.protocol import PrefetchProtocol
 
 BUGGY_R1 = "S0.issue.q0 S0.drain_arrive S0.drain S0.check.q0"
 

@@ -7,11 +7,11 @@ from collections import deque
 
 import pytest
 
-from explorer.check import check
-from explorer.interface import DEADLOCK_FREE
-from model.config import uniform_config
-from model.protocol import PrefetchProtocol
-from model.symmetry import canonicalizer
+from prefetch_check.explorer.check import check
+from prefetch_check.explorer.interface import DEADLOCK_FREE
+from prefetch_check.model.config import uniform_config
+from prefetch_check.model.protocol import PrefetchProtocol
+from prefetch_check.model.symmetry import canonicalizer
 from prefetch_check import check as api_check
 
 
@@ -86,7 +86,7 @@ def test_the_api_trace_is_as_short_as_the_plain_search():
 
 def api_forward_and_backward(monkeypatch, config):
     """The API's result, then again with every list of enabled steps reversed."""
-    from model.compiled import CompiledProtocol  # what the API searches
+    from prefetch_check.model.compiled import CompiledProtocol  # what the API searches
 
     forward = api_check(config, "buggy")
     real, real_reduced = CompiledProtocol.successors, CompiledProtocol.reduced_successors
@@ -116,8 +116,8 @@ def test_api_counts_do_not_depend_on_the_action_order(monkeypatch):
 def test_a_cut_shortening_keeps_the_reduced_counterexample_and_says_so(monkeypatch):
     """With the reductions on, each counterexample is searched again for a shorter one; when that
     search is cut by its budget the reduced trace is kept (real, replayed) and the reason says so."""
-    import explorer.check as check_module
-    from explorer.replay import replay
+    import prefetch_check.explorer.check as check_module
+    from prefetch_check.explorer.replay import replay
     from prefetch_check import build_model, check, uniform_config
 
     config = uniform_config(ranks=2, requests=2, pages=2)
@@ -133,7 +133,7 @@ def test_a_cut_shortening_keeps_the_reduced_counterexample_and_says_so(monkeypat
         assert again.final_state == cut.trace(name).final_state
     assert len(cut.trace("wait_complete_delivers")) > len(full.trace("wait_complete_delivers"))
     # the kept counterexample is 1-minimal: without any one of its steps it no longer fails
-    from explorer.replay import Divergence
+    from prefetch_check.explorer.replay import Divergence
 
     model = build_model(config, "buggy")
     delivers = next(p for p in model.properties() if p.name == "wait_complete_delivers")

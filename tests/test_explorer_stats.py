@@ -3,12 +3,12 @@ fired (and which never did), and the progress callback."""
 
 from __future__ import annotations
 
-from explorer.bfs import CHECK_EVERY
-from explorer.check import check
-from explorer.limits import Limits
-from model.actions import ACTION_KINDS
-from model.config import uniform_config
-from model.protocol import PrefetchProtocol
+from prefetch_check.explorer.bfs import CHECK_EVERY
+from prefetch_check.explorer.check import check
+from prefetch_check.explorer.limits import Limits
+from prefetch_check.model.actions import ACTION_KINDS
+from prefetch_check.model.config import uniform_config
+from prefetch_check.model.protocol import PrefetchProtocol
 
 
 def test_action_counts_add_up_to_the_transitions():

@@ -14,15 +14,15 @@ from unittest import mock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.bfs import explore
-from explorer.check import check as check_model
-from explorer.limits import Limits
-from explorer.replay import replay
-from explorer.result import VIOLATED
-from model.compiled import CompiledProtocol
-from model.protocol import PrefetchProtocol
-from model.symmetry import canonicalizer
-from model.config import Config
+from prefetch_check.explorer.bfs import explore
+from prefetch_check.explorer.check import check as check_model
+from prefetch_check.explorer.limits import Limits
+from prefetch_check.explorer.replay import replay
+from prefetch_check.explorer.result import VIOLATED
+from prefetch_check.model.compiled import CompiledProtocol
+from prefetch_check.model.protocol import PrefetchProtocol
+from prefetch_check.model.symmetry import canonicalizer
+from prefetch_check.model.config import Config
 from strategies import SETTINGS, configs
 from prefetch_check import check
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.bfs import explore
-from model.actions import ACTION_KINDS
-from model.config import Config, RequestSpec, uniform_config
-from model.state import (
+from prefetch_check.explorer.bfs import explore
+from prefetch_check.model.actions import ACTION_KINDS
+from prefetch_check.model.config import Config, RequestSpec, uniform_config
+from prefetch_check.model.state import (
     C_COMPLETED,
     C_HITS,
     C_TERMINATE,

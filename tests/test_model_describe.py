@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from explorer.bfs import explore
-from explorer.replay import replay
-from model.actions import ACTION_KINDS
-from model.config import uniform_config
-from model.protocol import PrefetchProtocol
+from prefetch_check.explorer.bfs import explore
+from prefetch_check.explorer.replay import replay
+from prefetch_check.model.actions import ACTION_KINDS
+from prefetch_check.model.config import uniform_config
+from prefetch_check.model.protocol import PrefetchProtocol
 
 
 def described(model, schedule):

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.check import check
-from explorer.replay import replay
-from explorer.result import VERIFIED, VIOLATED
-from model.config import uniform_config
-from model.predicates import OperationView, PredicateError, buggy, fixed, load_predicate
-from model.protocol import PrefetchProtocol
+from prefetch_check.explorer.check import check
+from prefetch_check.explorer.replay import replay
+from prefetch_check.explorer.result import VERIFIED, VIOLATED
+from prefetch_check.model.config import uniform_config
+from prefetch_check.model.predicates import OperationView, PredicateError, buggy, fixed, load_predicate
+from prefetch_check.model.protocol import PrefetchProtocol
 
 
 def view(pages=0, tokens=0, page_size=1, policy="wait_complete", timed_out=False, terminated=False):

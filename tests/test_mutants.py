@@ -7,13 +7,13 @@ import argparse
 
 import pytest
 
-from explorer.interface import ALWAYS, ALWAYS_STEP
-from explorer.limits import Limits
-from explorer.replay import Divergence, replay
-from model.config import uniform_config
-from model.mutants import BY_NAME, CATALOGUE, DrainReleaseUnagreed, Mutant, TerminationMin
-from model.properties import NAMES
-from model.protocol import PrefetchProtocol
+from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
+from prefetch_check.explorer.limits import Limits
+from prefetch_check.explorer.replay import Divergence, replay
+from prefetch_check.model.config import uniform_config
+from prefetch_check.model.mutants import BY_NAME, CATALOGUE, DrainReleaseUnagreed, Mutant, TerminationMin
+from prefetch_check.model.properties import NAMES
+from prefetch_check.model.protocol import PrefetchProtocol
 from prefetch_check.commands import mutants as command
 from prefetch_check.mutation import (
     BUILTIN_CONFIGS,

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.check import check
-from explorer.result import NOT_APPLICABLE, VERIFIED, VIOLATED
-from explorer.replay import replay
-from model.config import Config, RequestSpec, uniform_config
-from model.properties import NAMES
-from model.state import C_HITS, DOUBLE, HELD, IN_TREE, RELEASED, give_back
+from prefetch_check.explorer.check import check
+from prefetch_check.explorer.result import NOT_APPLICABLE, VERIFIED, VIOLATED
+from prefetch_check.explorer.replay import replay
+from prefetch_check.model.config import Config, RequestSpec, uniform_config
+from prefetch_check.model.properties import NAMES
+from prefetch_check.model.state import C_HITS, DOUBLE, HELD, IN_TREE, RELEASED, give_back
 
 DRAIN = "S0.drain_arrive S0.drain"
 EARLY = "S0.issue.q0 " + DRAIN

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from explorer.check import check as check_model
-from explorer.limits import Limits
-from explorer.replay import replay
-from explorer.result import VERIFIED
-from model.symmetry import canonicalizer
+from prefetch_check.explorer.check import check as check_model
+from prefetch_check.explorer.limits import Limits
+from prefetch_check.explorer.replay import replay
+from prefetch_check.explorer.result import VERIFIED
+from prefetch_check.model.symmetry import canonicalizer
 from strategies import SETTINGS, configs
 from prefetch_check import build_model, check
 from prefetch_check.scenario import load_scenarios
@@ -134,9 +134,9 @@ def test_the_symmetry_sort_key_orders_ranks_like_their_contents(monkeypatch, gap
     """The canonical representative sorts ranks by content; the compiled model sorts by an int
     kept in content order, renumbered when its gaps run out: both orders must agree, and so
     must the searches (the same representatives, so the same counts)."""
-    from model.compiled import CompiledProtocol
-    from model.config import uniform_config
-    from model.protocol import PrefetchProtocol
+    from prefetch_check.model.compiled import CompiledProtocol
+    from prefetch_check.model.config import uniform_config
+    from prefetch_check.model.protocol import PrefetchProtocol
 
     monkeypatch.setattr(CompiledProtocol, "_ORDER_GAP", gap)
     config = uniform_config(ranks=3, requests=1, pages=2)

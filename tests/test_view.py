@@ -9,12 +9,12 @@ import re
 import pytest
 from rich.console import Console
 
-from explorer.check import check as check_model
-from explorer.interface import always
-from explorer.replay import replay
-from explorer.view import render_trace, trace_to_html, trace_to_json, trace_to_markdown
-from explorer.view.layout import clauses
-from explorer.view.terminal import render_trace as render_with_layout  # `layout=` is beyond the public API
+from prefetch_check.explorer.check import check as check_model
+from prefetch_check.explorer.interface import always
+from prefetch_check.explorer.replay import replay
+from prefetch_check.explorer.view import render_trace, trace_to_html, trace_to_json, trace_to_markdown
+from prefetch_check.explorer.view.layout import clauses
+from prefetch_check.explorer.view.terminal import render_trace as render_with_layout  # `layout=` is beyond the public API
 from test_view_support import CASES, case, step_texts
 
 ALL = sorted(CASES)

@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
-from explorer.view import trace_to_html, trace_to_json
-from explorer.view.layout import clauses
+from prefetch_check.explorer.view import trace_to_html, trace_to_json
+from prefetch_check.explorer.view.layout import clauses
 from test_view_support import case, step_texts
 
 

@@ -9,9 +9,9 @@ import subprocess
 import networkx as nx
 import pytest
 
-from explorer.bfs import explore
-from explorer.view import state_graph, write_dot, write_graphml
-from explorer.view.graph_export import path_edges, path_nodes
+from prefetch_check.explorer.bfs import explore
+from prefetch_check.explorer.view import state_graph, write_dot, write_graphml
+from prefetch_check.explorer.view.graph_export import path_edges, path_nodes
 from test_view_support import case
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from html.parser import HTMLParser
 
-from model.config import uniform_config
+from prefetch_check.model.config import uniform_config
 from prefetch_check import check
 from prefetch_check.api import build_model
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
+from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
 
 SHORT = {VERIFIED: "VERIFIED", VIOLATED: "VIOLATED", BOUNDED: "BOUNDED", NOT_APPLICABLE: "n/a"}
 HOLDS, FAILS = "✓", "✗"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from explorer.report.records import Labels, summary
+from prefetch_check.explorer.report.records import Labels, summary
 
 
 def to_json(entries, labels: Labels = Labels()) -> dict:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
 
-from explorer.report.cells import failure_line
-from explorer.report.records import Labels
+from prefetch_check.explorer.report.cells import failure_line
+from prefetch_check.explorer.report.records import Labels
 
 
 def to_junit(entries, labels: Labels = Labels()) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from explorer.report.cells import FAILS, LEGEND, cell, failure_line, properties, seconds, states
-from explorer.report.records import Labels, summary
+from prefetch_check.explorer.report.cells import FAILS, LEGEND, cell, failure_line, properties, seconds, states
+from prefetch_check.explorer.report.records import Labels, summary
 
 
 def _escape(text: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from explorer.result import CheckResult
+from prefetch_check.explorer.result import CheckResult
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from explorer.report.cells import FAILS, LEGEND, cell, failure_line, properties, seconds, states
-from explorer.report.records import Labels, summary
-from explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
+from prefetch_check.explorer.report.cells import FAILS, LEGEND, cell, failure_line, properties, seconds, states
+from prefetch_check.explorer.report.records import Labels, summary
+from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
 
 STYLE = {VERIFIED: "green", VIOLATED: "red", BOUNDED: "yellow", NOT_APPLICABLE: "dim"}
 

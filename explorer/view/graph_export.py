@@ -13,7 +13,7 @@ from collections import deque
 
 import networkx as nx
 
-from explorer.view.layout import diff, group_changes, jsonable, leaf, show
+from prefetch_check.explorer.view.layout import diff, group_changes, jsonable, leaf, show
 
 PATH_COLOR = "red"
 

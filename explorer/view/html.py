@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from html import escape
 
-from explorer.view.layout import TraceView, build_view, clauses, group_changes, jsonable, leaf, result_spans, show
+from prefetch_check.explorer.view.layout import TraceView, build_view, clauses, group_changes, jsonable, leaf, result_spans, show
 
 GROUP_COLORS = ("#0e7490", "#a21caf", "#15803d", "#b45309", "#1d4ed8", "#be123c")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from explorer.view.layout import build_view, jsonable
+from prefetch_check.explorer.view.layout import build_view, jsonable
 
 FORMAT = "explorer-trace/1"  # bump when a key changes meaning
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from explorer.view.layout import TraceView, build_view, group_changes, leaf, show
+from prefetch_check.explorer.view.layout import TraceView, build_view, group_changes, leaf, show
 
 
 def trace_to_markdown(model, trace, prop_result, title: str) -> str:

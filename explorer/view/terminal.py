@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from explorer.view.layout import TraceView, build_view, clauses, group_changes, leaf, result_spans, show
+from prefetch_check.explorer.view.layout import TraceView, build_view, clauses, group_changes, leaf, result_spans, show
 
 GROUP_STYLES = ("cyan", "magenta", "green", "yellow", "blue", "bright_red")
 MIN_COLUMN = 26  # narrower than this and a description wraps into an unreadable ribbon

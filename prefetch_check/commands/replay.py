@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from explorer.interface import ALWAYS, ALWAYS_STEP
-from explorer.replay import Divergence, replay
-from explorer.trace import parse_schedule
+from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
+from prefetch_check.explorer.replay import Divergence, replay
+from prefetch_check.explorer.trace import parse_schedule
 from prefetch_check.api import build_model
 from prefetch_check.commands.common import add_case_flag, check_predicate, one_case, output_console
 from prefetch_check.scenario import InputError

@@ -9,9 +9,9 @@ import os
 import sys
 from pathlib import Path
 
-from explorer.report import Labels, print_report, summary, to_json_text, to_junit, to_markdown
-from explorer.result import VIOLATED
-from model.predicates import load_predicate
+from prefetch_check.explorer.report import Labels, print_report, summary, to_json_text, to_junit, to_markdown
+from prefetch_check.explorer.result import VIOLATED
+from prefetch_check.model.predicates import load_predicate
 from prefetch_check.commands.common import add_limit_flags, check_predicate, limit_overrides, output_console
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios

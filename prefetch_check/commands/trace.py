@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from explorer.result import VIOLATED
+from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.api import build_model
 from prefetch_check.commands.common import (
     add_case_flag, add_limit_flags, check_predicate, check_property, limit_overrides, one_case, output_console,
@@ -41,7 +41,7 @@ def add_arguments(parser) -> None:
 def viewer():
     """The trace viewer module (explorer/view), with a clear message if it is missing."""
     try:
-        import explorer.view as view
+        import prefetch_check.explorer.view as view
     except ImportError as exc:
         raise InputError(f"the trace viewer is not available in this installation (explorer.view: {exc})") from None
     return view

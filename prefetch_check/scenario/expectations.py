@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from explorer.report.records import Expectation
-from explorer.result import CheckResult
-from model.predicates import PredicateError, load_predicate
-from model.properties import NAMES as PROPERTY_NAMES
+from prefetch_check.explorer.report.records import Expectation
+from prefetch_check.explorer.result import CheckResult
+from prefetch_check.model.predicates import PredicateError, load_predicate
+from prefetch_check.model.properties import NAMES as PROPERTY_NAMES
 from prefetch_check.scenario.errors import did_you_mean
 from prefetch_check.scenario.parameters import ValueProblem
 from prefetch_check.scenario.schema import ALL, EXPECT_KEYS, EXPECT_VERDICTS

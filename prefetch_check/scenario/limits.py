@@ -11,7 +11,7 @@ search makes its undecided verdicts BOUNDED, which never satisfies "verifies".
 
 from __future__ import annotations
 
-from explorer.limits import Limits
+from prefetch_check.explorer.limits import Limits
 from prefetch_check.scenario.errors import did_you_mean
 from prefetch_check.scenario.expectations import check_predicate
 from prefetch_check.scenario.parameters import ValueProblem

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from explorer.limits import Limits
-from model.config import Config
+from prefetch_check.explorer.limits import Limits
+from prefetch_check.model.config import Config
 from prefetch_check.scenario.errors import InputError, did_you_mean
 from prefetch_check.scenario.expectations import Expect, parse_expect
 from prefetch_check.scenario.limits import parse_limits, resolve

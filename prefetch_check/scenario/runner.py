@@ -14,10 +14,10 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 
-from explorer.limits import Limits
-from explorer.report.records import Entry
-from explorer.result import CheckResult
-from model.predicates import BUILTIN
+from prefetch_check.explorer.limits import Limits
+from prefetch_check.explorer.report.records import Entry
+from prefetch_check.explorer.result import CheckResult
+from prefetch_check.model.predicates import BUILTIN
 from prefetch_check.api import check
 from prefetch_check.scenario.errors import InputError
 from prefetch_check.scenario.loader import Case, Scenario
