@@ -8,7 +8,6 @@ after the local decision. `buggy` and `fixed` ship; a user's own is loaded from
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -82,27 +81,3 @@ BUILTIN: dict[str, Predicate] = {"buggy": buggy, "fixed": fixed}
 
 class PredicateError(ValueError):
     """A predicate name or path that cannot be turned into a function."""
-
-
-def load_predicate(spec: str) -> tuple[str, Predicate]:
-    """Resolve `buggy`, `fixed`, `package.module:function` or `PATH.py:Class.method` (read from
-    source with `ast`, never imported) to (name, function)."""
-    if spec in BUILTIN:
-        return spec, BUILTIN[spec]
-    from prefetch_check.model.source_predicate import is_source_spec, load_source_predicate  # imports this module
-
-    if is_source_spec(spec):
-        return load_source_predicate(spec)
-    if ":" not in spec:
-        raise PredicateError(
-            f"unknown predicate {spec!r}: use 'buggy', 'fixed' or 'package.module:function'"
-        )
-    module_name, _, attr = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # any import failure is the user's input, reported plainly
-        raise PredicateError(f"predicate {spec!r}: cannot import module {module_name!r}: {exc}") from None
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise PredicateError(f"predicate {spec!r}: module {module_name!r} has no function {attr!r}")
-    return spec, fn

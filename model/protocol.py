@@ -11,7 +11,8 @@ from prefetch_check.model.clock import ClockSteps
 from prefetch_check.model.config import Config
 from prefetch_check.model.describe import describe_step
 from prefetch_check.model.io_thread import IOThreadSteps
-from prefetch_check.model.predicates import OperationView, Predicate, load_predicate
+from prefetch_check.model.predicates import OperationView, Predicate
+from prefetch_check.model.predicate_loader import load_predicate
 from prefetch_check.model.prefetch_thread import PrefetchThreadSteps
 from prefetch_check.model.properties import build_properties
 from prefetch_check.model.scheduler import SchedulerSteps

@@ -24,6 +24,12 @@ def build_model(config: Config, predicate: Predicate | str = "fixed") -> Prefetc
     return PrefetchProtocol(config, predicate)
 
 
+def search_model(config: Config, predicate: Predicate | str = "fixed"):
+    """The explorer model the searches run on (compact states, `explorer.interface.Model`):
+    for strategies other than the exhaustive search, such as simulation."""
+    return CompiledProtocol(build_model(config, predicate))
+
+
 def check(
     config: Config,
     predicate: Predicate | str = "fixed",

@@ -9,7 +9,8 @@ from prefetch_check.explorer.check import check
 from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.result import VERIFIED, VIOLATED
 from prefetch_check.model.config import uniform_config
-from prefetch_check.model.predicates import OperationView, PredicateError, buggy, fixed, load_predicate
+from prefetch_check.model.predicate_loader import load_predicate
+from prefetch_check.model.predicates import OperationView, PredicateError, buggy, fixed
 from prefetch_check.model.protocol import PrefetchProtocol
 
 

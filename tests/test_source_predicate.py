@@ -10,7 +10,7 @@ import pytest
 
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.model.predicates import PredicateError, buggy, fixed
-from prefetch_check.model.source_predicate import is_source_spec, load_source_predicate, probe_views
+from prefetch_check.model.source.predicate import is_source_spec, load_source_predicate, probe_views
 from prefetch_check import check, uniform_config
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prefetch_check.explorer.report import Labels, print_report, summary, to_json_text, to_junit, to_markdown
 from prefetch_check.explorer.result import VIOLATED
-from prefetch_check.model.predicates import load_predicate
+from prefetch_check.model.predicate_loader import load_predicate
 from prefetch_check.commands.common import add_limit_flags, check_predicate, limit_overrides, output_console
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios

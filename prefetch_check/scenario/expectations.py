@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from prefetch_check.explorer.report.records import Expectation
 from prefetch_check.explorer.result import CheckResult
-from prefetch_check.model.predicates import PredicateError, load_predicate
+from prefetch_check.model.predicates import PredicateError
+from prefetch_check.model.predicate_loader import load_predicate
 from prefetch_check.model.properties import NAMES as PROPERTY_NAMES
 from prefetch_check.scenario.errors import did_you_mean
 from prefetch_check.scenario.parameters import ValueProblem

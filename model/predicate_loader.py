@@ -1,0 +1,34 @@
+"""Turn a predicate spec from the command line, a scenario or the API into a function.
+
+`buggy` and `fixed` are built in; `package.module:function` is imported; `PATH.py:Class.method`
+is read from source with `ast` and never imported (`model/source/predicate.py`).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from prefetch_check.model.predicates import BUILTIN, Predicate, PredicateError
+from prefetch_check.model.source.predicate import is_source_spec, load_source_predicate
+
+
+def load_predicate(spec: str) -> tuple[str, Predicate]:
+    """Resolve `buggy`, `fixed`, `package.module:function` or `PATH.py:Class.method` (read from
+    source with `ast`, never imported) to (name, function)."""
+    if spec in BUILTIN:
+        return spec, BUILTIN[spec]
+    if is_source_spec(spec):
+        return load_source_predicate(spec)
+    if ":" not in spec:
+        raise PredicateError(
+            f"unknown predicate {spec!r}: use 'buggy', 'fixed' or 'package.module:function'"
+        )
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # any import failure is the user's input, reported plainly
+        raise PredicateError(f"predicate {spec!r}: cannot import module {module_name!r}: {exc}") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise PredicateError(f"predicate {spec!r}: module {module_name!r} has no function {attr!r}")
+    return spec, fn

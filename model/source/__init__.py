@@ -1,0 +1,1 @@
+"""Reading upstream SGLang source with `ast`: never imported, never executed as a module."""
