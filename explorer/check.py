@@ -41,7 +41,7 @@ def check(
         shortest = _shorten(model, ex, canonical, shortest_budget(ex), _shortening_time(limits, ex))
     results = {}
     progress_seconds = 0.0
-    bound = f"search stopped: {ex.stop_reason}; {len(ex.states)} states, depth {ex.max_depth} reached, no violation found"
+    bound = f"search stopped: {ex.stop_reason}; {ex.visited:,} states, depth {ex.max_depth} reached, no violation found"
     for p in props:
         if p.not_applicable is not None:
             results[p.name] = PropertyResult(p.name, NOT_APPLICABLE, p.description, p.not_applicable)

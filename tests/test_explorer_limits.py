@@ -176,3 +176,16 @@ def test_a_passed_deadline_stops_the_progress_analysis():
     with pytest.raises(AnalysisTimeout):
         find_progress_violation(ex, pending, deadline=time.perf_counter() - 1)
     assert find_progress_violation(ex, pending, deadline=None) is None
+
+
+def test_a_bounded_reason_counts_the_states_the_stats_count():
+    # the reduced search walks through states without storing them (chain fusion): the reason
+    # must count every state visited, as the stats do, not only the stored ones
+    from prefetch_check import check as check_config
+
+    result = check_config(uniform_config(ranks=3, requests=2, pages=2), "fixed", Limits(max_states=3000))
+    stats = result.stats
+    assert not stats.complete and stats.stored_states is not None and stats.stored_states < stats.states
+    for r in result.results.values():
+        assert r.verdict == BOUNDED
+        assert f"; {stats.states:,} states, depth" in r.reason
