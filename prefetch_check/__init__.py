@@ -14,6 +14,25 @@ if not _os.path.isdir(_os.path.join(_here, "model")) and _os.path.isfile(_os.pat
     __path__.append(_root)  # a checkout: prefetch_check.model is ../model, prefetch_check.explorer ../explorer
 
 
+def _version() -> str:
+    """The version pyproject.toml gives (its one source), as the installed metadata records it;
+    in a checkout that is not installed, read from pyproject.toml itself."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("prefetch-check")
+    except PackageNotFoundError:
+        import tomllib
+
+        try:
+            with open(_os.path.join(_root, "pyproject.toml"), "rb") as f:
+                return tomllib.load(f)["project"]["version"]
+        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            return "unknown"
+
+
+__version__ = _version()
+
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED, CheckResult
 from prefetch_check.model.config import Config, RequestSpec, uniform_config
@@ -21,5 +40,5 @@ from prefetch_check.api import build_model, check, compare
 
 __all__ = [
     "BOUNDED", "NOT_APPLICABLE", "VERIFIED", "VIOLATED", "CheckResult", "Config", "Limits",
-    "RequestSpec", "build_model", "check", "compare", "uniform_config",
+    "RequestSpec", "__version__", "build_model", "check", "compare", "uniform_config",
 ]

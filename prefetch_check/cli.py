@@ -11,6 +11,7 @@ import importlib
 import os
 import sys
 
+from prefetch_check import __version__
 from prefetch_check.model.predicates import PredicateError
 from prefetch_check.commands import COMMANDS
 from prefetch_check.scenario import InputError
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Model-check the storage prefetch protocol of SGLang's hierarchical KV cache.",
         epilog="exit status: 0 every expectation holds, 1 one does not, 2 bad input or usage",
     )
+    parser.add_argument("--version", action="version", version=f"prefetch-check {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"prefetch_check.commands.{name}")

@@ -1,10 +1,24 @@
-"""Results as JSON: every verdict, its reason, the replayable schedule, the expectation."""
+"""Results as JSON: every verdict, its reason, the replayable schedule, the expectation.
+
+The document says its format (`FORMAT`) and is described by a JSON Schema shipped beside
+this module (`schema()`, docs/report-schema.md): a key that changes meaning or goes away
+bumps the number; a new key is added to the schema in the same change.
+"""
 
 from __future__ import annotations
 
 import json
+from importlib import resources
 
 from prefetch_check.explorer.report.records import Labels, summary
+
+FORMAT = "explorer-report/1"
+SCHEMA_FILE = "report.schema.json"
+
+
+def schema() -> dict:
+    """The JSON Schema (draft 2020-12) of the documents `to_json` writes."""
+    return json.loads(resources.files(__package__).joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
 def to_json(entries, labels: Labels = Labels()) -> dict:
@@ -43,7 +57,13 @@ def to_json(entries, labels: Labels = Labels()) -> dict:
                 "properties": props,
             }
         )
-    return {"title": labels.title, "summary": {"expectations": hold + fail, "hold": hold, "fail": fail}, "runs": runs}
+    return {
+        "format": FORMAT,
+        "title": labels.title,
+        "labels": {"subject": labels.subject, "variant": labels.variant},
+        "summary": {"expectations": hold + fail, "hold": hold, "fail": fail},
+        "runs": runs,
+    }
 
 
 def to_json_text(entries, labels: Labels = Labels()) -> str:
