@@ -8,6 +8,7 @@ Narrow enough for an 80-column terminal with two variants.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Callable, Optional
 
 from rich import box
 from rich.console import Console
@@ -72,8 +73,10 @@ def verdict_table(entries, labels: Labels = Labels()) -> Table:
     return table
 
 
-def print_report(console: Console, entries, labels: Labels = Labels()) -> None:
-    """The table, the legend, then the expectation check with every failure spelled out."""
+def print_report(console: Console, entries, labels: Labels = Labels(), hint: Optional[Callable] = None) -> None:
+    """The table, the legend, then the expectation check with every failure spelled out;
+    `hint(entry, expectation)` may give lines (e.g. the command that shows a counterexample),
+    printed under the failure they belong to."""
     console.print(verdict_table(entries, labels))
     console.print(Text(LEGEND, style="dim"))
     hold, fail = summary(entries)
@@ -85,3 +88,5 @@ def print_report(console: Console, entries, labels: Labels = Labels()) -> None:
     for e in entries:
         for x in e.failed:
             console.print(Text(f"{FAILS} {failure_line(e, x)}", style="red"), soft_wrap=True)
+            for line in (hint(e, x) if hint else None) or ():
+                console.print(Text(f"  {line}"), soft_wrap=True)

@@ -1,7 +1,8 @@
 """`prefetch-check replay`: re-run a saved schedule step by step and say where it diverges.
 
 Exit status: 0 the whole schedule replays, 1 it diverges (the step and what was
-enabled instead are printed), 2 bad input.
+enabled instead are printed), 2 bad input: among it an id that is no action of the
+scenario at all (a misspelling), as opposed to an action that is merely not enabled.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from pathlib import Path
 from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
 from prefetch_check.explorer.replay import Divergence, replay
 from prefetch_check.explorer.trace import parse_schedule
+from prefetch_check.model.actions import THREAD_NAMES, parse_action_id
 from prefetch_check.api import build_model
 from prefetch_check.commands.common import add_case_flag, check_predicate, one_case, output_console
 from prefetch_check.scenario import InputError
+from prefetch_check.scenario.errors import closest
 
 HELP = "re-run a schedule string through a scenario step by step"
 
@@ -54,6 +57,7 @@ def execute(args) -> int:
     schedule = read_schedule(args.schedule)
     _, case = one_case(args.scenario, args.case)
     model = build_model(case.config, predicate)
+    check_action_ids(schedule, model, case.config)
     console = output_console()
     console.print(f"replaying on {case.name} with predicate {predicate}:", highlight=False)
     try:
@@ -73,6 +77,36 @@ def execute(args) -> int:
         console.print(f"the cycle (after '|') {closes} the state after step {trace.cycle_start}", highlight=False)
     console.print(f"replayed all {len(trace)} steps", style="bold green", highlight=False)
     return 0
+
+
+def check_action_ids(schedule: str, model, config) -> None:
+    """Refuse an id that names no action of this scenario (wrong thread letter, step, rank or
+    request), naming the valid ones; an action that exists but is not enabled where the
+    schedule takes it is left to the replay (a divergence)."""
+    kinds = list(model.action_kinds())
+    ranks, requests = range(config.ranks), range(config.num_requests)
+    for n, text in enumerate(parse_schedule(schedule)[0], start=1):
+        try:
+            action = parse_action_id(text)
+            valid = action.id == text and action.kind in kinds and action.rank in ranks and (action.q == -1 or action.q in requests)
+        except ValueError:
+            valid = False
+        if valid:
+            continue
+        ids = [f"{k[0]}{r}{k[1:]}{q}" for k in kinds for r in ranks for q in ("", *(f".q{i}" for i in requests))]
+        near = closest(text, ids)
+        threads = ", ".join(f"{t} {name}" for t, name in THREAD_NAMES.items())
+        raise InputError(
+            f"step {n} of the schedule, {text!r}, is no action of this scenario"
+            + (f" (did you mean {near!r}?)" if near else "")
+            + f". An action id is <thread><rank>.<step>[.q<request>], e.g. 'S0.check.q0', with the threads "
+            f"{threads}; {_span('rank', '', config.ranks)}; {_span('request', 'q', config.num_requests)}; "
+            f"and the steps {', '.join(kinds)}"
+        )
+
+
+def _span(what: str, prefix: str, n: int) -> str:
+    return f"{what} {prefix}0" if n == 1 else f"{what}s {prefix}0..{prefix}{n - 1}"
 
 
 def _print_steps(console, model, trace) -> None:

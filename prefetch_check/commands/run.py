@@ -9,12 +9,15 @@ import os
 import sys
 from pathlib import Path
 
-from prefetch_check.explorer.report import Labels, print_report, summary, to_json_text, to_junit, to_markdown
+from prefetch_check import __version__
+from prefetch_check.explorer.report import Labels, print_report, summary
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.model.predicate_loader import load_predicate
-from prefetch_check.commands.common import add_limit_flags, check_predicate, limit_overrides, output_console
+from prefetch_check.commands.common import add_limit_flags, check_predicate, limit_overrides
+from prefetch_check.commands import run_outputs
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
+from prefetch_check.scenario.shipped import shipped_scenarios
 from prefetch_check.scenario.runner import entries, plan, run_tasks
 
 HELP = "check scenario files (buggy vs fixed by default) and judge their expectations"
@@ -24,28 +27,28 @@ LABELS = Labels(subject="scenario", variant="predicate", title="prefetch-check")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("paths", nargs="*", metavar="PATH", help=f"scenario files or folders (default: {DEFAULT_PATH}/)")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help=f"scenario files or folders (default: {DEFAULT_PATH}/, or where there is none the "
+                             "scenarios shipped with prefetch-check)")
     parser.add_argument("--predicate", action="append", metavar="P",
                         help="buggy, fixed or package.module:function; repeat to compare (default: buggy and fixed)")
     add_limit_flags(parser)
     parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
                         help="spread the checks over N processes (0: one per core); results print in the same order for any N")
-    parser.add_argument("--json", metavar="FILE", help="write every verdict, reason and schedule as JSON (overwrites)")
+    parser.add_argument("--json", metavar="FILE",
+                        help="write every verdict, reason and schedule as JSON (overwrites; '-': stdout, the table "
+                             "then goes to stderr; schema: docs/report-schema.md)")
     parser.add_argument("--predicate-source", action="append", metavar="PATH.py:Class.method",
-                        help="also check a predicate read from source with ast, never imported "
-                             "(e.g. hiradix_cache.py:HiRadixCache.can_terminate_prefetch)")
-    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML, one test per scenario, predicate and property (overwrites)")
+                        help="check a predicate read from source with ast, never imported "
+                             "(e.g. hiradix_cache.py:HiRadixCache.can_terminate_prefetch); like --predicate it "
+                             "replaces the default buggy and fixed: add --predicate fixed to compare")
+    parser.add_argument("--junit", metavar="FILE",
+                        help="write JUnit XML, one test per scenario, predicate and property (overwrites; '-': stdout)")
     parser.add_argument("--markdown", metavar="FILE",
-                        help="APPEND a Markdown summary (works with $GITHUB_STEP_SUMMARY)")
+                        help="APPEND a Markdown summary (works with $GITHUB_STEP_SUMMARY; '-': stdout)")
+    parser.add_argument("--traces-dir", metavar="DIR",
+                        help="write each violation that no expectation calls for as an HTML counterexample page "
+                             "into DIR (made if missing)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")
-
-
-def _writable(flag: str, path: str | None) -> None:
-    if path is None:
-        return
-    folder = Path(path).parent
-    if not folder.is_dir():
-        raise InputError(f"{flag} {path}: the folder {folder} does not exist")
 
 
 def execute(args) -> int:
@@ -55,9 +58,9 @@ def execute(args) -> int:
         raise InputError("--predicate: the same predicate is named twice")
     if args.jobs < 0:
         raise InputError(f"--jobs must be 0 (one per core) or more, got {args.jobs}")
-    for flag, path in (("--json", args.json), ("--junit", args.junit), ("--markdown", args.markdown)):
-        _writable(flag, path)
-    scenarios = load_scenarios(args.paths or [DEFAULT_PATH])  # every file validated before anything runs
+    reports = run_outputs.requested(args)
+    pages = run_outputs.traces_folder(args.traces_dir)
+    scenarios = load_scenarios(args.paths or _default_paths())  # every file validated before anything runs
     _warn_about_shapes(predicates, scenarios)
     tasks = plan(scenarios, predicates, limit_overrides(args), reductions=not args.no_reductions)
     jobs = args.jobs or os.cpu_count() or 1
@@ -65,20 +68,9 @@ def execute(args) -> int:
         results = run_tasks(tasks, jobs, progress)
     report = entries(tasks, results)
 
-    console = output_console()
-    print_report(console, report, LABELS)
-    _hints(console, tasks, report)
-    for flag, path, text, mode in (
-        ("--json", args.json, lambda: to_json_text(report, LABELS), "w"),
-        ("--junit", args.junit, lambda: to_junit(report, LABELS), "w"),
-        ("--markdown", args.markdown, lambda: to_markdown(report, LABELS), "a"),  # append: CI step summaries
-    ):
-        if path:
-            try:
-                with open(path, mode, encoding="utf-8") as out:
-                    out.write(text())
-            except OSError as exc:
-                raise InputError(f"{flag} {path}: cannot write the report: {exc.strerror}") from None
+    written = run_outputs.write_trace_pages(pages, tasks, report) if pages else {}
+    print_report(run_outputs.table_console(reports), report, LABELS, _hints(tasks, report, written))
+    run_outputs.write_reports(reports, report, LABELS)
     _, failed = summary(report)
     return 1 if failed else 0
 
@@ -102,16 +94,32 @@ def _warn_about_shapes(predicates: list, scenarios: list) -> None:
                 )
 
 
-def _hints(console, tasks, report) -> None:
-    """For an unexpected violation, the command that shows its counterexample."""
-    for task, entry in zip(tasks, report):
-        for x in entry.failed:
-            if x.actual != VIOLATED:
-                continue
-            case = ""
-            if len(task.scenario.cases) > 1:
-                case = f" --case {task.scenario.cases.index(task.case) + 1}"
-            console.print(
-                f"  see it: prefetch-check trace {task.scenario.path}{case} --predicate {task.predicate} --property {x.prop}",
-                highlight=False, soft_wrap=True,
-            )
+def _default_paths() -> list:
+    """scenarios/ where there is one; else the scenarios shipped with the package (said on stderr)."""
+    shipped = shipped_scenarios()
+    if Path(DEFAULT_PATH).exists() or not shipped:
+        return [DEFAULT_PATH]  # if it is missing, the loader says so
+    print(f"prefetch-check: no {DEFAULT_PATH}/ here: running the {len(shipped)} scenarios shipped with "
+          f"prefetch-check {__version__} ({shipped[0].parent})", file=sys.stderr)
+    return shipped
+
+
+def _hints(tasks, report, pages: dict):
+    """For an unexpected violation, the command that shows its counterexample (and its page from
+    --traces-dir), printed under the failure it belongs to."""
+    task_of = {id(entry): task for task, entry in zip(tasks, report)}
+
+    def hint(entry, x) -> list[str]:
+        if x.actual != VIOLATED:
+            return []
+        task = task_of[id(entry)]
+        case = ""
+        if len(task.scenario.cases) > 1:
+            case = f" --case {task.scenario.cases.index(task.case) + 1}"
+        lines = [f"see it: prefetch-check trace {task.scenario.path}{case} --predicate {task.predicate} --property {x.prop}"]
+        page = pages.get((entry.subject, entry.variant, x.prop))
+        if page is not None:
+            lines.append(f"page:   {page}")
+        return lines
+
+    return hint
