@@ -335,7 +335,7 @@ class Growth:
     ranks: tuple[int, ...]  # the growth rows searched in full
     states: tuple[int, ...]
     ratios: tuple[float, ...]  # states(R) / states(R-1), for consecutive R
-    met: bool
+    met: Optional[bool]  # None: not judged, the run did not ask for every R = 1..8 (e.g. --quick)
     text: str
 
 
@@ -345,8 +345,12 @@ def growth(measurements: list[Measurement]) -> Optional[Growth]:
     Polynomial growth makes the ratio states(R)/states(R-1) fall towards 1 as R grows;
     exponential growth keeps it near a constant above 1. The target counts as met when
     every R = 1..8 was searched in full and the ratio falls at every step from R=3 on
-    (R=1, a single rank, has no interleaving and is left out of the trend).
+    (R=1, a single rank, has no interleaving and is left out of the trend). A run that
+    did not ask for every R = 1..8 (`--quick`, `--rows`) leaves it unjudged (met None): a
+    target cannot be missed by rows that were never run; one that asked for them and
+    saw a row bounded (or not run after it) has not met it.
     """
+    asked = {m.row.ranks for m in measurements if m.row.section == "growth"}
     rows = [m for m in measurements if m.row.section == "growth" and m.complete]
     if not rows:
         return None
@@ -357,8 +361,10 @@ def growth(measurements: list[Measurement]) -> Optional[Growth]:
     trend = [r for rank, r in steps if rank >= 3]
     falling = all(later < earlier for earlier, later in zip(trend, trend[1:]))
     full = ranks == tuple(range(1, 9))
-    met = full and falling
-    if not full:
+    met = (full and falling) if asked >= set(range(1, 9)) else None
+    if met is None:
+        why = f"not judged: only R={','.join(map(str, sorted(asked)))} run, the target needs R=1..8"
+    elif not full:
         why = f"only R={','.join(map(str, ranks))} searched in full"
     else:
         why = "the ratio falls at every step" if falling else "the ratio does not fall at every step"

@@ -39,7 +39,8 @@ def test_quick_bench_prints_one_table_and_the_same_figures_as_json(tmp_path, cap
     assert by_key["ref-2x2x2-on"]["states"] < by_key["ref-2x2x2-off"]["states"]  # the reductions reduce
     assert by_key["plain-2x2x2"]["states"] == by_key["ref-2x2x2-off"]["states"]
     assert by_key["ref-2x2x2-on"]["target"]["met"] in (True, False)
-    assert data["growth"]["ranks"] == [1, 2] and data["growth"]["polynomial_met"] is False  # R=3..8 not run
+    assert data["growth"]["ranks"] == [1, 2] and data["growth"]["polynomial_met"] is None  # R=3..8 not asked for
+    assert "(target: polynomial for R=1..8, not judged)" in out and "NOT MET" not in out
 
 
 def test_a_row_cut_by_its_budget_is_bounded_and_stops_the_growth(tmp_path, capsys):
@@ -82,7 +83,11 @@ def test_growth_is_judged_polynomial_only_when_the_ratio_keeps_falling_up_to_r8(
 
     assert bench.growth(growth_rows([comb(r + 6, 6) for r in range(1, 9)])).met
     assert not bench.growth(growth_rows([3**r for r in range(1, 9)])).met  # exponential: constant ratio
-    assert not bench.growth(growth_rows([comb(r + 6, 6) for r in range(1, 6)])).met  # R=6..8 missing
+    assert bench.growth(growth_rows([comb(r + 6, 6) for r in range(1, 6)])).met is None  # R=6..8 not asked for
+    asked = growth_rows([comb(r + 6, 6) for r in range(1, 9)])
+    cut = asked[:5] + [bench.Measurement(asked[5].row, complete=False, states=9)] + [
+        bench.Measurement(m.row, ran=False) for m in asked[6:]]
+    assert bench.growth(cut).met is False  # asked for R=6..8, bounded at R=6: the target is missed
 
 
 def test_unknown_rows_are_bad_input(capsys):

@@ -125,7 +125,7 @@ def notes(measurements: list[bench.Measurement], budget: float) -> list[str]:
                  "reached, and growth stops after its first bounded row.")
     g = bench.growth(measurements)
     if g is not None:
-        verdict = "met" if g.met else "NOT MET"
+        verdict = {True: "met", False: "NOT MET", None: "not judged"}[g.met]
         lines.append(f"growth with R (target: polynomial for R=1..8, {verdict}): {g.text}")
     info = bench.machine()
     load = info["load_average"]
