@@ -7,20 +7,22 @@ pending subgraph is fair in that sense (a cycle may visit a whole component, and
 smaller cycle can be fairer). A pending state without successors (a deadlock) also
 violates progress: the pending work is never done.
 
-The answer is a lasso: a shortest prefix to the component and a cycle that visits
-a step of every always-enabled actor and a state where each other actor is disabled.
+The answer is a lasso: a shortest prefix to the component and a shortest fair cycle
+through its entry, where every actor steps or is disabled somewhere (see `fair_cycle.py`:
+never two rounds where one returns to its start, and never a cycle that holds a
+shorter fair one).
 """
 
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import dataclass
 from typing import Optional
 
 from array import array
 
 from prefetch_check.explorer.bfs import Exploration
+from prefetch_check.explorer.fair_cycle import fair_cycle, inside as _inside
 
 
 @dataclass
@@ -35,33 +37,6 @@ def _path_from_root(ex: Exploration, sid: int) -> list[int]:
     while ex.parent[path[-1]] >= 0:
         path.append(ex.parent[path[-1]])
     return path[::-1]
-
-
-def _inside(ex: Exploration, u: int, comp, bit: int):
-    """(v, Label) of the edges from u that stay in `comp` and in the pending subgraph
-    (an edge fused through a state that is not pending leaves it)."""
-    for v, label in ex.successors_of(u):
-        if v in comp and label.pending >> bit & 1:
-            yield v, label
-
-
-def _walk(ex: Exploration, start: int, inside: set, bit: int, goal) -> list[int]:
-    """Shortest path (state ids after `start`) inside the component to an edge matching goal(v, label)."""
-    seen = {start: None}
-    todo = deque([start])
-    while todo:
-        u = todo.popleft()
-        for v, label in _inside(ex, u, inside, bit):
-            if goal(v, label):
-                path = [v]
-                while u != start:
-                    path.append(u)
-                    u = seen[u]
-                return path[::-1]
-            if v not in seen:
-                seen[v] = u
-                todo.append(v)
-    raise AssertionError("component is not strongly connected")
 
 
 class AnalysisTimeout(Exception):
@@ -133,38 +108,15 @@ def find_progress_violation(
             continue  # some actor is enabled throughout yet never steps: unfair
         entry = min(comp, key=lambda s: (ex.depth[s], s))
         if best is None or (ex.depth[entry], entry) < (ex.depth[best[0]], best[0]):
-            best = (entry, comp, always_enabled)
+            best = (entry, comp)
     if best is not None:
-        entry, comp, always_enabled = best
-        candidates.append(
-            Lasso(_path_from_root(ex, entry), _fair_cycle(ex, entry, comp, always_enabled, bit), pending(ex.states[entry]))
-        )
+        entry, comp = best
+        lead, cycle = fair_cycle(ex, entry, comp, bit)
+        start = lead[-1] if lead else entry
+        candidates.append(Lasso(_path_from_root(ex, entry) + lead, cycle, pending(ex.states[start])))
     if not candidates:
         return None
     return min(candidates, key=lambda l: len(l.prefix) + len(l.cycle))
-
-
-def _fair_cycle(ex: Exploration, entry: int, comp: set, always_enabled: int, bit: int) -> list[int]:
-    """A cycle through `entry` with a step of each always-enabled actor and a disabling state of each
-    other (a state of the component, or one passed inside an edge of it)."""
-    cycle: list[int] = []
-    here = entry
-    n_actors = len(ex.actors)
-    for a in range(n_actors):
-        if always_enabled >> a & 1:
-            hop = _walk(ex, here, comp, bit, lambda v, label, a=a: label.fired >> a & 1)
-        elif ex.enabled[here] >> a & 1:
-            hop = _walk(
-                ex, here, comp, bit,
-                lambda v, label, a=a: not (ex.enabled[v] >> a & 1 and label.enabled >> a & 1),
-            )
-        else:
-            continue
-        cycle += hop
-        here = hop[-1]
-    if here != entry or not cycle:
-        cycle += _walk(ex, here, comp, bit, lambda v, label: v == entry)
-    return cycle
 
 
 def _components(n: int, member: bytearray, successors, tick):
