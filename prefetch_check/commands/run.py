@@ -27,7 +27,8 @@ LABELS = Labels(subject="scenario", variant="predicate", title="prefetch-check")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("paths", nargs="*", metavar="PATH", help=f"scenario files or folders (default: {DEFAULT_PATH}/, or where there is none the "
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help=f"scenario files or folders (default: {DEFAULT_PATH}/, or where there is none the "
                              "scenarios shipped with prefetch-check)")
     parser.add_argument("--predicate", action="append", metavar="P",
                         help="buggy, fixed or package.module:function; repeat to compare (default: buggy and fixed)")
