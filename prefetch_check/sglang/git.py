@@ -1,0 +1,54 @@
+"""Reading the protocol files at any commit of a checkout with git, without touching the work tree.
+
+`commits_touching(checkout, "A..B")` lists (oldest first) the commits of the range that changed
+one of the protocol files; `files_at(checkout, commit)` reads them with `git show COMMIT:path`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from prefetch_check.sglang.errors import SglangSourceError
+from prefetch_check.sglang.locate import PROTOCOL_FILES, find_srt
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    except FileNotFoundError:
+        raise SglangSourceError("--commits needs git, and git is not installed") from None
+
+
+def _prefix(checkout: Path) -> tuple[Path, str]:
+    """(repository top, path of sglang/srt/ inside it, with a trailing slash)."""
+    srt = find_srt(checkout)
+    top = _git(srt, "rev-parse", "--show-toplevel")
+    if top.returncode != 0:
+        raise SglangSourceError(f"{checkout}: not a git checkout ({top.stderr.strip() or 'git rev-parse failed'}); "
+                                "--commits needs the history")
+    root = Path(top.stdout.strip())
+    return root, srt.relative_to(root.resolve()).as_posix() + "/"
+
+
+def commits_touching(checkout: Path, revision_range: str) -> list[tuple[str, str]]:
+    """(sha, subject) of every commit in A..B that changed a protocol file, oldest first."""
+    if ".." not in revision_range or revision_range.startswith("..") or revision_range.endswith(".."):
+        raise SglangSourceError(f"--commits {revision_range!r}: expected a range A..B (e.g. v0.5.19..main)")
+    root, prefix = _prefix(checkout)
+    result = _git(root, "log", "--reverse", "--format=%H%x09%s", revision_range, "--",
+                  *(prefix + rel for rel in PROTOCOL_FILES))
+    if result.returncode != 0:
+        raise SglangSourceError(f"--commits {revision_range!r}: git log failed: {result.stderr.strip()}")
+    return [tuple(line.split("\t", 1)) for line in result.stdout.splitlines() if line.strip()]
+
+
+def files_at(checkout: Path, commit: str) -> dict[str, str]:
+    """{path below sglang/srt: text} of the protocol files as they are at `commit` (absent ones left out)."""
+    root, prefix = _prefix(checkout)
+    out = {}
+    for rel in PROTOCOL_FILES:
+        shown = _git(root, "show", f"{commit}:{prefix}{rel}")
+        if shown.returncode == 0:
+            out[rel] = shown.stdout
+    return out
