@@ -16,6 +16,7 @@ from prefetch_check.commands.common import add_limit_flags, check_predicate, lim
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
 from prefetch_check.scenario.runner import entries, plan, run_tasks
+from prefetch_check.commands.never_fired import warn_never_fired
 
 HELP = "check scenario files (buggy vs fixed by default) and judge their expectations"
 DEFAULT_PATH = "scenarios"
@@ -80,6 +81,7 @@ def execute(args) -> int:
             except OSError as exc:
                 raise InputError(f"{flag} {path}: cannot write the report: {exc.strerror}") from None
     _, failed = summary(report)
+    warn_never_fired(tasks, results)  # stderr: stdout stays the verdicts alone
     return 1 if failed else 0
 
 
