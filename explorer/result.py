@@ -21,6 +21,12 @@ class PropertyResult:
     reason: str = ""  # why violated / why not applicable / what bounded the search
     trace: Optional[Trace] = None
 
+    def __repr__(self) -> str:
+        """One line: the trace's states would fill a screen (the schedule replays it)."""
+        trace = "" if self.trace is None else f", trace of {len(self.trace)} steps: {self.trace.schedule!r}"
+        reason = f", {self.reason!r}" if self.reason else ""
+        return f"PropertyResult({self.name!r}, {self.verdict}{reason}{trace})"
+
 
 @dataclass
 class Stats:
@@ -42,11 +48,42 @@ class Stats:
         return self.states / self.seconds if self.seconds > 0 else float("inf")
 
 
+# the order a summary lists verdicts in: what needs attention first
+_VERDICT_ORDER = (VIOLATED, BOUNDED, NOT_APPLICABLE, VERIFIED)
+
+
 @dataclass
 class CheckResult:
     name: str  # what was checked, e.g. the predicate's name
     results: dict  # property name -> PropertyResult, in the model's order
     stats: Stats
+    # The model whose states the traces hold, to describe and draw them (`show`); set by whoever
+    # ran the check (prefetch_check.check sets the readable protocol model). Not compared, and
+    # not pickled (a model may hold functions that do not pickle): a result that crossed a
+    # process boundary has None here.
+    model: Optional[object] = field(default=None, compare=False, repr=False)
+
+    def __repr__(self) -> str:
+        """Short enough for an assertion message: the verdicts, grouped, and the state count."""
+        groups = {}
+        for n, r in self.results.items():
+            groups.setdefault(r.verdict, []).append(n)
+        order = [v for v in _VERDICT_ORDER if v in groups] + [v for v in groups if v not in _VERDICT_ORDER]
+        verdicts = "; ".join(f"{v}: {', '.join(groups[v])}" for v in order)
+        searched = f"{self.stats.states:,} states" + ("" if self.stats.complete else f", cut: {self.stats.stop_reason}")
+        return f"CheckResult({self.name!r}, {verdicts}; {searched})"
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["model"] = None
+        return state
+
+    def show(self, prop: Optional[str] = None, format: str = "terminal", **options):
+        """The counterexample of `prop` (default: the first property violated), drawn by
+        `explorer.view.render`: printed for `terminal`, returned as text for the other formats."""
+        from prefetch_check.explorer.view.render import render
+
+        return render(self, prop, format, **options)
 
     def verdict(self, prop: str) -> str:
         return self.results[prop].verdict

@@ -58,10 +58,12 @@ def check(
 
 def _in_spec_states(spec, result: CheckResult) -> CheckResult:
     """Re-run every counterexample through the readable specification (a second replay check),
-    so traces hold `Rank` tuples rather than the search's compact codes."""
+    so traces hold `Rank` tuples rather than the search's compact codes; the result keeps the
+    specification to describe them (`result.show(prop)`)."""
     for name, prop in result.results.items():
         if prop.trace is not None:
             result.results[name] = replace(prop, trace=replay(spec, prop.trace.schedule))
+    result.model = spec
     return result
 
 

@@ -134,7 +134,7 @@ def test_decisive_step_and_reason_in_every_safety_format():
         assert out["json"]["property"] == {
             "name": prop.name, "verdict": "VIOLATED", "description": prop.description, "reason": prop.reason,
         }
-        assert re.search(rf'<tr class="step decisive" data-step="{n}"', out["html"])
+        assert re.search(rf'<div class="row step decisive" role="row" data-step="{n}"', out["html"])
         assert html.escape(prop.reason) in out["html"]
         assert out["html"].count("fails here") == 1
         md = out["markdown"]
@@ -163,9 +163,9 @@ def test_lasso_shows_where_the_cycle_starts_in_every_format():
     assert "fails here" not in text  # a lasso has no single decisive step
     out = outputs("lasso")
     page = out["html"]
-    mark = page.index('class="cycle-mark"')
+    mark = page.index('class="row cycle-mark"')
     assert page.index(f'data-step="{k - 1}"') < mark < page.index(f'data-step="{k}"')
-    cycle_rows = [int(s) for s in re.findall(r'class="step cycle" data-step="(\d+)"', page)]
+    cycle_rows = [int(s) for s in re.findall(r'class="row step cycle" role="row" data-step="(\d+)"', page)]
     assert cycle_rows == list(range(k, n + 1))
     md = out["markdown"].splitlines()
     at = next(i for i, ln in enumerate(md) if "cycle starts here" in ln)

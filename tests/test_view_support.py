@@ -6,12 +6,14 @@ from functools import lru_cache
 from html.parser import HTMLParser
 
 from prefetch_check.model.config import uniform_config
-from prefetch_check import check
+from prefetch_check import Limits, check
 from prefetch_check.api import build_model
 
 CASES = {
-    # name: (config, predicate, property)
+    # name: (config, predicate, property[, limits])
     "race_r1": (uniform_config(ranks=1, requests=1, pages=2), "buggy", "no_early_acceptance"),
+    # TP=8: the race is found within the first few thousand states; the rest stays unjudged
+    "race_r8": (uniform_config(ranks=8, requests=1, pages=1), "buggy", "no_early_acceptance", Limits(max_states=5000)),
     "delivers_r2": (uniform_config(ranks=2, requests=1, pages=2), "buggy", "wait_complete_delivers"),
     "lasso": (
         uniform_config(ranks=1, requests=1, pages=2, hits=0, prefetch_threshold=0, clamp_threshold=False),
@@ -24,32 +26,42 @@ CASES = {
 @lru_cache(maxsize=None)
 def case(name: str):
     """(model, trace, property result) of one case; the search runs once per test session."""
-    config, predicate, prop = CASES[name]
-    result = check(config, predicate)
+    config, predicate, prop, *limits = CASES[name]
+    result = check(config, predicate, *limits)
     return build_model(config, predicate), result.trace(prop), result.results[prop]
 
 
 class StepText(HTMLParser):
-    """The text of every `<tr data-step=N>` of a page, to check what a reader sees per step."""
+    """The text of every element with `data-step=N` (a step's row) of a page, to check what a reader sees per step."""
+
+    VOID = {"br", "hr", "img", "input", "meta", "link", "wbr"}
 
     def __init__(self):
         super().__init__()
         self.rows: dict[int, str] = {}
         self._row = None
-        self._depth = 0
+        self._depth = 0  # open elements inside the current row
 
     def handle_starttag(self, tag, attrs):
-        if tag == "tr":
-            step = dict(attrs).get("data-step")
-            self._row = int(step) if step is not None else None
-            if self._row is not None:
-                self.rows[self._row] = ""
-        elif tag == "br" and self._row is not None:
+        if tag == "br" and self._row is not None:
             self.rows[self._row] += "\n"
+        if tag in self.VOID:
+            return
+        if self._row is not None:
+            self._depth += 1
+            return
+        step = dict(attrs).get("data-step")
+        if step is not None:
+            self._row, self._depth = int(step), 0
+            self.rows[self._row] = ""
 
     def handle_endtag(self, tag):
-        if tag == "tr":
+        if self._row is None or tag in self.VOID:
+            return
+        if self._depth == 0:
             self._row = None
+        else:
+            self._depth -= 1
 
     def handle_data(self, data):
         if self._row is not None:

@@ -29,6 +29,8 @@ class Column:
     group: Optional[str]  # e.g. "rank 0", or None when the actor is not a (group, name) pair
     name: str  # e.g. "scheduler" (with the model's `thread_names` hook) or "S"
     short: str  # a narrow header, e.g. "S0" (the thread's own name and its group)
+    lane: str = ""  # the narrowest header, for a lane one letter wide: e.g. "S" (its group says the rank)
+    group_short: str = ""  # the group in a few characters, e.g. "r0"
 
     @property
     def label(self) -> str:
@@ -71,6 +73,13 @@ class TraceView:
             else:
                 out.append((col.group, [i]))
         return out
+
+    @property
+    def key_step(self) -> int:
+        """The step a reader should see first: the decisive one, or where a lasso's cycle starts."""
+        if self.cycle_start is not None:
+            return self.cycle_start + 1
+        return next((r.number for r in self.rows if r.decisive), len(self.rows))
 
     @property
     def cycle_text(self) -> str:
@@ -198,7 +207,7 @@ def _columns(model, trace) -> list[Column]:
         seen.setdefault(step.actor, None)
     actors = list(seen)
     if not actors or not all(isinstance(a, tuple) and len(a) == 2 for a in actors):
-        return [Column(a, None, _actor_text(a), _actor_text(a)) for a in actors]
+        return [Column(a, None, _actor_text(a), _actor_text(a), _actor_text(a)) for a in actors]
     hook = getattr(model, "thread_names", None) or {}
     names = [n for n in hook if any(a[1] == n for a in actors)]
     for a in actors:
@@ -209,7 +218,7 @@ def _columns(model, trace) -> list[Column]:
         groups.sort()
     except TypeError:
         pass
-    return [Column((g, n), f"rank {g}", str(hook.get(n, n)), f"{n}{g}") for g in groups for n in names]
+    return [Column((g, n), f"rank {g}", str(hook.get(n, n)), f"{n}{g}", str(n), f"r{g}") for g in groups for n in names]
 
 
 def _actor_text(actor) -> str:

@@ -23,7 +23,10 @@ CHANGES_SHARE = 1.3  # the changed-fields column is this many times as wide as a
 
 def render_trace(console: Console, model, trace, prop_result, title: str, layout: str = "auto") -> None:
     """Print the trace as a table and the property's verdict below it."""
-    view = build_view(model, trace, prop_result, title)
+    print_view(console, build_view(model, trace, prop_result, title), layout)
+
+
+def print_view(console: Console, view: TraceView, layout: str = "auto") -> None:
     console.print(trace_table(view, console.width, layout))
     console.print(verdict_panel(view))
 

@@ -19,6 +19,7 @@ from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
 from prefetch_check.scenario.shipped import shipped_scenarios
 from prefetch_check.scenario.runner import entries, plan, run_tasks
+from prefetch_check.commands.never_fired import warn_never_fired
 
 HELP = "check scenario files (buggy vs fixed by default) and judge their expectations"
 DEFAULT_PATH = "scenarios"
@@ -73,6 +74,7 @@ def execute(args) -> int:
     print_report(run_outputs.table_console(reports), report, LABELS, _hints(tasks, report, written))
     run_outputs.write_reports(reports, report, LABELS)
     _, failed = summary(report)
+    warn_never_fired(tasks, results)  # stderr: stdout stays the verdicts alone
     return 1 if failed else 0
 
 

@@ -6,12 +6,10 @@ BOUNDED or NOT APPLICABLE: the reason is printed), 2 bad input.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from prefetch_check.explorer.result import VIOLATED
-from prefetch_check.api import build_model
 from prefetch_check.commands.common import (
     add_case_flag, add_limit_flags, check_predicate, check_property, limit_overrides, one_case, output_console,
     positive_int,
@@ -21,7 +19,7 @@ from prefetch_check.scenario import InputError
 from prefetch_check.scenario.runner import run_check
 
 HELP = "show the counterexample of a scenario for one predicate and property"
-FORMATS = ("terminal", "html", "markdown", "json", "dot", "graphml")
+FORMATS = ("terminal", "html", "markdown", "json", "itf", "dot", "graphml")
 GRAPH_STATES = 5000  # default cap on the exported state graph (graphs are for small scenarios)
 
 
@@ -30,7 +28,9 @@ def add_arguments(parser) -> None:
     add_case_flag(parser)
     parser.add_argument("--predicate", default="buggy", metavar="P", help="buggy (default), fixed or package.module:function")
     parser.add_argument("--property", metavar="NAME", help="the property (default: the first one violated)")
-    parser.add_argument("--format", choices=FORMATS, default="terminal", help="terminal (default), html, markdown, json, dot, graphml")
+    parser.add_argument("--format", choices=FORMATS, default="terminal",
+                        help="terminal (default), html, markdown, json, itf (the Informal Trace Format of Apalache "
+                             "and Quint), dot, graphml")
     parser.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (required for dot and graphml)")
     parser.add_argument("--graph-states", type=positive_int, default=GRAPH_STATES, metavar="N",
                         help=f"dot and graphml: export at most N states (default {GRAPH_STATES})")
@@ -72,38 +72,31 @@ def execute(args) -> int:
         why = f": {pr.reason}" if pr.reason else ""
         print(f"{case.name} under {predicate}: {prop} is {pr.verdict}{why}; there is no counterexample to show")
         return 1
-    model = build_model(case.config, predicate)
     title = f"{case.name} · {predicate} · {prop}"
     try:
-        _emit(view, args, model, pr, title)
+        _emit(view, args, result, prop, title)
     except OSError as exc:
         raise InputError(f"--out {args.out}: cannot write: {exc.strerror}") from None
     return 0
 
 
-def _emit(view, args, model, pr, title) -> None:
-    trace = pr.trace
+def _emit(view, args, result, prop: str, title: str) -> None:
     if args.format == "terminal":
         if args.out:
             with open(args.out, "w", encoding="utf-8") as out:
-                view.render_trace(output_console(out), model, trace, pr, title)
+                view.render(result, prop, console=output_console(out), title=title)
         else:
-            view.render_trace(output_console(), model, trace, pr, title)
+            view.render(result, prop, console=output_console(), title=title)
         return
     if args.format in ("dot", "graphml"):
         try:
-            graph = view.state_graph(model, highlight=trace, max_states=args.graph_states)
+            graph = view.state_graph(result.model, highlight=result.trace(prop), max_states=args.graph_states)
         except ValueError as exc:  # too many states for a readable graph
             raise InputError(f"{exc} (here: --graph-states {args.graph_states})") from None
         (view.write_dot if args.format == "dot" else view.write_graphml)(graph, args.out)
         print(f"wrote the state graph ({graph.number_of_nodes()} states, counterexample marked) to {args.out}")
         return
-    if args.format == "html":
-        text = view.trace_to_html(model, trace, pr, title)
-    elif args.format == "markdown":
-        text = view.trace_to_markdown(model, trace, pr, title)
-    else:
-        text = json.dumps(view.trace_to_json(model, trace, pr, title), indent=2) + "\n"
+    text = view.render(result, prop, args.format, title=title)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
         print(f"wrote {args.format} to {args.out}")
