@@ -31,7 +31,9 @@ def wilson(hits: int, runs: int, confidence: float = CONFIDENCE) -> tuple[float,
     denominator = 1 + z * z / runs
     center = (p + z * z / (2 * runs)) / denominator
     half = z / denominator * math.sqrt(p * (1 - p) / runs + z * z / (4 * runs * runs))
-    return max(0.0, center - half), min(1.0, center + half)
+    low = 0.0 if hits == 0 else max(0.0, center - half)  # exact ends where rounding would blur them
+    high = 1.0 if hits == runs else min(1.0, center + half)
+    return low, high
 
 
 def all_miss(p: float, runs: int) -> float:

@@ -7,6 +7,12 @@ the run, d-1 distinct change points are drawn uniformly from the steps 1..k (k: 
 depth bound); at the i-th change point the actor about to step drops to priority
 d-i, below every initial priority, and the next actor in line steps instead.
 
+A run that comes back to a state it has already visited is going round a busy-wait
+loop: under strict priorities the looping actor would starve everyone below it until
+the depth bound. As Shuttle and Coyote do for a thread that yields, the actor about to
+step there drops below every other priority (a departure from the paper, which
+assumes threads do not spin).
+
 A bug of depth d is one that shows whenever d particular ordering constraints between
 steps hold. PCT finds it in one run with probability at least 1 / (n * k^(d-1)) for
 n actors and runs of at most k steps: the first constraint's actor must get the top
@@ -38,6 +44,8 @@ class PCT:
     def start(self, model, rng: random.Random, depth: int) -> None:
         self._rng = rng
         self._priority: dict = {}
+        self._seen: set = set()
+        self._yields = 0
         count = min(self.depth - 1, depth)
         points = sorted(rng.sample(range(1, depth + 1), count)) if count else []
         # step number (1-based) -> the low priority the actor about to take it drops to
@@ -59,6 +67,12 @@ class PCT:
         low = self._changes.get(step + 1)
         if low is not None:
             self._priority[best] = (0, low)
+        if state in self._seen:  # a busy-wait loop: the looping actor yields to everyone else
+            self._yields += 1
+            self._priority[best] = (-1, -self._yields)
+        else:
+            self._seen.add(state)
+        if low is not None or self._priority[best][0] < 0:
             best = max((actor_of(a) for a, _ in choices), key=self._of)
         mine = [i for i, (a, _) in enumerate(choices) if actor_of(a) == best]
         return mine[0] if len(mine) == 1 else mine[self._rng.randrange(len(mine))]

@@ -8,6 +8,7 @@ census is printed (it judges nothing), 2 bad input.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from rich import box
 from rich.table import Table
@@ -67,6 +68,7 @@ def execute(args) -> int:
         model = sampling_model(config, args.predicate)
         census, why = _census(args, model)
         how = _how(census, why)
+        print(f"prefetch-check census: {name}: {census.method} in {census.seconds:.1f}s", file=sys.stderr)
         first = True
         for p in model.properties():
             if p.name in census.estimates:
@@ -113,8 +115,8 @@ def _census(args, model):
 
 def _how(census, why: str) -> str:
     if census.method == EXACT:
-        return f"exact, {census.states:,} states, {census.seconds:.1f}s"
-    text = f"sampled, {census.runs:,} runs, seed {census.seed}, {census.seconds:.1f}s"
+        return f"exact, {census.states:,} states"
+    text = f"sampled, {census.runs:,} runs, seed {census.seed}"
     if census.cut:
         text += f", {census.cut} cut at depth {census.depth}"
     return text

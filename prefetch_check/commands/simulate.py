@@ -6,6 +6,8 @@ are worth), 1 a violation found (shrunk, replayed and shown), 2 bad input.
 
 from __future__ import annotations
 
+import sys
+
 from prefetch_check.api import build_model
 from prefetch_check.commands.common import output_console, positive_float, positive_int
 from prefetch_check.commands.sampling_args import add_model_flags, chosen_cases, replay_command
@@ -48,7 +50,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--keep-going", action="store_true",
                         help="run every schedule even after each property has a violation")
     parser.add_argument("--time-limit", type=positive_float, metavar="SECONDS",
-                        help="stop starting new runs after this many seconds (the output says so)")
+                        help="stop starting new runs after this many seconds (the output says so; it then "
+                             "depends on the machine's speed, not on the seed alone)")
     parser.add_argument("--no-trace", action="store_true", help="print the schedules, not the step-by-step traces")
 
 
@@ -73,6 +76,7 @@ def execute(args) -> int:
     sim = simulate(model, strategy, args.seed, args.schedules, args.depth,
                    stop_when_found=not args.keep_going, time_limit=args.time_limit)
     console.print(_summary(sim), highlight=False, soft_wrap=True)
+    print(_timing(sim), file=sys.stderr)
     _verdicts(console, model, sim)
     clean = [n for n in sim.judged if n not in sim.violations]
     if clean and sim.runs:
@@ -88,12 +92,19 @@ def _summary(sim) -> str:
                        (DEPTH, f"cut at depth {sim.depth}")):
         if sim.ends.get(key):
             ends.append(f"{sim.ends[key]} {words}")
-    text = (f"ran {sim.runs} schedule(s): {sim.steps:,} steps, the longest {sim.longest}, "
-            f"{sim.seconds:.2f}s ({'; '.join(ends) or 'none'})")
+    text = f"ran {sim.runs} schedule(s): {sim.steps:,} steps, the longest {sim.longest} ({'; '.join(ends) or 'none'})"
     if sim.stop_reason:
         text += f"; stopped early: {sim.stop_reason}"
+    return text
+
+
+def _timing(sim) -> str:
+    """Times go to stderr: stdout depends on the seed alone."""
+    text = f"prefetch-check simulate: sampling took {sim.seconds:.2f}s"
+    for v in sim.violations.values():
+        text += f"; {v.name} found after {v.found_seconds:.2f}s"
     if sim.violations:
-        text += f"; shrinking the counterexamples took {sim.shrink_seconds:.2f}s"
+        text += f"; shrinking took {sim.shrink_seconds:.2f}s"
     return text
 
 
@@ -104,7 +115,7 @@ def _verdicts(console, model, sim) -> None:
             line = f"NOT APPLICABLE: {p.not_applicable}"
         elif p.name in sim.violations:
             v = sim.violations[p.name]
-            line = (f"VIOLATED in schedule #{v.run} (step {v.found_steps}, after {v.found_seconds:.2f}s); "
+            line = (f"VIOLATED in schedule #{v.run} (step {v.found_steps}); "
                     f"shrunk to {len(v.trace)} steps, replayed: {v.reason}")
         elif p.name in sim.not_judged:
             line = f"{NOT_JUDGED}: {sim.not_judged[p.name]}"
