@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional, Union
 
 from prefetch_check.explorer.check import _first_failure as first_failure
 from prefetch_check.explorer.minimize import minimize
@@ -75,14 +75,19 @@ def simulate(
     seed: int,
     schedules: int,
     depth: int,
-    stop_when_found: bool = True,
+    stop_when_found: Union[bool, Iterable[str]] = True,
     time_limit: Optional[float] = None,
     on_run: Optional[Callable[[Simulation], None]] = None,
     shrink_budget: int = SHRINK_BUDGET,
 ) -> Simulation:
-    """Up to `schedules` runs of at most `depth` steps; with `stop_when_found`, stop once every
-    judged property has a violation. `time_limit` (seconds) may cut the runs (it says so)."""
+    """Up to `schedules` runs of at most `depth` steps. `stop_when_found`: True stops once every
+    judged property has a violation, a collection of property names once each of those has
+    one, False never. `time_limit` (seconds) may cut the runs (the result says so)."""
     props = judged_properties(model)
+    if stop_when_found is True:
+        wanted = {p.name for p in props}
+    else:
+        wanted = set(stop_when_found or ())
     result = Simulation(strategy.name, seed, schedules, depth, judged=tuple(p.name for p in props))
     for p in model.properties():
         if p.not_applicable is None and not p.is_safety:
@@ -106,9 +111,12 @@ def simulate(
             found.setdefault(name, (i, run, time.perf_counter() - t0))
         if on_run is not None:
             on_run(result)
-        if stop_when_found and props and len(found) == len(props):
+        if wanted and wanted <= found.keys():
             if result.runs < schedules:
-                result.stop_reason = "every judged property has a violation"
+                result.stop_reason = (
+                    "every judged property has a violation" if len(wanted) == len(props)
+                    else f"{', '.join(sorted(wanted))} found"
+                )
             break
     result.seconds = time.perf_counter() - t0
     t1 = time.perf_counter()

@@ -51,7 +51,7 @@ class Run:
     steps: int
     end: str  # SETTLED, DEADLOCK or DEPTH
     failures: dict = field(default_factory=dict)  # property name -> Failure (first in this run)
-    actors: int = 0  # distinct actors that had an enabled step
+    actors: int = 0  # the model's actors(), or the distinct actors that had an enabled step
 
 
 def judged_properties(model) -> list[Property]:
@@ -80,7 +80,9 @@ def run_once(
     on_deadlock = [p for p in props if p.kind == DEADLOCK_FREE]
     failures: dict = {}
     path: list = []
-    actors: set = set()
+    # actors met, for PCT's bound when the model does not list them (counting costs a call per choice)
+    actors: Optional[set] = None if hasattr(model, "actors") else set()
+    successors, actor_of, choose = model.successors, model.actor, strategy.choose
     steps = 0
 
     def judge_state(s) -> None:
@@ -96,7 +98,7 @@ def run_once(
         if settled is not None and settled(state):
             end = SETTLED
             break
-        choices = model.successors(state)
+        choices = successors(state)
         if not choices:
             for p in on_deadlock:
                 failures.setdefault(p.name, Failure(steps, "no step is enabled (deadlock)"))
@@ -105,9 +107,9 @@ def run_once(
         if steps >= depth:
             end = DEPTH
             break
-        for action, _ in choices:
-            actors.add(model.actor(action))
-        action, nxt = choices[strategy.choose(model, state, choices, steps)]
+        if actors is not None:
+            actors.update(actor_of(a) for a, _ in choices)
+        action, nxt = choices[choose(model, state, choices, steps)]
         for p in on_step:
             if p.name not in failures and (p.concerns is None or p.concerns(action)):
                 reason = p.check(state, action, nxt)
@@ -118,4 +120,4 @@ def run_once(
             path.append((action, nxt))
         state = nxt
         judge_state(state)
-    return Run(initial, path, steps, end, failures, len(actors))
+    return Run(initial, path, steps, end, failures, len(model.actors()) if actors is None else len(actors))

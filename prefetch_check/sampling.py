@@ -24,10 +24,20 @@ class SettlingModel:
 
     def __init__(self, model):
         self._model = model
+        self._rank_settled: dict = {}  # rank code -> whether that rank is settled (a state is when all are)
 
     def settled(self, cstate) -> bool:
-        state = self._model.decode(cstate)
-        return self._model.spec.quiescent(state) and all(not r.revoke_queue and not r.release_queue for r in state)
+        known = self._rank_settled
+        for code in cstate:
+            answer = known.get(code)
+            if answer is None:
+                rank = self._model.rank_of[code]
+                answer = known[code] = (
+                    self._model.spec.quiescent((rank,)) and not rank.revoke_queue and not rank.release_queue
+                )
+            if not answer:
+                return False
+        return True
 
     def __getattr__(self, name):
         return getattr(self._model, name)
