@@ -1,9 +1,9 @@
 """A schedule census: how likely a run hits each violation under a stated scheduling distribution.
 
-The distribution is the uniform random scheduler: in every state each enabled action
+The distribution is uniform random scheduling: in every state each enabled action
 is equally likely, and a run goes on until no step is enabled, or until the model
 says the state is settled (the optional `settled(state)`, see `interface.py`: no later
-step can change a verdict, e.g. every thread idle while a scheduler loops). For each
+step can change a verdict, e.g. every actor idle but one looping without effect). For each
 safety property the census gives the probability that such a run violates it.
 
 - `exact_census` builds the whole state graph (under `canonical`, if given: a symmetry
@@ -33,7 +33,7 @@ from prefetch_check.explorer.walk import DEPTH, judged_properties, run_once
 
 EXACT = "exact"
 SAMPLED = "sampled"
-DISTRIBUTION = "uniform random scheduler: in every state each enabled action is equally likely"
+DISTRIBUTION = "uniform random scheduling: in every state each enabled action is equally likely"
 
 
 class TooLarge(Exception):

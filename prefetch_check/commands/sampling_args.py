@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from prefetch_check.commands.common import check_predicate, one_case
+from prefetch_check.commands.common import check_predicate, one_case, positive_int
 from prefetch_check.sampling import with_ranks
-from prefetch_check.scenario import InputError, load_scenario
+from prefetch_check.scenario import load_scenario
 
 MAX_RANKS = 256  # far beyond any deployment; the model's codes stay small ints well past it
 
@@ -28,7 +28,7 @@ def ranks_list(text: str) -> list[int]:
 
 def add_model_flags(parser, several_ranks: bool = False) -> None:
     parser.add_argument("scenario", metavar="SCENARIO", help="a scenario file")
-    parser.add_argument("--case", type=int, metavar="K",
+    parser.add_argument("--case", type=positive_int, metavar="K",
                         help="which case of a scenario with a [matrix] (1-based)"
                         + ("; default: every case" if several_ranks else "; listed when missing"))
     if several_ranks:
@@ -45,8 +45,6 @@ def add_model_flags(parser, several_ranks: bool = False) -> None:
 def chosen_cases(args, one: bool) -> list:
     """(name, config) of each case to run: the scenario's case(s), rescaled by --ranks."""
     check_predicate(args.predicate)  # a bad predicate is reported before anything is loaded
-    if args.case is not None and args.case < 1:
-        raise InputError(f"--case {args.case}: cases are numbered from 1")
     if one or args.case is not None:
         cases = [one_case(args.scenario, args.case)[1]]
     else:
