@@ -88,4 +88,8 @@ class Model(Protocol):
 #   property_key(state) -> Hashable
 #       a value that determines the answer of every ALWAYS and EVENTUALLY property: the
 #       search then judges each distinct key once (many states share their properties' inputs).
+#   settled(state) -> bool
+#       True when no step from here on can change the answer of any safety property (e.g. every
+#       thread idle and only an event loop going round): a sampled run (`walk.py`) stops there and
+#       the census (`census.py`) treats the state as absorbing. Leaving it out is always sound.
 

@@ -28,6 +28,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
 
+from prefetch_check.bench_sampling import SAMPLING_ROWS
+from prefetch_check.bench_sampling import SECTION as SAMPLING
 from prefetch_check.explorer.limits import Limits, peak_memory_mb
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
 
@@ -97,11 +99,18 @@ def select_rows(names: Optional[list[str]], quick: bool) -> list[Row]:
 
     if not names:
         return [r for r in ROWS if r.quick or not quick]
-    valid = [r.key for r in ROWS] + list(SECTIONS)
+    valid = [r.key for r in ROWS] + list(SECTIONS) + [r.key for r in SAMPLING_ROWS] + [SAMPLING]
     for n in names:
         if n not in valid:
             raise InputError(f"--rows: unknown row {n!r}" + did_you_mean(n, valid))
     return [r for r in ROWS if (r.key in names or r.section in names) and (r.quick or not quick)]
+
+
+def select_sampling_rows(names: Optional[list[str]], quick: bool) -> list:
+    """The sampling rows (bench_sampling.py) named, or all / the quick ones (names checked by select_rows)."""
+    if not names:
+        return [r for r in SAMPLING_ROWS if r.quick or not quick]
+    return [r for r in SAMPLING_ROWS if (r.key in names or r.section in names) and (r.quick or not quick)]
 
 
 # ---- one row, measured in its own process ----

@@ -14,6 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from prefetch_check import bench
+from prefetch_check.bench_sampling import PREDICATE as SAMPLING_PREDICATE
+from prefetch_check.bench_sampling import measure_sampling
 from prefetch_check.commands.common import output_console, positive_float, positive_int
 from prefetch_check.progress import progress_console
 from prefetch_check.scenario import InputError
@@ -29,7 +31,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quick", action="store_true", help="only the small rows (seconds, for tests)")
     parser.add_argument("--rows", action="append", metavar="NAMES",
                         help="rows or sections to run, comma-separated (sections: " + ", ".join(bench.SECTIONS)
-                        + "; rows: " + ", ".join(r.key for r in bench.ROWS) + ")")
+                        + f", {bench.SAMPLING}; rows: " + ", ".join(r.key for r in bench.ROWS + bench.SAMPLING_ROWS)
+                        + ")")
     parser.add_argument("--budget", type=positive_float, default=bench.DEFAULT_BUDGET, metavar="SECONDS",
                         help=f"time limit of each row's search (default {bench.DEFAULT_BUDGET:g}); a row still "
                         "running at budget + grace is killed; either way it is BOUNDED")
@@ -42,7 +45,8 @@ def add_arguments(parser) -> None:
 def execute(args) -> int:
     names = [n.strip() for chunk in (args.rows or []) for n in chunk.split(",") if n.strip()]
     rows = bench.select_rows(names, args.quick)
-    if not rows:
+    sampling_rows = bench.select_sampling_rows(names, args.quick)
+    if not rows and not sampling_rows:
         raise InputError("--rows: none of the named rows is part of --quick; drop --quick or name a quick row")
     if args.json and not Path(args.json).parent.is_dir():
         raise InputError(f"--json {args.json}: the folder {Path(args.json).parent} does not exist")
@@ -61,18 +65,30 @@ def execute(args) -> int:
                       highlight=False)
 
     measurements = bench.run(rows, args.budget, args.max_memory, on_row)
+    sampled = []
+    for i, row in enumerate(sampling_rows):
+        if not args.quiet:
+            log.print(f"bench [sampling {i + 1}/{len(sampling_rows)}] {row.key}: {row.configuration} ...",
+                      highlight=False)
+        sampled.append(measure_sampling(row, args.budget))
     console = output_console()
-    console.print(table(measurements, args.budget))
-    for line in notes(measurements, args.budget):
-        console.print(Text(line), soft_wrap=True)
+    if measurements:
+        console.print(table(measurements, args.budget))
+        for line in notes(measurements, args.budget):
+            console.print(Text(line), soft_wrap=True)
+    if sampled:
+        console.print(sampling_table(sampled))
+        console.print(Text(SAMPLING_NOTE), soft_wrap=True)
     if args.json:
+        figures = bench.to_json(measurements, args.budget, args.max_memory)
+        figures["sampling"] = [m.as_json() for m in sampled]
         try:
             with open(args.json, "w", encoding="utf-8") as out:
-                json.dump(bench.to_json(measurements, args.budget, args.max_memory), out, indent=2)
+                json.dump(figures, out, indent=2)
                 out.write("\n")
         except OSError as exc:
             raise InputError(f"--json {args.json}: cannot write the figures: {exc.strerror}") from None
-    return 1 if any(m.error for m in measurements) else 0
+    return 1 if any(m.error for m in measurements) or any(m.error and not m.killed for m in sampled) else 0
 
 
 def _num(x, fmt: str = ",.0f") -> str:
@@ -133,3 +149,30 @@ def notes(measurements: list[bench.Measurement], budget: float) -> list[str]:
                  + (f", load average {load[0]:.2f} at the end (other work shares the cores: figures are noisy)"
                     if load else ""))
     return lines
+
+
+SAMPLING_COLUMNS = ("row", "configuration", "runs", "steps", "states", "seconds", "shrink s", "peak MiB", "result",
+                    "target", "met")
+SAMPLING_NOTE = (
+    f"sampling rows: the seed race (1 request, 2 pages, wait_complete), predicate {SAMPLING_PREDICATE}. simulate: "
+    "seconds from the row's start (model built from scratch) until both no_early_acceptance and "
+    "wait_complete_delivers were found; shrink s: making both counterexamples 1-minimal and replaying them. "
+    "census: the probability that a uniform random schedule violates each, exact (the symmetry-lumped state graph "
+    "solved as an absorbing Markov chain; states: its size) or sampled (95% Wilson interval)."
+)
+
+
+def sampling_table(measurements: list) -> Table:
+    t = Table(title="sampling (issue 13): simulate and census", box=box.SIMPLE_HEAD, header_style="bold",
+              pad_edge=False)
+    for name in SAMPLING_COLUMNS:
+        numeric = name in ("runs", "steps", "states", "seconds", "shrink s", "peak MiB")
+        t.add_column(name, justify="right" if numeric else "left", overflow="fold")
+    for m in measurements:
+        r = m.row
+        simulate = r.kind == "simulate"
+        t.add_row(r.key, r.configuration, _num(m.runs) if m.runs else "-", _num(m.steps) if simulate else "-",
+                  _num(m.states) if m.states else "-", _num(m.seconds, ".2f"),
+                  _num(m.shrink_seconds, ".2f") if simulate else "-", _num(m.peak_mib, ".0f"),
+                  Text(m.summary(), style="bold red" if m.error else ""), r.target, _met(m))
+    return t

@@ -16,6 +16,8 @@ from prefetch_check.explorer.trace import parse_schedule
 from prefetch_check.model.actions import THREAD_NAMES, parse_action_id
 from prefetch_check.api import build_model
 from prefetch_check.commands.common import add_case_flag, check_predicate, one_case, output_console
+from prefetch_check.commands.sampling_args import ranks_value
+from prefetch_check.sampling import with_ranks
 from prefetch_check.scenario import InputError
 from prefetch_check.scenario.errors import closest
 
@@ -28,6 +30,8 @@ def add_arguments(parser) -> None:
                         help="action ids separated by spaces (e.g. 'S0.issue.q0 S0.drain_arrive'), "
                              "or @FILE holding one (text, or JSON with a \"schedule\" key)")
     add_case_flag(parser)
+    parser.add_argument("--ranks", type=ranks_value, metavar="N",
+                        help="at N tensor-parallel ranks instead of the scenario's (as `simulate --ranks` ran it)")
     parser.add_argument("--predicate", default="buggy", metavar="P", help="buggy (default), fixed or package.module:function")
 
 
@@ -56,21 +60,24 @@ def execute(args) -> int:
     predicate = check_predicate(args.predicate)
     schedule = read_schedule(args.schedule)
     _, case = one_case(args.scenario, args.case)
-    model = build_model(case.config, predicate)
-    check_action_ids(schedule, model, case.config)
+    config, name = case.config, case.name
+    if args.ranks is not None and args.ranks != config.ranks:
+        config, name = with_ranks(config, args.ranks, args.scenario), f"{case.name} at ranks={args.ranks}"
+    model = build_model(config, predicate)
+    check_action_ids(schedule, model, config)
     console = output_console()
-    console.print(f"replaying on {case.name} with predicate {predicate}:", highlight=False)
+    console.print(f"replaying on {name} with predicate {predicate}:", highlight=False)
     try:
         trace = replay(model, schedule)
     except Divergence as div:
-        _print_steps(console, model, div.trace_so_far)
+        print_steps(console, model, div.trace_so_far)
         enabled = ", ".join(div.enabled) or "nothing (every thread is blocked)"
         console.print(
             f"diverges at step {div.step + 1}: {div.wanted!r} is not enabled; enabled instead: {enabled}",
             style="bold red", highlight=False, soft_wrap=True,
         )
         return 1
-    _print_steps(console, model, trace)
+    print_steps(console, model, trace)
     if trace.cycle_start is not None:
         entry = trace.steps[trace.cycle_start - 1].state if trace.cycle_start > 0 else trace.initial
         closes = "returns to" if trace.final_state == entry else "does NOT return to"
@@ -109,7 +116,7 @@ def _span(what: str, prefix: str, n: int) -> str:
     return f"{what} {prefix}0" if n == 1 else f"{what}s {prefix}0..{prefix}{n - 1}"
 
 
-def _print_steps(console, model, trace) -> None:
+def print_steps(console, model, trace) -> None:
     """Each step with its description, and the first step at which a safety property fails."""
     props = [p for p in model.properties() if p.not_applicable is None and p.kind in (ALWAYS, ALWAYS_STEP)]
     reported = set()

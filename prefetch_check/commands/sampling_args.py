@@ -1,0 +1,71 @@
+"""What `simulate` and `census` share on the command line: the scenario case, the TP size, the model."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+from prefetch_check.commands.common import check_predicate, one_case, positive_int
+from prefetch_check.sampling import with_ranks
+from prefetch_check.scenario import load_scenario
+
+MAX_RANKS = 256  # far beyond any deployment; the model's codes stay small ints well past it
+
+
+def ranks_value(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of ranks, got {text!r}") from None
+    if not 1 <= value <= MAX_RANKS:
+        raise argparse.ArgumentTypeError(f"expected 1..{MAX_RANKS} ranks, got {value}")
+    return value
+
+
+def ranks_list(text: str) -> list[int]:
+    return [ranks_value(part) for part in text.split(",") if part.strip()] or [ranks_value(text)]
+
+
+def add_model_flags(parser, several_ranks: bool = False) -> None:
+    parser.add_argument("scenario", metavar="SCENARIO", help="a scenario file")
+    parser.add_argument("--case", type=positive_int, metavar="K",
+                        help="which case of a scenario with a [matrix] (1-based)"
+                        + ("; default: every case" if several_ranks else "; listed when missing"))
+    if several_ranks:
+        parser.add_argument("--ranks", type=ranks_list, metavar="N[,N...]",
+                            help="run at these TP sizes instead of the scenario's (its ranks must be alike); "
+                                 "e.g. 1,2,4,8")
+    else:
+        parser.add_argument("--ranks", type=ranks_value, metavar="N",
+                            help="run at N tensor-parallel ranks instead of the scenario's (its ranks must be "
+                                 f"alike; up to {MAX_RANKS}, beyond the scenario files' 16)")
+    parser.add_argument("--predicate", default="buggy", metavar="P", help="buggy (default), fixed or package.module:function")
+
+
+def chosen_cases(args, one: bool) -> list:
+    """(name, config) of each case to run: the scenario's case(s), rescaled by --ranks."""
+    check_predicate(args.predicate)  # a bad predicate is reported before anything is loaded
+    if one or args.case is not None:
+        cases = [one_case(args.scenario, args.case)[1]]
+    else:
+        cases = list(load_scenario(args.scenario).cases)
+    sizes = args.ranks if isinstance(args.ranks, list) else [args.ranks]
+    out = []
+    for case in cases:
+        for n in sizes:
+            if n is None or n == case.config.ranks:
+                out.append((case.name, case.config))
+            else:
+                out.append((f"{case.name} at ranks={n}", with_ranks(case.config, n, args.scenario)))
+    return out
+
+
+def replay_command(args, ranks: int | None, schedule: str) -> str:
+    """The `prefetch-check replay` command line that re-runs a schedule of this case."""
+    parts = ["prefetch-check", "replay", args.scenario]
+    if args.case is not None:
+        parts += ["--case", str(args.case)]
+    if ranks is not None:
+        parts += ["--ranks", str(ranks)]
+    parts += ["--predicate", args.predicate, schedule]
+    return shlex.join(parts)
