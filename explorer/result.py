@@ -42,6 +42,7 @@ class Stats:
     peak_memory_mb: float = 0.0
     progress_seconds: float = 0.0
     stored_states: Optional[int] = None  # states kept in the visited set, when fewer than `states`
+    reductions: str = ""  # which reductions the search used and why (set by whoever chose them)
 
     @property
     def states_per_second(self) -> float:

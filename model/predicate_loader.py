@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from prefetch_check.model.predicates import BUILTIN, Predicate, PredicateError
+from prefetch_check.model.protocols.poll.predicates import BUILTIN, Predicate, PredicateError
 from prefetch_check.model.source.predicate import is_source_spec, load_source_predicate
 
 

@@ -35,7 +35,7 @@ __version__ = _version()
 
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED, CheckResult
-from prefetch_check.model.config import Config, RequestSpec, uniform_config
+from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
 from prefetch_check.api import build_model, check, compare
 
 __all__ = [

@@ -3,80 +3,73 @@
     from prefetch_check import check, compare, uniform_config
     result = check(uniform_config(ranks=2, requests=2, pages=2), "fixed")
     assert result.all_verified
+
+`protocol` is a built-in protocol's name (default "predicate-poll"), a protocol class, or
+`package.module:ClassName` of a user's variant (a subclass that overrides one step or
+hook). Reductions are used where they are vouched for (`model/engine/vouch.py`); the
+result's `stats.reductions` says which ran and why.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Iterable
 
-from prefetch_check.explorer.check import check as check_model
 from prefetch_check.explorer.limits import Limits
-from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.result import CheckResult
-from prefetch_check.model.compiled import CompiledProtocol
-from prefetch_check.model.config import Config
-from prefetch_check.model.predicates import Predicate
-from prefetch_check.model.protocol import PrefetchProtocol
+from prefetch_check.model.engine.compiled import CompiledModel
+from prefetch_check.model.engine.readable import ReadableModel
+from prefetch_check.model.engine.search import search
+from prefetch_check.model.engine.vouch import choose
+from prefetch_check.model.protocols import load_protocol
 
 
-def build_model(config: Config, predicate: Predicate | str = "fixed") -> PrefetchProtocol:
-    return PrefetchProtocol(config, predicate)
+def build_protocol(config, predicate="fixed", protocol=None):
+    """An instance of the protocol (class, name or `package.module:Class`) for one configuration and predicate."""
+    return load_protocol(protocol)(config, predicate)
 
 
-def search_model(config: Config, predicate: Predicate | str = "fixed"):
-    """The explorer model the searches run on (compact states, `explorer.interface.Model`):
-    for strategies other than the exhaustive search, such as simulation."""
-    return CompiledProtocol(build_model(config, predicate))
+def build_model(config, predicate="fixed", protocol=None) -> ReadableModel:
+    """The readable model (`explorer.interface.Model`): states are tuples of the protocol's rank
+    states; what traces hold and `replay` runs."""
+    return ReadableModel(build_protocol(config, predicate, protocol))
+
+
+def search_model(config, predicate="fixed", protocol=None) -> CompiledModel:
+    """The explorer model the searches run on (compact states): for strategies other than the
+    exhaustive search, such as simulation."""
+    return CompiledModel(build_protocol(config, predicate, protocol))
 
 
 def check(
-    config: Config,
-    predicate: Predicate | str = "fixed",
+    config,
+    predicate="fixed",
     limits: Limits = Limits(),
     on_progress=None,
-    reductions: bool = True,
+    reductions=True,
+    protocol=None,
 ) -> CheckResult:
     """Judge every property of the protocol for one configuration and one predicate.
 
-    `reductions=False` searches the plain state graph (no rank symmetry, no partial-order
-    reduction): slower, and the reference the reductions are tested against.
+    `reductions`: True for every reduction that is vouched for, False (or "off") for the plain
+    state graph (slower; the reference the reductions are tested against), "symmetry" for rank
+    symmetry alone (counterexamples shortest as found).
     """
-    spec = build_model(config, predicate)
-    model = CompiledProtocol(spec)
-    result = check_model(
-        model,
-        limits,
-        name=spec.predicate_name,
-        canonical=model.canonicalizer() if reductions else None,
-        on_progress=on_progress,
-        expand=model.reduced_successors if reductions else None,
-        fuse=reductions,
-    )
-    return _in_spec_states(spec, result)
-
-
-def _in_spec_states(spec, result: CheckResult) -> CheckResult:
-    """Re-run every counterexample through the readable specification (a second replay check),
-    so traces hold `Rank` tuples rather than the search's compact codes; the result keeps the
-    specification to describe them (`result.show(prop)`)."""
-    for name, prop in result.results.items():
-        if prop.trace is not None:
-            result.results[name] = replace(prop, trace=replay(spec, prop.trace.schedule))
-    result.model = spec
-    return result
+    cls = load_protocol(protocol)
+    chosen = choose(cls, predicate, config, reductions)
+    return search(cls(config, predicate), chosen, limits, on_progress)
 
 
 def compare(
-    config: Config,
-    predicates: Iterable[Predicate | str] = ("buggy", "fixed"),
+    config,
+    predicates: Iterable = ("buggy", "fixed"),
     limits: Limits = Limits(),
     on_progress=None,
-    reductions: bool = True,
+    reductions=True,
+    protocol=None,
 ) -> dict[str, CheckResult]:
     """The same configuration under several predicates, side by side (name -> result)."""
     out = {}
     for p in predicates:
-        result = check(config, p, limits, on_progress, reductions)
+        result = check(config, p, limits, on_progress, reductions, protocol)
         out[result.name] = result
     return out

@@ -70,7 +70,7 @@ class Row:
         return f"R={self.ranks} q={self.requests} p={self.pages}"
 
     def config(self):
-        from prefetch_check.model.config import uniform_config
+        from prefetch_check.model.protocols.poll.config import uniform_config
 
         return uniform_config(ranks=self.ranks, requests=self.requests, pages=self.pages, policy=POLICY)
 

@@ -59,7 +59,7 @@ class SamplingRow:
         return f"both found <= {self.target_seconds:g} s" if self.target_seconds is not None else ""
 
     def config(self):
-        from prefetch_check.model.config import uniform_config
+        from prefetch_check.model.protocols.poll.config import uniform_config
 
         return uniform_config(ranks=self.ranks, requests=1, pages=2, policy="wait_complete")
 

@@ -12,7 +12,8 @@ import os
 import sys
 
 from prefetch_check import __version__
-from prefetch_check.model.predicates import PredicateError
+from prefetch_check.model.protocols import ProtocolError
+from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.commands import COMMANDS
 from prefetch_check.scenario import InputError
 
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return args.execute(args)
-    except (InputError, PredicateError) as exc:
+    except (InputError, PredicateError, ProtocolError) as exc:
         print(f"prefetch-check: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

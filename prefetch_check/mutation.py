@@ -6,11 +6,12 @@ unmutated protocol does not (a property the unmutated protocol already violates 
 scenario says nothing about a mutant). A mutant no scenario kills is a gap, unless it
 carries an explanation of why it is equivalent.
 
-Searches use rank symmetry (every mutant runs the same code on every rank and keeps the
-prefetch, IO and clock steps irreversible, which is what `model/symmetry.py` relies on),
-but never the partial-order reduction of `model/reduction.py`: its argument needs the
-scheduler's loop to pass through collectives, which a mutant (drain without its
-collective) may break.
+Searches take the API's one search path with rank symmetry (every mutant runs the same
+code on every rank and keeps the prefetch, IO and clock steps irreversible, which is what
+`model/engine/symmetry.py` relies on), but never the partial-order reduction of
+`model/engine/reduction.py`: its argument needs the scheduler's loop to pass through
+collectives, which a mutant (drain without its collective) may break. Symmetry alone
+also keeps every kill's counterexample shortest.
 """
 
 from __future__ import annotations
@@ -18,15 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
-from prefetch_check.explorer.check import check as check_model
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.result import BOUNDED, VIOLATED, CheckResult
 from prefetch_check.explorer.trace import Trace
-from prefetch_check.model.config import Config, RequestSpec, uniform_config
-from prefetch_check.model.mutants import CATALOGUE, Mutant
-from prefetch_check.model.properties import NAMES
-from prefetch_check.model.protocol import PrefetchProtocol
-from prefetch_check.model.symmetry import canonicalizer
+from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
+from prefetch_check.model.protocols.poll.mutants import CATALOGUE, Mutant
+from prefetch_check.model.protocols.poll.properties import NAMES
+from prefetch_check.model.protocols.poll.protocol import PollProtocol
+from prefetch_check.api import check
 
 KILLED = "killed"
 EQUIVALENT = "equivalent"  # not killed, and the mutant explains why it cannot be
@@ -172,7 +172,7 @@ def run_mutants(
             progress.finish(key, result)
         return result
 
-    baseline = {sc.name: run(PrefetchProtocol, sc) for sc in scenarios}
+    baseline = {sc.name: run(PollProtocol, sc) for sc in scenarios}
     outcomes = []
     for mutant in mutants:
         kills, bounded, errors = [], [], []
@@ -199,10 +199,9 @@ def _named(predicate) -> tuple[str, object]:
 
 
 def _check(model_class, sc: NamedConfig, pred_name: str, predicate, reductions: bool, on_progress) -> CheckResult:
-    model = model_class(sc.config, predicate, name=pred_name)
-    canonical = canonicalizer(sc.config) if reductions else None
-    label = getattr(model_class, "name", "") or "unmutated"
-    return check_model(model, sc.limits, name=label, canonical=canonical, on_progress=on_progress)
+    """The API's search, with rank symmetry only (see the module docstring)."""
+    return check(sc.config, (pred_name, predicate) if not isinstance(predicate, str) else predicate, sc.limits,
+                 on_progress, "symmetry" if reductions else False, protocol=model_class)
 
 
 def _kills(scenario: str, result: CheckResult, baseline: CheckResult) -> list[Kill]:

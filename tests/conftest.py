@@ -14,7 +14,7 @@ import pytest
 
 from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
 from prefetch_check.explorer.replay import replay
-from prefetch_check.model.protocol import PrefetchProtocol
+from models import readable
 
 
 class Proto:
@@ -22,7 +22,7 @@ class Proto:
 
     def __init__(self, config, predicate="fixed"):
         self.config = config
-        self.model = PrefetchProtocol(config, predicate)
+        self.model = readable(config, predicate)
 
     @property
     def initial(self):

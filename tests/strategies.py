@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck
 from hypothesis import strategies as st
 
-from prefetch_check.model.config import POLICIES, SHAPES, Config, RequestSpec
+from prefetch_check.model.protocols.poll.config import POLICIES, SHAPES, Config, RequestSpec
 
 # every property-based test: reproducible examples (derandomized), no per-example deadline
 SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])

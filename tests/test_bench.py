@@ -40,7 +40,8 @@ def test_quick_bench_prints_one_table_and_the_same_figures_as_json(tmp_path, cap
     assert by_key["plain-2x2x2"]["states"] == by_key["ref-2x2x2-off"]["states"]
     assert by_key["ref-2x2x2-on"]["target"]["met"] in (True, False)
     assert data["growth"]["ranks"] == [1, 2] and data["growth"]["polynomial_met"] is None  # R=3..8 not asked for
-    assert "(target: polynomial for R=1..8, not judged)" in out and "NOT MET" not in out
+    growth = next(line for line in out.splitlines() if line.startswith("growth with R"))
+    assert "(target: polynomial for R=1..8, not judged)" in growth and "NOT MET" not in growth  # speed rows may miss on a busy machine
 
 
 def test_a_row_cut_by_its_budget_is_bounded_and_stops_the_growth(tmp_path, capsys):

@@ -9,7 +9,7 @@ from rich.console import Console
 from prefetch_check import progress as progress_module
 from prefetch_check.api import check
 from prefetch_check.progress import RunProgress
-from prefetch_check.model.config import uniform_config
+from prefetch_check.model.protocols.poll.config import uniform_config
 
 
 def plain_console():

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from prefetch_check.explorer.result import VERIFIED, VIOLATED
-from prefetch_check.model.actions import parse_action_id
-from prefetch_check.model.config import Config, RequestSpec, uniform_config
+from prefetch_check.model.interface import parse_action_id
+from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
 from prefetch_check import Limits, build_model, check
 
 PRESENT = frozenset()
@@ -95,7 +95,7 @@ def test_buggy_trace_checks_before_publish(result, name, prop):
     rank, q, check_at = accepting_check(trace, prop, CONFIGS[name])
     assert f"P{rank}.publish.q{q}" not in ids[:check_at], trace.schedule
     if prop == "wait_complete_delivers":  # judged once every thread is idle
-        assert build_model(CONFIGS[name], "buggy").quiescent(trace.final_state)
+        assert build_model(CONFIGS[name], "buggy").protocol.quiescent(trace.final_state)
     if CONFIGS[name].policy == "timeout":
         assert not any(i.startswith("C") for i in ids), "the clock fired: not the race the criterion asks for"
 

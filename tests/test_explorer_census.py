@@ -12,7 +12,7 @@ from prefetch_check.api import search_model
 from prefetch_check.explorer.census import TooLarge, exact_census, sampled_census
 from prefetch_check.explorer.confidence import all_miss, clean_bound, wilson
 from prefetch_check.explorer.interface import always, always_step, deadlock_free, eventually
-from prefetch_check.model.config import uniform_config
+from prefetch_check.model.protocols.poll.config import uniform_config
 from prefetch_check.sampling import sampling_model
 
 

@@ -14,8 +14,8 @@ from prefetch_check.explorer.interface import always, always_step, eventually
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.result import VERIFIED, VIOLATED
-from prefetch_check.model.compiled import CompiledProtocol
-from prefetch_check.model.protocol import PrefetchProtocol
+from models import compiled
+from models import readable
 from strategies import SETTINGS, configs
 
 
@@ -134,7 +134,7 @@ def test_fused_and_unfused_reduced_searches_agree(config, predicate):
     """Same verdicts, trace lengths, visited states, transitions and per-action counts."""
     results = []
     for fuse in (False, True):
-        model = CompiledProtocol(PrefetchProtocol(config, predicate))
+        model = compiled(config, predicate)
         results.append(check(model, Limits(max_states=100_000), canonical=model.canonicalizer(),
                              expand=model.reduced_successors, fuse=fuse))
     unfused, fused = results

@@ -10,8 +10,8 @@ from prefetch_check.explorer.check import check
 from prefetch_check.explorer.interface import always, eventually
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
-from prefetch_check.model.config import uniform_config
-from prefetch_check.model.protocol import PrefetchProtocol
+from prefetch_check.model.protocols.poll.config import uniform_config
+from models import readable
 
 
 class Grid:
@@ -50,7 +50,7 @@ class Grid:
 
 
 def fixed_r1():
-    return PrefetchProtocol(uniform_config(pages=2), "fixed")
+    return readable(uniform_config(pages=2), "fixed")
 
 
 def applicable(result):
@@ -110,7 +110,7 @@ def test_a_memory_limit_gives_bounded():
 
 @pytest.mark.parametrize("limits", [Limits(max_states=20), Limits(max_depth=4)])
 def test_a_violation_found_before_the_cut_is_still_violated(limits):
-    model = PrefetchProtocol(uniform_config(pages=2), "buggy")
+    model = readable(uniform_config(pages=2), "buggy")
     result = check(model, limits)
     assert not result.stats.complete
     assert result.verdict("no_early_acceptance") == VIOLATED
@@ -120,7 +120,7 @@ def test_a_violation_found_before_the_cut_is_still_violated(limits):
 
 
 def test_a_deadlock_found_before_the_cut_is_violated():
-    model = PrefetchProtocol(uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False)))
+    model = readable(uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False)))
     full = check(model)
     deadlock_len = len(full.trace("deadlock_freedom"))
     cut = check(model, Limits(max_depth=deadlock_len + 1))
@@ -131,7 +131,7 @@ def test_a_deadlock_found_before_the_cut_is_violated():
 
 
 def test_a_progress_lasso_is_not_reported_from_a_partial_graph():
-    model = PrefetchProtocol(uniform_config(pages=2, failing={0: {1}}, shape="seed"))
+    model = readable(uniform_config(pages=2, failing={0: {1}}, shape="seed"))
     assert check(model).verdict("progress") == VIOLATED
     assert check(model, Limits(max_states=check(model).stats.states - 1)).verdict("progress") == BOUNDED
 

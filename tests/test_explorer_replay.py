@@ -10,15 +10,15 @@ from prefetch_check.explorer.check import CounterexampleNotReplayable, check
 from prefetch_check.explorer.interface import Property
 from prefetch_check.explorer.replay import Divergence, replay
 from prefetch_check.explorer.trace import parse_schedule
-from prefetch_check.model.actions import Action
-from prefetch_check.model.config import uniform_config
-from prefetch_check.model.protocol import PrefetchProtocol
+from prefetch_check.model.interface import Action
+from prefetch_check.model.protocols.poll.config import uniform_config
+from models import readable
 
 BUGGY_R1 = "S0.issue.q0 S0.drain_arrive S0.drain S0.check.q0"
 
 
 def buggy_r1():
-    return PrefetchProtocol(uniform_config(pages=2), "buggy")
+    return readable(uniform_config(pages=2), "buggy")
 
 
 def test_a_schedule_replays_to_the_states_of_the_search():
@@ -51,7 +51,7 @@ def test_an_unknown_action_diverges_at_its_step():
 
 
 def test_a_step_past_a_deadlock_says_nothing_is_enabled():
-    model = PrefetchProtocol(uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False)))
+    model = readable(uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False)))
     deadlock = check(model).trace("deadlock_freedom").schedule
     with pytest.raises(Divergence) as info:
         replay(model, deadlock + " S0.drain")
@@ -59,7 +59,7 @@ def test_a_step_past_a_deadlock_says_nothing_is_enabled():
 
 
 def test_a_lasso_schedule_keeps_its_cycle_mark():
-    model = PrefetchProtocol(uniform_config(pages=2, failing={0: {1}}, shape="seed"))
+    model = readable(uniform_config(pages=2, failing={0: {1}}, shape="seed"))
     trace = check(model).trace("progress")
     ids, cycle = parse_schedule(trace.schedule)
     assert cycle == trace.cycle_start and "|" not in ids
@@ -116,7 +116,7 @@ def test_check_rejects_a_counterexample_whose_states_differ_on_replay(lies_on_re
 
 
 def test_check_rejects_a_deadlock_that_has_a_successor_on_replay(lies_on_replay):
-    inner = PrefetchProtocol(uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False)))
+    inner = readable(uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False)))
     stay = lambda state, succ: succ or [(Action(0, "S", "idle"), state)]
     with pytest.raises(CounterexampleNotReplayable):
         check(Liar(inner, stay))

@@ -9,9 +9,8 @@ import pytest
 
 from prefetch_check.explorer.check import check
 from prefetch_check.explorer.interface import DEADLOCK_FREE
-from prefetch_check.model.config import uniform_config
-from prefetch_check.model.protocol import PrefetchProtocol
-from prefetch_check.model.symmetry import canonicalizer
+from prefetch_check.model.protocols.poll.config import uniform_config
+from models import compiled, readable
 from prefetch_check import check as api_check
 
 
@@ -24,7 +23,7 @@ def all_schedules(model, length):
 
 
 def test_buggy_r1_trace_checks_before_publish_and_nothing_shorter_violates():
-    model = PrefetchProtocol(uniform_config(pages=2), "buggy")
+    model = readable(uniform_config(pages=2), "buggy")
     trace = check(model).trace("no_early_acceptance")
     assert trace.schedule == "S0.issue.q0 S0.drain_arrive S0.drain S0.check.q0"
     prop = next(p for p in model.properties() if p.name == "no_early_acceptance")
@@ -47,8 +46,9 @@ CASES = [
 @pytest.mark.parametrize("config, predicate", CASES)
 @pytest.mark.parametrize("reductions", [False, True])
 def test_every_safety_counterexample_is_shortest(shortest_violation, config, predicate, reductions):
-    model = PrefetchProtocol(config, predicate)
-    result = check(model, canonical=canonicalizer(config) if reductions else None)
+    model = readable(config, predicate)
+    searched = compiled(config, predicate)  # rank symmetry lives on the compiled states
+    result = check(searched, canonical=searched.canonicalizer() if reductions else None)
     safety = [p for p in model.properties() if p.is_safety and p.name in result.violated]
     assert safety
     for p in safety:
@@ -86,7 +86,7 @@ def test_the_api_trace_is_as_short_as_the_plain_search():
 
 def api_forward_and_backward(monkeypatch, config):
     """The API's result, then again with every list of enabled steps reversed."""
-    from prefetch_check.model.compiled import CompiledProtocol  # what the API searches
+    from prefetch_check.model.engine.compiled import CompiledModel as CompiledProtocol  # what the API searches
 
     forward = api_check(config, "buggy")
     real, real_reduced = CompiledProtocol.successors, CompiledProtocol.reduced_successors

@@ -14,7 +14,7 @@ from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.scripted import ScheduleNotEnabled, Scripted
 from prefetch_check.explorer.simulate import run_rng, simulate
 from prefetch_check.explorer.walk import DEADLOCK, DEPTH, SETTLED, judged_properties, run_once
-from prefetch_check.model.config import uniform_config
+from prefetch_check.model.protocols.poll.config import uniform_config
 from prefetch_check.sampling import sampling_model
 
 

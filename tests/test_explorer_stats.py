@@ -6,19 +6,19 @@ from __future__ import annotations
 from prefetch_check.explorer.bfs import CHECK_EVERY
 from prefetch_check.explorer.check import check
 from prefetch_check.explorer.limits import Limits
-from prefetch_check.model.actions import ACTION_KINDS
-from prefetch_check.model.config import uniform_config
-from prefetch_check.model.protocol import PrefetchProtocol
+from models import ACTION_KINDS
+from prefetch_check.model.protocols.poll.config import uniform_config
+from models import readable
 
 
 def test_action_counts_add_up_to_the_transitions():
-    stats = check(PrefetchProtocol(uniform_config(ranks=2, pages=2), "buggy")).stats
+    stats = check(readable(uniform_config(ranks=2, pages=2), "buggy")).stats
     assert sum(stats.action_counts.values()) == stats.transitions
     assert list(stats.action_counts) == sorted(stats.action_counts)
 
 
 def test_actions_that_never_fire_are_named():
-    stats = check(PrefetchProtocol(uniform_config(pages=2), "fixed")).stats
+    stats = check(readable(uniform_config(pages=2), "fixed")).stats
     fired = set(stats.action_counts)
     assert set(stats.never_fired) == set(ACTION_KINDS) - fired
     # a one-rank run without allocation failure, revoke, failing page or clock:
@@ -27,20 +27,20 @@ def test_actions_that_never_fire_are_named():
 
 
 def test_the_figures_of_a_finished_search():
-    stats = check(PrefetchProtocol(uniform_config(pages=2), "fixed")).stats
+    stats = check(readable(uniform_config(pages=2), "fixed")).stats
     assert stats.complete and stats.frontier == 0 and stats.stop_reason is None
     assert stats.states > 0 and stats.max_depth > 0 and stats.states_per_second > 0
     assert stats.peak_memory_mb > 0
 
 
 def test_a_cut_search_reports_its_frontier():
-    stats = check(PrefetchProtocol(uniform_config(pages=2), "fixed"), Limits(max_states=10)).stats
+    stats = check(readable(uniform_config(pages=2), "fixed"), Limits(max_states=10)).stats
     assert not stats.complete and stats.frontier > 0
 
 
 def test_the_progress_callback_ends_with_the_final_figures():
     reports = []
-    model = PrefetchProtocol(uniform_config(ranks=2, pages=2, policy="timeout"), "fixed")
+    model = readable(uniform_config(ranks=2, pages=2, policy="timeout"), "fixed")
     result = check(model, on_progress=reports.append)
     assert result.stats.states > CHECK_EVERY  # large enough for intermediate reports
     assert len(reports) >= 2 and all(not r.get("done") for r in reports[:-1])

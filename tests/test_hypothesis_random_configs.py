@@ -19,10 +19,9 @@ from prefetch_check.explorer.check import check as check_model
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.result import VIOLATED
-from prefetch_check.model.compiled import CompiledProtocol
-from prefetch_check.model.protocol import PrefetchProtocol
-from prefetch_check.model.symmetry import canonicalizer
-from prefetch_check.model.config import Config
+from prefetch_check.model.engine.compiled import CompiledModel
+from models import compiled, readable
+from prefetch_check.model.protocols.poll.config import Config
 from strategies import SETTINGS, configs
 from prefetch_check import check
 
@@ -152,7 +151,7 @@ def order_independent_limits(model) -> Limits:
 @settings(max_examples=20, **SETTINGS)
 @given(configs(), st.sampled_from(["buggy", "fixed"]), st.integers(0, 2**32 - 1))
 def test_plain_search_does_not_depend_on_action_order(config, predicate, seed):
-    model = PrefetchProtocol(config, predicate)
+    model = readable(config, predicate)
     limits = order_independent_limits(model)
     assert summary(check_model(model, limits)) == summary(check_model(Permuted(model, seed), limits))
 
@@ -160,9 +159,9 @@ def test_plain_search_does_not_depend_on_action_order(config, predicate, seed):
 @settings(max_examples=25, **SETTINGS)
 @given(configs(), st.sampled_from(["buggy", "fixed"]), st.integers(0, 2**32 - 1))
 def test_symmetry_reduced_search_does_not_depend_on_action_order(config, predicate, seed):
-    model = PrefetchProtocol(config, predicate)
+    model = compiled(config, predicate)  # rank symmetry lives on the compiled states
     limits = order_independent_limits(model)
-    canonical = canonicalizer(config)
+    canonical = model.canonicalizer()
     plain = check_model(model, limits, canonical=canonical)
     assert summary(plain) == summary(check_model(Permuted(model, seed), limits, canonical=canonical))
 
@@ -171,12 +170,12 @@ def test_symmetry_reduced_search_does_not_depend_on_action_order(config, predica
 @given(configs(), st.sampled_from(["buggy", "fixed"]), st.integers(0, 2**32 - 1))
 def test_api_search_does_not_depend_on_action_order(config, predicate, seed):
     """The public API with every reduction it applies, the model's successors shuffled underneath."""
-    limits = order_independent_limits(PrefetchProtocol(config, predicate))
+    limits = order_independent_limits(readable(config, predicate))
     before = summary(check(config, predicate, limits))
     rng = random.Random(seed)
     # what the API searches (the specification only replays traces): the plain successors, and
     # with reductions the lazy expansion that lists the chosen successors and the enabled steps
-    real, real_reduced = CompiledProtocol.successors, CompiledProtocol.reduced_successors
+    real, real_reduced = CompiledModel.successors, CompiledModel.reduced_successors
     calls = []
 
     def shuffled(self, state):
@@ -192,8 +191,8 @@ def test_api_search_does_not_depend_on_action_order(config, predicate, seed):
         rng.shuffle(chosen)
         return chosen, enabled
 
-    with mock.patch.object(CompiledProtocol, "successors", shuffled), mock.patch.object(
-        CompiledProtocol, "reduced_successors", shuffled_reduced
+    with mock.patch.object(CompiledModel, "successors", shuffled), mock.patch.object(
+        CompiledModel, "reduced_successors", shuffled_reduced
     ):
         after = summary(check(config, predicate, limits))
     assert calls and before == after
@@ -204,7 +203,7 @@ def test_api_search_does_not_depend_on_action_order(config, predicate, seed):
 def test_compiled_search_equals_the_specification(config, predicate):
     """The API searches a compiled form of the protocol; without reductions it must explore
     exactly the specification's graph and report the same counterexamples."""
-    spec = PrefetchProtocol(config, predicate)
+    spec = readable(config, predicate)
     limits = order_independent_limits(spec)
     compiled = check(config, predicate, limits, reductions=False)
     plain = check_model(spec, limits)
@@ -240,8 +239,8 @@ def reachable(model, canonical=None):
 @settings(max_examples=25, **SETTINGS)
 @given(configs(), st.sampled_from(["buggy", "fixed"]), st.integers(0, 2**32 - 1))
 def test_a_random_walk_never_leaves_the_explored_states(config, predicate, seed):
-    model = PrefetchProtocol(config, predicate)
-    canonical = canonicalizer(config)
+    model = compiled(config, predicate)
+    canonical = model.canonicalizer()
     known, steps = reachable(model)
     representatives, rep_steps = reachable(model, canonical) if canonical else (known, steps)
     canon = canonical or (lambda s: s)
@@ -269,7 +268,7 @@ def test_every_progress_lasso_repeats_on_concrete_states(config, predicate):
     trace = result.trace("progress")
     if trace is None or trace.cycle_start is None:
         return
-    model = PrefetchProtocol(config, predicate)
+    model = readable(config, predicate)
     entry = trace.steps[trace.cycle_start - 1].state if trace.cycle_start else trace.initial
     assert trace.final_state == entry  # not merely the same up to a permutation of ranks
     cycle = [s.action_id for s in trace.steps[trace.cycle_start :]]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from prefetch_check.explorer.bfs import explore
-from prefetch_check.model.actions import ACTION_KINDS
-from prefetch_check.model.config import Config, RequestSpec, uniform_config
-from prefetch_check.model.state import (
+from models import ACTION_KINDS
+from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
+from prefetch_check.model.protocols.poll.state import (
     C_COMPLETED,
     C_HITS,
     C_TERMINATE,

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from prefetch_check.model.config import Config, RequestSpec, uniform_config
+from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
 
 NONE = frozenset()
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from prefetch_check.explorer.bfs import explore
 from prefetch_check.explorer.replay import replay
-from prefetch_check.model.actions import ACTION_KINDS
-from prefetch_check.model.config import uniform_config
-from prefetch_check.model.protocol import PrefetchProtocol
+from models import ACTION_KINDS
+from prefetch_check.model.protocols.poll.config import uniform_config
+from models import readable
 
 
 def described(model, schedule):
@@ -14,7 +14,7 @@ def described(model, schedule):
 
 
 def test_the_race_reads_like_the_upstream_code():
-    model = PrefetchProtocol(uniform_config(pages=2), "buggy")
+    model = readable(uniform_config(pages=2), "buggy")
     lines = described(model, "S0.issue.q0 S0.drain_arrive S0.drain S0.check.q0 S0.terminate.q0 S0.insert.q0")
     assert "allocate 2 host slots" in lines[0] and "prefetch_queue" in lines[0]
     assert "all_reduce(MIN)" in lines[1]
@@ -24,7 +24,7 @@ def test_the_race_reads_like_the_upstream_code():
 
 
 def test_the_fixed_check_shows_its_guard():
-    model = PrefetchProtocol(uniform_config(pages=2), "fixed")
+    model = readable(uniform_config(pages=2), "fixed")
     (line,) = described(model, "S0.issue.q0 S0.drain_arrive S0.drain S0.check.q0")[3:]
     assert "0 > 0 and 0 == 0 -> wait" in line
 
@@ -40,7 +40,7 @@ def test_every_action_kind_has_its_own_description():
     seen = set()
     for predicate in ("buggy", "fixed"):
         for config in configs:
-            model = PrefetchProtocol(config, predicate)
+            model = readable(config, predicate)
             for state in explore(model).states:
                 for action, nxt in model.successors(state):
                     text = model.describe(state, action, nxt)

@@ -8,10 +8,10 @@ import pytest
 from prefetch_check.explorer.check import check
 from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.result import VERIFIED, VIOLATED
-from prefetch_check.model.config import uniform_config
+from prefetch_check.model.protocols.poll.config import uniform_config
 from prefetch_check.model.predicate_loader import load_predicate
-from prefetch_check.model.predicates import OperationView, PredicateError, buggy, fixed
-from prefetch_check.model.protocol import PrefetchProtocol
+from prefetch_check.model.protocols.poll.predicates import OperationView, PredicateError, buggy, fixed
+from models import readable
 
 
 def view(pages=0, tokens=0, page_size=1, policy="wait_complete", timed_out=False, terminated=False):
@@ -41,7 +41,7 @@ def test_buggy_and_fixed_differ_only_on_an_empty_page_list(op, buggy_says, fixed
 def test_the_predicate_sees_hash_values_and_tokens(proto):
     p = proto(uniform_config(pages=3, hits=2, page_size=2))
     s = p.state("S0.issue.q0 P0.take.q0 P0.publish.q0 I0.take.q0 I0.write.q0 I0.increment.q0")
-    v = p.model.view(s, 0, 0)
+    v = p.model.protocol.view_of(s[0].ops[0])
     assert len(v.hash_value) == 2 and v.completed_tokens == 2 and v.page_size == 2
     assert (v.terminated, v.timed_out, v.policy, v.is_terminated()) == (False, False, "wait_complete", False)
 
@@ -81,8 +81,8 @@ def user_predicates(tmp_path, monkeypatch):
 
 
 def test_a_users_predicate_drives_the_model(user_predicates):
-    model = PrefetchProtocol(uniform_config(pages=2), f"{user_predicates}:always")
-    assert model.predicate_name == f"{user_predicates}:always"
+    model = readable(uniform_config(pages=2), f"{user_predicates}:always")
+    assert model.protocol.predicate_name == f"{user_predicates}:always"
     result = check(model)
     assert result.verdict("no_early_acceptance") == VIOLATED
     assert result.trace("no_early_acceptance").schedule == "S0.issue.q0 S0.drain_arrive S0.drain S0.check.q0"
@@ -91,12 +91,12 @@ def test_a_users_predicate_drives_the_model(user_predicates):
 
 
 def test_a_users_correct_predicate_is_verified(user_predicates):
-    result = check(PrefetchProtocol(uniform_config(ranks=2, pages=2), f"{user_predicates}:waits_for_pages"))
+    result = check(readable(uniform_config(ranks=2, pages=2), f"{user_predicates}:waits_for_pages"))
     assert result.all_verified and result.verdict("progress") == VERIFIED
 
 
 def test_a_predicate_function_can_be_passed_directly():
-    model = PrefetchProtocol(uniform_config(pages=1), lambda op: True, name="accept_all")
-    assert model.predicate_name == "accept_all"
+    model = readable(uniform_config(pages=1), lambda op: True, name="accept_all")
+    assert model.protocol.predicate_name == "accept_all"
     s = replay(model, "S0.issue.q0 S0.drain_arrive S0.drain S0.check.q0").final_state
     assert s[0].s_coll[2] == (0, 0)

@@ -10,10 +10,10 @@ import pytest
 from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.replay import Divergence, replay
-from prefetch_check.model.config import uniform_config
-from prefetch_check.model.mutants import BY_NAME, CATALOGUE, DrainReleaseUnagreed, Mutant, TerminationMin
-from prefetch_check.model.properties import NAMES
-from prefetch_check.model.protocol import PrefetchProtocol
+from prefetch_check.model.protocols.poll.config import uniform_config
+from prefetch_check.model.protocols.poll.mutants import BY_NAME, CATALOGUE, DrainReleaseUnagreed, Mutant, TerminationMin
+from prefetch_check.model.protocols.poll.properties import NAMES
+from models import readable
 from prefetch_check.commands import mutants as command
 from prefetch_check.mutation import (
     BUILTIN_CONFIGS,
@@ -61,7 +61,7 @@ def test_shortest_kill_goes_through_the_mutated_step_and_replays(run, mutant):
     assert any(kind in mutant.touches for kind in kinds), kinds
     assert all(best.steps <= k.steps for k in run.outcome(mutant.name).kills)
     config = next(c.config for c in BUILTIN_CONFIGS if c.name == best.scenario)
-    again = replay(mutant(config, "fixed"), best.trace.schedule)
+    again = replay(readable(config, "fixed", protocol=mutant), best.trace.schedule)
     assert [s.state for s in again.steps] == [s.state for s in best.trace.steps]
     marked = [s.description for s in best.trace.steps if s.action.kind in mutant.touches]
     assert all(text.endswith(f"<- mutated ({mutant.name})") for text in marked)
@@ -72,7 +72,7 @@ def test_unmutated_protocol_cannot_follow_a_safety_kill(run, mutant):
     """The kill is the mutation's doing: the unmutated protocol diverges from the schedule or ends fine."""
     for kill in run.outcome(mutant.name).kills:
         config = next(c.config for c in BUILTIN_CONFIGS if c.name == kill.scenario)
-        original = PrefetchProtocol(config, "fixed")
+        original = readable(config, "fixed")
         prop = next(p for p in original.properties() if p.name == kill.prop)
         if prop.kind not in (ALWAYS, ALWAYS_STEP):
             continue
@@ -94,15 +94,37 @@ def test_rank_symmetry_does_not_change_what_kills_a_mutant(run):
         assert (reduced.best and reduced.best.steps) == (full.best and full.best.steps)
 
 
-def test_explained_equivalent_mutant_survives(run):
-    outcome = run.outcome(DrainReleaseUnagreed.name)
-    assert outcome.status == EQUIVALENT and not outcome.kills
+class SameDrain(Mutant):
+    """Changes the code, not the behaviour: drain frees the agreed count, computed another way."""
+
+    name = "same_drain"
+    touches = ("S.drain",)
+    equivalent = "min(agreed, queue) is the agreed count: a rank never agrees on more than it has queued"
+
+    def release_count(self, agreed, rank):
+        return min(agreed, rank.release_queue)
+
+
+def test_every_catalogue_mutant_is_killed(run):
     killed, killable = run.score
-    assert (killed, killable) == (len(KILLABLE), len(KILLABLE))
+    assert (killed, killable) == (len(KILLABLE), len(KILLABLE)) == (len(CATALOGUE), len(CATALOGUE))
     assert run.complete
 
 
-class UnexplainedSurvivor(DrainReleaseUnagreed):
+def test_explained_equivalent_mutant_survives():
+    run = run_mutants(BUILTIN_CONFIGS, [SameDrain])
+    assert run.outcome("same_drain").status == EQUIVALENT and not run.outcome("same_drain").kills
+    assert run.score == (0, 0) and run.complete
+
+
+def test_drain_release_unagreed_leaks_what_it_does_not_agree_on(run):
+    """Judged on what drains actually free: a rank that frees its whole queue brings 0 to the next
+    MIN, and the other rank's queued slots are never freed."""
+    kill = run.outcome(DrainReleaseUnagreed.name).killed_by("host_memory")[0]
+    assert "stay on host_mem_release_queue for good" in kill.reason
+
+
+class UnexplainedSurvivor(SameDrain):
     name = "unexplained_survivor"
     equivalent = None
 
@@ -160,8 +182,8 @@ def test_command_reports_kill_table_and_score(capsys):
     assert status == 0
     assert "release_untruncated: KILLED by host_memory in partial-hits" in out
     assert "schedule: " in out and "<- mutated (release_untruncated)" in out
-    assert "why equivalent:" in out
-    assert "mutation score: 1 of 1 killable mutants killed (100%)" in out
+    assert "drain_release_unagreed: KILLED by host_memory" in out
+    assert "mutation score: 2 of 2 killable mutants killed (100%)" in out
 
 
 def test_command_markdown_and_list(capsys):
@@ -183,7 +205,7 @@ def test_mutant_base_marks_only_touched_steps():
         name = "plain"
         touches = ("S.insert",)
 
-    model = Plain(uniform_config(ranks=1, requests=1, pages=1), "fixed")
+    model = readable(uniform_config(ranks=1, requests=1, pages=1), "fixed", protocol=Plain)
     state = model.initial_states()[0]
     action, nxt = model.successors(state)[0]
     assert action.kind == "S.issue"

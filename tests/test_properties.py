@@ -13,9 +13,9 @@ import pytest
 from prefetch_check.explorer.check import check
 from prefetch_check.explorer.result import NOT_APPLICABLE, VERIFIED, VIOLATED
 from prefetch_check.explorer.replay import replay
-from prefetch_check.model.config import Config, RequestSpec, uniform_config
-from prefetch_check.model.properties import NAMES
-from prefetch_check.model.state import C_HITS, DOUBLE, HELD, IN_TREE, RELEASED, give_back
+from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
+from prefetch_check.model.protocols.poll.properties import NAMES
+from prefetch_check.model.protocols.poll.state import C_HITS, DOUBLE, HELD, IN_TREE, RELEASED, give_back
 
 DRAIN = "S0.drain_arrive S0.drain"
 EARLY = "S0.issue.q0 " + DRAIN
@@ -91,7 +91,7 @@ def test_no_early_acceptance_is_not_applicable_to_best_effort(proto):
 def test_delivers_fires_when_buggy_inserts_nothing_of_two_stored_pages(proto):
     p = proto(uniform_config(pages=2), "buggy")
     s = p.state(BUGGY_EARLY_INSERT + " " + IO_AFTER_TERMINATE)
-    assert p.model.quiescent(s)
+    assert p.model.protocol.quiescent(s)
     reason = p.prop("wait_complete_delivers").check(s)
     assert "request 0 with 0 tokens inserted" in reason and "agreed on 2 hit tokens" in reason
 
@@ -100,7 +100,7 @@ def test_delivers_is_judged_once_every_thread_is_idle(proto):
     """Before that, a load failure or a timeout that would excuse the request may still come."""
     p = proto(uniform_config(pages=2), "buggy")
     s = p.state(BUGGY_EARLY_INSERT)
-    assert s[0].ops[0].inserted == 0 and not p.model.quiescent(s)
+    assert s[0].ops[0].inserted == 0 and not p.model.protocol.quiescent(s)
     assert p.prop("wait_complete_delivers").check(s) is None
 
 
@@ -129,7 +129,7 @@ def test_delivers_expects_the_agreed_hits_not_the_local_ones(proto):
         "S0.insert.q0 S1.insert.q0"
     )
     prop = p.prop("wait_complete_delivers")
-    assert [rank.ops[0].inserted for rank in s] == [1, 1] and p.model.quiescent(s)
+    assert [rank.ops[0].inserted for rank in s] == [1, 1] and p.model.protocol.quiescent(s)
     assert prop.check(s) is None
     assert prop.check(with_op(s, 1, 0, inserted=2)) is not None
 
@@ -138,14 +138,14 @@ def test_delivers_excuses_a_load_failure_only_where_it_happened(proto):
     p = proto(uniform_config(pages=2))
     prop = p.prop("wait_complete_delivers")
     short = with_op(p.state(FULL_LOAD_2), 0, 0, inserted=1)
-    assert p.model.quiescent(short) and prop.check(short) is not None
+    assert p.model.protocol.quiescent(short) and prop.check(short) is not None
     assert prop.check(with_op(short, 0, 0, io_failed=True)) is None
     failing = proto(uniform_config(pages=2, failing={0: {1}}))
     s = failing.state(
         "S0.issue.q0 P0.take.q0 P0.publish.q0 I0.take.q0 I0.write.q0 I0.increment.q0 I0.load_failed.q0 "
         "I0.release.q0 S0.drain_arrive S0.drain S0.check.q0 S0.terminate.q0 S0.insert.q0"
     )
-    assert s[0].ops[0].inserted == 1 and failing.model.quiescent(s)
+    assert s[0].ops[0].inserted == 1 and failing.model.protocol.quiescent(s)
     assert failing.prop("wait_complete_delivers").check(s) is None
     assert failing.prop("wait_complete_delivers").check(with_op(s, 0, 0, io_failed=False)) is not None
 
@@ -153,7 +153,7 @@ def test_delivers_excuses_a_load_failure_only_where_it_happened(proto):
 def test_delivers_excuses_a_timeout(proto):
     p = proto(uniform_config(pages=2, policy="timeout"))
     s = p.state("S0.issue.q0 C0.timeout.q0 " + DRAIN + " " + ACCEPT_AND_INSERT + " " + IO_AFTER_TERMINATE)
-    assert p.model.quiescent(s) and s[0].ops[0].inserted == 0
+    assert p.model.protocol.quiescent(s) and s[0].ops[0].inserted == 0
     assert p.prop("wait_complete_delivers").check(s) is None
     assert p.prop("wait_complete_delivers").check(with_op(s, 0, 0, timed_out=False)) is not None
 
@@ -214,7 +214,7 @@ def test_host_memory_fires_on_a_double_release(proto):
 def test_host_memory_fires_on_a_slot_still_held_when_every_thread_is_idle(proto):
     p = proto(uniform_config(pages=2))
     done = p.state(FULL_LOAD_2)
-    assert p.model.quiescent(done) and done[0].ops[0].slots == (IN_TREE, IN_TREE)
+    assert p.model.protocol.quiescent(done) and done[0].ops[0].slots == (IN_TREE, IN_TREE)
     assert p.prop("host_memory").check(done) is None
     assert "leak" in p.prop("host_memory").check(with_op(done, 0, 0, slots=(IN_TREE, HELD)))
 
@@ -222,7 +222,7 @@ def test_host_memory_fires_on_a_slot_still_held_when_every_thread_is_idle(proto)
 def test_host_memory_does_not_call_held_slots_a_leak_while_work_remains(proto):
     p = proto(uniform_config(pages=2))
     s = p.state("S0.issue.q0 P0.take.q0 P0.publish.q0")
-    assert not p.model.quiescent(s) and HELD in s[0].ops[0].slots
+    assert not p.model.protocol.quiescent(s) and HELD in s[0].ops[0].slots
     assert p.prop("host_memory").check(s) is None
 
 
@@ -230,7 +230,7 @@ def test_host_memory_holds_after_the_buggy_early_insert(proto):
     """The early insert hands nothing to the tree; the IO thread later releases every page."""
     p = proto(uniform_config(pages=2), "buggy")
     s = p.state(BUGGY_EARLY_INSERT + " " + IO_AFTER_TERMINATE)
-    assert p.model.quiescent(s) and s[0].ops[0].slots == (RELEASED, RELEASED)
+    assert p.model.protocol.quiescent(s) and s[0].ops[0].slots == (RELEASED, RELEASED)
     assert p.prop("host_memory").check(s) is None
 
 

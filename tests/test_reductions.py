@@ -22,7 +22,6 @@ from prefetch_check.explorer.check import check as check_model
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.result import VERIFIED
-from prefetch_check.model.symmetry import canonicalizer
 from strategies import SETTINGS, configs
 from prefetch_check import build_model, check
 from prefetch_check.scenario import load_scenarios
@@ -113,12 +112,11 @@ def test_random_configurations_have_the_same_verdicts_with_and_without_reduction
 def test_symmetry_alone_keeps_counterexamples_shortest(config, predicate):
     """Symmetry merges states of equal depth, so BFS still reaches each violation first at
     its minimal depth (the partial-order reduction gives no such promise)."""
-    model = build_model(config, predicate)
     limits = Limits(max_states=RANDOM_STATE_BUDGET)
-    reference = check_model(model, limits)
+    reference = check(config, predicate, limits, reductions=False)
     if not reference.stats.complete:
         return
-    symmetric = check_model(model, limits, canonical=canonicalizer(config))
+    symmetric = check(config, predicate, limits, reductions="symmetry")
     assert verdicts(symmetric) == verdicts(reference)
     for name in reference.violated:
         a, b = reference.trace(name), symmetric.trace(name)
@@ -134,18 +132,18 @@ def test_the_symmetry_sort_key_orders_ranks_like_their_contents(monkeypatch, gap
     """The canonical representative sorts ranks by content; the compiled model sorts by an int
     kept in content order, renumbered when its gaps run out: both orders must agree, and so
     must the searches (the same representatives, so the same counts)."""
-    from prefetch_check.model.compiled import CompiledProtocol
-    from prefetch_check.model.config import uniform_config
-    from prefetch_check.model.protocol import PrefetchProtocol
+    from models import compiled
+    from prefetch_check.model.engine.symmetry import ContentOrder
+    from prefetch_check.model.protocols.poll.config import uniform_config
 
-    monkeypatch.setattr(CompiledProtocol, "_ORDER_GAP", gap)
+    monkeypatch.setattr(ContentOrder, "GAP", gap)
     config = uniform_config(ranks=3, requests=1, pages=2)
-    model = CompiledProtocol(PrefetchProtocol(config, "fixed"))
+    model = compiled(config, "fixed")
     result = check_model(model, canonical=model.canonicalizer(), expand=model.reduced_successors, fuse=True)
-    codes = list(model.rank_of)
+    codes = list(range(len(model.rank_of)))
     assert len(codes) > 50
-    assert sorted(codes, key=model._order.__getitem__) == sorted(codes, key=model.rank_of.__getitem__)
-    by_content = CompiledProtocol(PrefetchProtocol(config, "fixed"))
+    assert sorted(codes, key=model._order.key.__getitem__) == sorted(codes, key=model.rank_of.__getitem__)
+    by_content = compiled(config, "fixed")
     reference = check_model(
         by_content, canonical=lambda cs: tuple(sorted(cs, key=by_content.rank_of.__getitem__)),
         expand=by_content.reduced_successors, fuse=True,

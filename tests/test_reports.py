@@ -13,7 +13,7 @@ from rich.console import Console
 
 from prefetch_check.explorer.report import Entry, Expectation, Labels, print_report, summary, to_json, to_json_text, to_junit, to_markdown
 from prefetch_check.explorer.result import VERIFIED, VIOLATED
-from prefetch_check.model.config import uniform_config
+from prefetch_check.model.protocols.poll.config import uniform_config
 from prefetch_check.api import check
 
 LABELS = Labels(subject="scenario", variant="predicate", title="prefetch-check")

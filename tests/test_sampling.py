@@ -12,7 +12,7 @@ from prefetch_check.explorer.census import TooLarge, exact_census
 from prefetch_check.explorer.random_walk import RandomWalk
 from prefetch_check.explorer.simulate import run_rng
 from prefetch_check.explorer.walk import SETTLED, run_once
-from prefetch_check.model.config import RequestSpec, uniform_config
+from prefetch_check.model.protocols.poll.config import RequestSpec, uniform_config
 from prefetch_check.sampling import sampling_model, with_ranks
 from prefetch_check.scenario import InputError, load_scenario
 

@@ -8,8 +8,8 @@ import pytest
 
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.result import BOUNDED, VERIFIED, VIOLATED
-from prefetch_check.model.config import Config, RequestSpec, uniform_config
-from prefetch_check.model.properties import NAMES
+from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
+from prefetch_check.model.protocols.poll.properties import NAMES
 from prefetch_check.api import check
 from prefetch_check.scenario import InputError, ScenarioError, load_scenario, load_scenarios, scenario_files
 

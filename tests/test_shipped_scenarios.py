@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from prefetch_check.model.properties import NAMES
+from prefetch_check.model.protocols.poll.properties import NAMES
 from prefetch_check.cli import main
 from prefetch_check.scenario import load_scenario
 from prefetch_check.scenario.schema import ALL

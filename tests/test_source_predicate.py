@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from prefetch_check.explorer.result import VIOLATED
-from prefetch_check.model.predicates import PredicateError, buggy, fixed
+from prefetch_check.model.protocols.poll.predicates import PredicateError, buggy, fixed
 from prefetch_check.model.source.predicate import is_source_spec, load_source_predicate, probe_views
 from prefetch_check import check, uniform_config
 

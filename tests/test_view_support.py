@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from html.parser import HTMLParser
 
-from prefetch_check.model.config import uniform_config
+from prefetch_check.model.protocols.poll.config import uniform_config
 from prefetch_check import Limits, check
 from prefetch_check.api import build_model
 

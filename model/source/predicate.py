@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from prefetch_check.model.config import POLICIES
-from prefetch_check.model.predicates import OperationView, PredicateError
+from prefetch_check.model.protocols.poll.config import POLICIES
+from prefetch_check.model.protocols.poll.predicates import OperationView, PredicateError
 
 WORLD_SIZE = 2  # what `self.tp_world_size` reads: the multi-rank path, which reaches the collective
 LATE = 1.0e12  # the adapter's clock once the model's timeout fired (start_time is 0)

@@ -7,9 +7,9 @@ import os
 
 from rich.console import Console
 
-from prefetch_check.model.predicates import PredicateError
+from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.model.predicate_loader import load_predicate
-from prefetch_check.model.properties import NAMES as PROPERTY_NAMES
+from prefetch_check.model.protocols.poll.properties import NAMES as PROPERTY_NAMES
 from prefetch_check.scenario import Case, InputError, Scenario, load_scenario
 from prefetch_check.scenario.errors import did_you_mean
 

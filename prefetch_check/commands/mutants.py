@@ -7,7 +7,7 @@ scenario kills and nobody explained) or an equivalence claim a scenario refutes,
 from __future__ import annotations
 
 from prefetch_check.explorer.limits import Limits
-from prefetch_check.model.mutants import BY_NAME, CATALOGUE
+from prefetch_check.model.protocols.poll.mutants import BY_NAME, CATALOGUE
 from prefetch_check.commands.common import add_limit_flags, limit_overrides, output_console
 from prefetch_check.mutation import (
     BUILTIN_CONFIGS,

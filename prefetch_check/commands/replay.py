@@ -13,7 +13,7 @@ from pathlib import Path
 from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
 from prefetch_check.explorer.replay import Divergence, replay
 from prefetch_check.explorer.trace import parse_schedule
-from prefetch_check.model.actions import THREAD_NAMES, parse_action_id
+from prefetch_check.model.interface import parse_action_id
 from prefetch_check.api import build_model
 from prefetch_check.commands.common import add_case_flag, check_predicate, one_case, output_console
 from prefetch_check.commands.sampling_args import ranks_value
@@ -102,7 +102,7 @@ def check_action_ids(schedule: str, model, config) -> None:
             continue
         ids = [f"{k[0]}{r}{k[1:]}{q}" for k in kinds for r in ranks for q in ("", *(f".q{i}" for i in requests))]
         near = closest(text, ids)
-        threads = ", ".join(f"{t} {name}" for t, name in THREAD_NAMES.items())
+        threads = ", ".join(f"{t} {name}" for t, name in model.thread_names.items())
         raise InputError(
             f"step {n} of the schedule, {text!r}, is no action of this scenario"
             + (f" (did you mean {near!r}?)" if near else "")

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from prefetch_check.explorer.report.records import Expectation
 from prefetch_check.explorer.result import CheckResult
-from prefetch_check.model.predicates import PredicateError
+from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.model.predicate_loader import load_predicate
-from prefetch_check.model.properties import NAMES as PROPERTY_NAMES
+from prefetch_check.model.protocols.poll.properties import NAMES as PROPERTY_NAMES
 from prefetch_check.scenario.errors import did_you_mean
 from prefetch_check.scenario.parameters import ValueProblem
 from prefetch_check.scenario.schema import ALL, EXPECT_KEYS, EXPECT_VERDICTS

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prefetch_check.explorer.limits import Limits
-from prefetch_check.model.config import Config
+from prefetch_check.model.protocols.poll.config import Config
 from prefetch_check.scenario.errors import InputError, did_you_mean
 from prefetch_check.scenario.expectations import Expect, parse_expect
 from prefetch_check.scenario.limits import parse_limits, resolve

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from prefetch_check.model.config import Config, RequestSpec
+from prefetch_check.model.protocols.poll.config import Config, RequestSpec
 from prefetch_check.scenario.schema import GLOBAL, PARAMETERS, REQUEST_KEYS, SHORTHAND, Param, type_name
 from prefetch_check.scenario.errors import closest, did_you_mean
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.report.records import Entry
 from prefetch_check.explorer.result import CheckResult
-from prefetch_check.model.predicates import BUILTIN
+from prefetch_check.model.protocols.poll.predicates import BUILTIN
 from prefetch_check.api import check
 from prefetch_check.scenario.errors import InputError
 from prefetch_check.scenario.loader import Case, Scenario

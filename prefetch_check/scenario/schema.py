@@ -10,8 +10,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
-from prefetch_check.model.config import POLICIES, SHAPES, Config
-from prefetch_check.model.properties import NAMES as PROPERTY_NAMES
+from prefetch_check.model.protocols.poll.config import POLICIES, SHAPES, Config
+from prefetch_check.model.protocols.poll.properties import NAMES as PROPERTY_NAMES
 
 _CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Config) if f.default is not dataclasses.MISSING}
 

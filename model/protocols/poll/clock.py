@@ -6,19 +6,23 @@ independently; that is why the scheduler reduces `can_terminate` over ranks.
 
 from __future__ import annotations
 
-from prefetch_check.model.actions import CLOCK, Action
-from prefetch_check.model.state import set_op, set_rank
+from prefetch_check.model.interface import Step, formats
+from prefetch_check.model.protocols.poll.state import set_op
+
+C = "C"
 
 
 class ClockSteps:
-    def clock_steps(self, state, r: int) -> list:
+    def clock_steps(self, r: int, rank) -> list[Step]:
         cfg = self.config
         if cfg.policy != "timeout" or not cfg.timeout_clock:
             return []
-        rank = state[r]
         out = []
         for q, op in enumerate(rank.ops):
             if op.issued and not op.ready and not op.timed_out and not op.terminated:
-                fired = set_op(rank, q, op._replace(timed_out=True))
-                out.append((Action(r, CLOCK, "timeout", q), set_rank(state, r, fired)))
+                out.append(Step(C, "timeout", q, set_op(rank, q, op._replace(timed_out=True))))
         return out
+
+    @formats("C.timeout")
+    def format_timeout(self, before, after, a):
+        return f"the prefetch timeout of q{a.q} expires on rank {a.rank}"

@@ -1,15 +1,21 @@
-"""The properties of PROTOCOL.md, each a plain explorer property with its own verdict.
+"""The properties of PROTOCOL.md, each declared with what it reads and with its own verdict.
 
-Each check returns None when the property holds, or one sentence saying why not.
+State properties read the ranks' `RankView`s (computed once per distinct rank state);
+`no_early_acceptance` reads the acting rank before a `check`. Each check returns None
+when the property holds, or one sentence saying why not.
+
+Host memory is judged on what is actually given back: a slot put on the release queue is
+freed only by a drain, and a drain frees the count all ranks agree on (MIN over ranks).
+Once every thread is idle nothing is queued any more, so entries beyond the smallest
+queue of all ranks can never be freed: a leak, although every slot was "released".
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from prefetch_check.explorer.interface import always, always_step, deadlock_free, eventually
-from prefetch_check.model.actions import SCHEDULER
-from prefetch_check.model.state import DOUBLE, HELD, IN_TREE, NOT_INSERTED, REVOKED, WAITING
+from prefetch_check.model.interface import deadlock_freedom, invariant, progress, step_invariant
+from prefetch_check.model.protocols.poll.state import C_DRAIN, DONE, DOUBLE, HELD, IN_TREE, NOT_INSERTED, REVOKED, WAITING
 
 NAMES = (
     "no_early_acceptance",
@@ -35,6 +41,7 @@ class RankView(NamedTuple):
     disturbed: tuple  # per request: a load failed or the timeout fired here
     issued: tuple  # per request: an operation exists here
     unresolved: tuple  # requests issued here and not yet resolved by the scheduler
+    queued: int  # release-queue entries still to be freed, after a drain this rank has agreed on
 
 
 def summarize(rank) -> RankView:
@@ -62,13 +69,20 @@ def summarize(rank) -> RankView:
         disturbed=tuple(op.io_failed or op.timed_out for op in rank.ops),
         issued=tuple(op.issued for op in rank.ops),
         unresolved=tuple(q for q, op in enumerate(rank.ops) if op.issued and not op.ready),
+        queued=rank.release_queue - agreed_release(rank),
     )
 
 
+def agreed_release(rank) -> int:
+    """Release-queue entries a drain all ranks agreed on will free, before this rank has popped them."""
+    reg = rank.s_coll
+    if reg and reg[1] == DONE and reg[0][0] == C_DRAIN:
+        return reg[2][1]
+    return 0
+
+
 def build_properties(protocol) -> list:
-    """The properties; state properties are also registered in `protocol.view_checks`, as
-    functions of the per-rank `RankView`s, and step properties in `protocol.rank_step_checks`,
-    as functions of the acting rank, so a compiled search can cache their answers."""
+    """The declared properties for the protocol's configuration."""
     cfg = protocol.config
     waits = cfg.policy != "best_effort"
     best_effort_na = "best_effort never waits: terminating early is its contract"
@@ -76,9 +90,8 @@ def build_properties(protocol) -> list:
     if waits and all(cfg.is_revoked(q) or not cfg.is_issued_by_threshold(q) for q in range(cfg.num_requests)):
         delivers_na = "every request is revoked or below the threshold: nothing is to be delivered"
 
-    def early_acceptance(rank, action):
-        """no_early_acceptance on the acting rank's tuple before the step (all it reads)."""
-        if action.thread != SCHEDULER or action.step != "check" or cfg.policy == "best_effort":
+    def no_early_acceptance(rank, action):
+        if cfg.policy == "best_effort":
             return None
         op = rank.ops[action.q]
         if not op.ongoing or op.hash_value > 0 or op.stage == REVOKED:
@@ -91,9 +104,6 @@ def build_properties(protocol) -> list:
                 f"was still empty (not yet published, not revoked)"
             )
         return None
-
-    def no_early_acceptance(state, action, next_state):
-        return early_acceptance(state[action.rank], action)
 
     def wait_complete_delivers(views):
         # judged once every thread is idle: then io_failed/timed_out are final, so the verdict
@@ -138,6 +148,13 @@ def build_properties(protocol) -> list:
                         f"rank {r}, request {v.held[0]}: host slot of page {v.held[1]} never released "
                         f"although every thread is idle (leak)"
                     )
+            fewest = min(v.queued for v in views)
+            for r, v in enumerate(views):
+                if v.queued > fewest:
+                    return (
+                        f"rank {r}: {v.queued - fewest} released host slot(s) stay on host_mem_release_queue for "
+                        f"good: every thread is idle and drain frees only the MIN over ranks ({fewest}) (leak)"
+                    )
         return None
 
     def data_integrity(views):
@@ -155,52 +172,39 @@ def build_properties(protocol) -> list:
 
     delivered = [q for q in range(cfg.num_requests) if not cfg.is_revoked(q) and cfg.is_issued_by_threshold(q)]
     expected = [cfg.agreed_hit_pages(q) * cfg.page_size for q in range(cfg.num_requests)]
-    protocol.view_checks = {
-        "wait_complete_delivers": wait_complete_delivers,
-        "tp_agreement": tp_agreement,
-        "host_memory": host_memory,
-        "data_integrity": data_integrity,
-        "progress": pending,
-    }
-    # step properties that read only the acting rank before the step: (rank tuple, action) -> reason
-    protocol.rank_step_checks = {"no_early_acceptance": early_acceptance}
-
-    def on_state(view_check):
-        return lambda state: view_check([summarize(rank) for rank in state])
-
     return [
-        always_step(
+        step_invariant(
             "no_early_acceptance",
             no_early_acceptance,
             "the predicate never accepts while hash_value is empty and the operation is not revoked",
             None if waits else best_effort_na,
-            concerns=lambda action: action.thread == SCHEDULER and action.step == "check",
+            concerns=lambda action: action.thread == "S" and action.step == "check",
         ),
-        always(
+        invariant(
             "wait_complete_delivers",
-            on_state(wait_complete_delivers),
+            wait_complete_delivers,
             "with no IO failure, no revoke and no timeout, the tokens inserted equal the agreed hit count",
             delivers_na,
         ),
-        always(
+        invariant(
             "tp_agreement",
-            on_state(tp_agreement),
+            tp_agreement,
             "every rank inserts the same number of tokens; ranks never wait in different collectives",
         ),
-        always(
+        invariant(
             "host_memory",
-            on_state(host_memory),
-            "every host slot is released or handed to the tree exactly once once all threads are idle",
+            host_memory,
+            "every host slot is freed or handed to the tree exactly once once all threads are idle",
         ),
-        always(
+        invariant(
             "data_integrity",
-            on_state(data_integrity),
+            data_integrity,
             "every page handed to the tree has had its data written into host memory",
         ),
-        eventually(
+        progress(
             "progress",
-            on_state(pending),
+            pending,
             "every issued prefetch is eventually resolved, under weak fairness of the threads",
         ),
-        deadlock_free("deadlock_freedom", "every reachable state has a successor"),
+        deadlock_freedom("deadlock_freedom", "every reachable state has a successor"),
     ]

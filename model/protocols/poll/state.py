@@ -3,7 +3,7 @@
 A global state is a tuple with one `Rank` per tensor-parallel rank. Everything a
 thread can observe lives in its own rank's tuple; ranks meet only through the
 collective registers (`s_coll`, `p_coll`), which hold what each rank brought to the
-current all_reduce (see `model/collectives.py`).
+current all_reduce (see `model/engine/collectives.py`).
 
 Field names follow SGLang's (`hash_value`, `completed_tokens`, `ongoing_prefetch`...)
 so a reader can hold the model against the upstream source.
@@ -12,6 +12,8 @@ so a reader can hold the model against the upstream source.
 from __future__ import annotations
 
 from typing import NamedTuple
+
+from prefetch_check.model.interface import DONE, WAITING  # noqa: F401  (the registers' phases)
 
 # ---- host slot status, one entry per page of an issued operation ----
 HELD = 0  # reserved at issue, not yet given back
@@ -38,13 +40,11 @@ IO_READ = 0  # read page from storage, then write it into its host slots
 IO_COUNT = 1  # page written: increment(page_size) under the op lock
 IO_RELEASE = 2  # loop over: release host slots [completed_tokens, hits)
 
-# ---- collective tags (kind, request); a register is () or (tag, phase, value) ----
+# ---- collective kinds; a tag is (kind, request), a register () or (tag, WAITING | DONE, value) ----
 C_HITS = 0  # prefetch thread: MIN of hit pages
 C_DRAIN = 1  # scheduler: MIN of (revoke queue size, release queue size)
 C_TERMINATE = 2  # scheduler: MAX of (not can_terminate, terminated)
 C_COMPLETED = 3  # scheduler: MIN of completed tokens
-WAITING = 0
-DONE = 1
 
 NOT_INSERTED = -1
 
@@ -87,12 +87,9 @@ class Rank(NamedTuple):
     s_pc: tuple[int, int]
 
 
-State = tuple  # tuple[Rank, ...]
-
-
-def initial_state(ranks: int, requests: int) -> State:
-    """Every rank before its scheduler has issued anything."""
-    rank = Rank(
+def initial_rank(requests: int) -> Rank:
+    """A rank before its scheduler has issued anything."""
+    return Rank(
         s_pc=(S_ISSUE, 0),
         p_pc=-1,
         i_pc=(),
@@ -104,11 +101,6 @@ def initial_state(ranks: int, requests: int) -> State:
         p_coll=(),
         ops=(Op(),) * requests,
     )
-    return (rank,) * ranks
-
-
-def set_rank(state: State, r: int, rank: Rank) -> State:
-    return state[:r] + (rank,) + state[r + 1 :]
 
 
 def set_op(rank: Rank, q: int, op: Op, **rank_changes) -> Rank:

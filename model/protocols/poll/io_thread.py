@@ -1,0 +1,129 @@
+"""IO thread I[r]: load published pages one by one, write then increment, release the rest.
+
+Per page two steps, in this order: `write` the data into the host slots, then
+`increment(page_size)` under the op lock (refused once the operation is terminated).
+A failing page or a refused increment ends the batch short: the late2025 shape then
+calls `mark_terminate`; the seed shape just stops. Storage batches do not change what
+a thread can observe (every page is still written, then counted, in order), so the
+batch size shows in descriptions only.
+"""
+
+from __future__ import annotations
+
+from prefetch_check.model.interface import Step, formats
+from prefetch_check.model.protocols.poll.state import IO_COUNT, IO_READ, IO_RELEASE, RELEASED, give_back, set_op
+
+I = "I"  # noqa: E741  (the thread's letter)
+
+
+class IOThreadSteps:
+    def io_steps(self, r: int, rank) -> list[Step]:
+        if not rank.i_pc:
+            if not rank.prefetch_buffer:
+                return []
+            return self.i_take(rank, rank.prefetch_buffer[0])
+        q, page, phase = rank.i_pc
+        if phase == IO_RELEASE:
+            return self.i_release(rank, q)
+        if phase == IO_READ:
+            return self.i_read(r, rank, q, page)
+        return self.i_second(rank, q, page)
+
+    def _page_or_release(self, op, q, page):
+        return (q, page, IO_READ) if page < op.hash_value else (q, 0, IO_RELEASE)
+
+    def i_take(self, rank, q):
+        moved = rank._replace(prefetch_buffer=rank.prefetch_buffer[1:], i_pc=self._page_or_release(rank.ops[q], q, 0))
+        return [Step(I, "take", q, moved)]
+
+    @formats("I.take")
+    def format_i_take(self, before, after, a):
+        return f"take q{a.q} from prefetch_buffer: {after.ops[a.q].hash_value} page(s) to load"
+
+    # ---- one page: read it, then write and count it (in the order `write_then_count` says) ----
+
+    def write_then_count(self) -> bool:
+        """The page's data is written into host memory before `increment` counts it (what makes
+        a counted page safe to read)."""
+        return True
+
+    def refuses_increment(self, op) -> bool:
+        """`increment` returns False once the operation is terminated."""
+        return op.terminated
+
+    @property
+    def short_batch_terminates(self) -> bool:
+        """After a batch that loaded fewer pages than asked: mark_terminate (late2025) or just stop (seed)."""
+        return self.config.shape == "late2025"
+
+    def i_read(self, r, rank, q, page):
+        op = rank.ops[q]
+        if page in self.config.requests[q].failing[r]:
+            failed = op._replace(io_failed=True, terminated=op.terminated or self.short_batch_terminates)
+            return [Step(I, "load_failed", q, set_op(rank, q, failed, i_pc=(q, 0, IO_RELEASE)))]
+        if self.write_then_count():
+            return [self._write(rank, q, page, (q, page, IO_COUNT))]
+        return [self._count(rank, q, page, (q, page, IO_COUNT))]
+
+    def i_second(self, rank, q, page):
+        """The page's second step: count it after its write, or write it after its count."""
+        after = self._page_or_release(rank.ops[q], q, page + 1)
+        if self.write_then_count():
+            return [self._count(rank, q, page, after)]
+        return [self._write(rank, q, page, after)]
+
+    def _write(self, rank, q, page, pc) -> Step:
+        return Step(I, "write", q, set_op(rank, q, rank.ops[q]._replace(written=page + 1), i_pc=pc))
+
+    def _count(self, rank, q, page, pc) -> Step:
+        op = rank.ops[q]
+        if self.refuses_increment(op):
+            return Step(I, "increment_refused", q, rank._replace(i_pc=(q, 0, IO_RELEASE)))
+        op = op._replace(completed=page + 1)
+        return Step(I, "increment", q, set_op(rank, q, op, i_pc=pc))
+
+    def _batch(self, before) -> str:
+        page = before.i_pc[1]
+        return f"batch {page // self.config.storage_batch_size}"
+
+    @formats("I.write")
+    def format_i_write(self, before, after, a):
+        page = before.i_pc[1]
+        return f"{self._batch(before)}: read page {page} of q{a.q} from storage, write it into its host slots"
+
+    @formats("I.load_failed")
+    def format_i_load_failed(self, before, after, a):
+        marked = after.ops[a.q].terminated and not before.ops[a.q].terminated
+        tail = " -> short batch -> mark_terminate" if marked else " -> stop (no mark_terminate)"
+        return f"{self._batch(before)}: page {before.i_pc[1]} of q{a.q} fails to load{tail}"
+
+    @formats("I.increment")
+    def format_i_increment(self, before, after, a):
+        ps = self.config.page_size
+        old, new = before.ops[a.q], after.ops[a.q]
+        ignored = " (terminated, counted anyway)" if old.terminated else ""
+        return f"increment(page_size) on q{a.q}: completed_tokens {old.completed * ps} -> {new.completed * ps}{ignored}"
+
+    @formats("I.increment_refused")
+    def format_i_increment_refused(self, before, after, a):
+        return f"increment on q{a.q} refused: operation terminated -> stop loading"
+
+    # ---- after the last page ----
+
+    def io_release_range(self, op, q: int) -> tuple[int, int]:
+        """The host slots the IO thread gives back when it stops: [completed_tokens, hits), in pages
+        (host_indices was truncated to the hits at publish)."""
+        return op.completed, op.hash_value
+
+    def i_release(self, rank, q):
+        op = rank.ops[q]
+        first, last = self.io_release_range(op, q)
+        slots = give_back(op.slots, first, last, RELEASED)
+        moved = set_op(rank, q, op._replace(slots=slots), i_pc=(), release_queue=rank.release_queue + max(0, last - first))
+        return [Step(I, "release", q, moved)]
+
+    @formats("I.release")
+    def format_i_release(self, before, after, a):
+        ps = self.config.page_size
+        first, last = self.io_release_range(before.ops[a.q], a.q)
+        return f"release host_indices[completed_tokens:] = [{first * ps}, {last * ps}) of q{a.q}"

@@ -1,0 +1,292 @@
+"""Protocol mutants: small, named changes a developer of the real system could plausibly make.
+
+Each mutant is a subclass of `PollProtocol` that overrides one hook of a step (or, where
+the change reorders a step, the step itself) and says, in the developer's words, what
+changed and where upstream the change would be made. The step descriptions read what a
+step did off the rank before and after it, so a mutated step is described truthfully by
+the usual description; the mutation run marks the steps a mutant touches. The mutation
+run (`prefetch_check/mutation.py`) checks every mutant with the fixed predicate: a mutant
+that no scenario kills means either the mutant is equivalent (it carries an `equivalent`
+explanation) or a scenario or property is missing.
+
+A mutant runs the same code on every rank and keeps the prefetch, IO and clock steps
+irreversible: the rank-symmetry reduction the mutation run uses relies on both.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from prefetch_check.model.interface import Collective, Step, formats, result
+from prefetch_check.model.protocols.poll.protocol import PollProtocol
+from prefetch_check.model.protocols.poll.state import C_HITS, C_TERMINATE, PUBLISHED, RELEASED, give_back, set_op
+
+
+class Mutant(PollProtocol):
+    """A protocol with one deliberate change; class attributes document it."""
+
+    name: str = ""
+    description: str = ""  # what the developer changed, in their words
+    upstream: str = ""  # where the change would be made upstream
+    touches: tuple[str, ...] = ()  # step kinds the change affects (marked in traces)
+    expected: str = ""  # the property that should catch it
+    equivalent: Optional[str] = None  # why no property can catch it, for an equivalent mutant
+
+    def describe(self, before, after, action) -> str:
+        text = super().describe(before, after, action)
+        if action.kind in self.touches:
+            text += f"   <- mutated ({self.name})"
+        return text
+
+
+# ---- IO thread ----
+
+
+class IncrementIgnoresTerminated(Mutant):
+    name = "increment_ignores_terminated"
+    description = "increment() adds page_size to completed_tokens without checking the terminated flag"
+    upstream = "cache_controller.py, PrefetchOperation.increment: the early `return False` when the operation is terminated"
+    touches = ("I.increment",)
+    expected = "host_memory"
+
+    def refuses_increment(self, op) -> bool:
+        return False
+
+
+class CountBeforeWrite(Mutant):
+    name = "count_before_write"
+    description = "the IO thread calls increment() for a page before copying the page's data into host memory"
+    upstream = "cache_controller.py, the page get loop: `operation.increment(page_size)` moved above the host-memory write"
+    touches = ("I.write", "I.increment", "I.increment_refused")
+    expected = "data_integrity"
+
+    def write_then_count(self) -> bool:
+        return False
+
+
+class ReleaseUntruncated(Mutant):
+    name = "release_untruncated"
+    description = (
+        "publish no longer truncates host_indices to the hit count, so the IO thread's final release "
+        "covers [completed_tokens, L) instead of [completed_tokens, hits)"
+    )
+    upstream = "cache_controller.py, prefetch_thread_func: `operation.host_indices = operation.host_indices[:hits]` dropped"
+    touches = ("I.release",)
+    expected = "host_memory"
+
+    def io_release_range(self, op, q: int) -> tuple[int, int]:
+        return op.completed, len(op.slots)
+
+
+class NoMarkTerminateAfterShortBatch(Mutant):
+    name = "no_mark_terminate_after_short_batch"
+    description = "when a batch loads fewer pages than asked, the IO thread just stops, without mark_terminate()"
+    upstream = "cache_controller.py, the batch loop of the IO thread: `operation.mark_terminate()` before `break` removed"
+    touches = ("I.load_failed",)
+    expected = "progress"
+
+    @property
+    def short_batch_terminates(self) -> bool:
+        return False
+
+
+# ---- prefetch thread ----
+
+ENQUEUED = 4  # stage of this mutant only: on prefetch_buffer, hash_value not yet set
+
+
+class PublishBeforeHashValue(Mutant):
+    name = "publish_before_hash_value"
+    description = (
+        "publish puts the operation on prefetch_buffer first and sets hash_value afterwards "
+        "(host slots released and truncated before both)"
+    )
+    upstream = "cache_controller.py, prefetch_thread_func: `self.prefetch_buffer.put(operation)` moved above `operation.hash_value = ...`"
+    touches = ("P.publish", "P.set_hash_value", "I.release")
+    expected = "progress"
+
+    def p_decide(self, r, rank, q):
+        op = rank.ops[q]
+        if op.stage != ENQUEUED:
+            return super().p_decide(r, rank, q)
+        hit_pages = self.decision_hits(result(rank, "p_coll", (C_HITS, q)), r, q)
+        done = set_op(rank, q, op._replace(stage=PUBLISHED, hash_value=hit_pages), p_pc=-1, p_coll=())
+        return [Step("P", "set_hash_value", q, done)]
+
+    def published(self, rank, q, op, pages, hit_pages):
+        op = op._replace(stage=ENQUEUED, slots=give_back(op.slots, hit_pages, pages, RELEASED))
+        # p_pc and the collective register stay: the thread's next step sets hash_value
+        return set_op(
+            rank, q, op, prefetch_buffer=rank.prefetch_buffer + (q,), release_queue=rank.release_queue + pages - hit_pages
+        )
+
+    def io_release_range(self, op, q: int) -> tuple[int, int]:
+        """host_indices is already truncated to the agreed hits, whatever hash_value says yet."""
+        return op.completed, self.config.agreed_hit_pages(q)
+
+    @formats("P.set_hash_value")
+    def format_set_hash_value(self, before, after, a):
+        return f"publish q{a.q} (second half): hash_value = {after.ops[a.q].hash_value} page(s)"
+
+
+class PublishReleasesPrefix(Mutant):
+    name = "publish_releases_prefix"
+    description = "publish releases the first L-hits host slots instead of the tail [hits, L) beyond the hit count"
+    upstream = "cache_controller.py, prefetch_thread_func: `host_indices[hits:]` written as `host_indices[:L - hits]`"
+    touches = ("P.publish",)
+    expected = "host_memory"
+
+    def unused_slots(self, hit_pages: int, pages: int) -> tuple[int, int]:
+        return 0, pages - hit_pages  # the head, not the tail
+
+
+class RevokeKeepsSlots(Mutant):
+    name = "revoke_keeps_slots"
+    description = "revoke puts the request on the revoke queue but forgets to release its host slots"
+    upstream = "cache_controller.py, prefetch_thread_func, revoke branch: `append_host_mem_release(operation.host_indices)` removed"
+    touches = ("P.revoke",)
+    expected = "host_memory"
+
+    def revoke_releases(self) -> bool:
+        return False
+
+
+class RevokeNotQueued(Mutant):
+    name = "revoke_not_queued"
+    description = "revoke releases the host slots but never puts the request id on the revoke queue"
+    upstream = "cache_controller.py, prefetch_thread_func, revoke branch: `prefetch_revoke_queue.put(request_id)` removed"
+    touches = ("P.revoke",)
+    expected = "progress"
+
+    def revoke_queues(self) -> bool:
+        return False
+
+
+class DecideOnLocalHits(Mutant):
+    name = "decide_on_local_hits"
+    description = "the prefetch thread decides revoke-or-publish on its own storage hit count, not the all_reduce(MIN) result"
+    upstream = "cache_controller.py, prefetch_thread_func: `storage_hit_count = tensor.item()` after the all_reduce dropped"
+    touches = ("P.revoke", "P.publish")
+    expected = "progress"
+
+    def decision_hits(self, agreed, r, q):
+        return self.config.requests[q].hits[r]
+
+
+class ThresholdInPages(Mutant):
+    name = "threshold_in_pages"
+    description = "the prefetch thread compares the hit count in pages, not tokens, against the token threshold"
+    upstream = "cache_controller.py, prefetch_thread_func: `storage_hit_count < self.prefetch_threshold` with the count in pages"
+    touches = ("P.revoke", "P.publish")
+    expected = "wait_complete_delivers"
+
+    def revokes(self, hit_pages: int) -> bool:
+        return hit_pages < self.config.effective_threshold  # pages against tokens
+
+    def _decision_text(self, before, a) -> str:
+        (agreed,) = before.p_coll[2]
+        verb = "<" if a.step == "revoke" else ">="
+        return f"all_reduce(MIN) -> {agreed} hit page(s), compared as if tokens: {agreed} {verb} threshold"
+
+    @formats("P.revoke")
+    def format_p_revoke_in_pages(self, before, after, a):
+        return f"{self._decision_text(before, a)} {self.config.effective_threshold}: revoke q{a.q}"
+
+    @formats("P.publish")
+    def format_p_publish_in_pages(self, before, after, a):
+        return f"{self._decision_text(before, a)} {self.config.effective_threshold}: publish q{a.q}"
+
+
+# ---- scheduler ----
+
+
+class DrainWithoutAgreement(Mutant):
+    name = "drain_without_agreement"
+    description = "drain pops each rank's own revoke and release queue sizes, without the all_reduce(MIN) over ranks"
+    upstream = "hiradix_cache.py, drain_storage_control_queues: the all_reduce(MIN) of the queue sizes removed"
+    touches = ("S.drain",)
+    expected = "tp_agreement"
+
+    def s_drain_arrive(self, r, rank):
+        return [Step("S", "drain", -1, self.drained(rank, len(rank.revoke_queue), rank.release_queue))]
+
+
+class DrainReleaseUnagreed(Mutant):
+    name = "drain_release_unagreed"
+    description = "drain agrees on the revoke queue size but frees each rank's whole host_mem_release_queue"
+    upstream = "hiradix_cache.py, drain_storage_control_queues: `n_release` taken from the local qsize, not the reduced one"
+    touches = ("S.drain",)
+    # Once thought equivalent (a slot on the release queue counted as released). Judged on what
+    # drains actually free, it leaks: the rank that freed its whole queue brings 0 to the next
+    # MIN, so the other ranks' queued slots are never freed.
+    expected = "host_memory"
+
+    def release_count(self, agreed: int, rank) -> int:
+        return rank.release_queue  # this rank's whole queue, not the agreed count
+
+
+class TerminationMin(Mutant):
+    name = "termination_min"
+    description = "the termination collective reduces [not can_terminate, terminated] with MIN instead of MAX"
+    upstream = "hiradix_cache.py, can_terminate_prefetch: `ReduceOp.MAX` written as `ReduceOp.MIN`"
+    touches = ("S.check", "S.keep_waiting", "S.terminate")
+    expected = "wait_complete_delivers"
+    collectives = {
+        **PollProtocol.collectives,
+        C_TERMINATE: Collective("s_coll", min, "all_reduce(MIN, was MAX, [not can_terminate, terminated])"),
+    }
+
+
+class CheckIgnoresTerminated(Mutant):
+    name = "check_ignores_terminated"
+    description = "check_prefetch_progress reduces only [not can_terminate]: the terminated flag is not shared"
+    upstream = "hiradix_cache.py, can_terminate_prefetch: `int(operation.is_terminated())` left out of the reduced tensor"
+    touches = ("S.check",)
+    expected = "progress"
+
+    def termination_vote(self, op, can):
+        return (1 - int(can), 0)
+
+
+class TerminateWithoutMark(Mutant):
+    name = "terminate_without_mark"
+    description = "terminate_prefetch reads completed_tokens and hash_value but no longer calls mark_terminate()"
+    upstream = "cache_controller.py, terminate_prefetch: `operation.mark_terminate()` removed"
+    touches = ("S.terminate",)  # and S.check under best_effort, which terminates at once
+    expected = "host_memory"
+
+    def terminate_marks(self) -> bool:
+        return False
+
+
+class InsertLocalCompleted(Mutant):
+    name = "insert_local_completed"
+    description = "insert uses this rank's completed_tokens instead of the all_reduce(MIN) min_completed_tokens"
+    upstream = "hiradix_cache.py, check_prefetch_progress: `completed_tokens` used where `min_completed_tokens` belongs"
+    touches = ("S.insert",)
+    expected = "tp_agreement"
+
+    def insert_tokens(self, agreed, op):
+        return op.completed * self.config.page_size
+
+
+CATALOGUE: tuple[type[Mutant], ...] = (
+    IncrementIgnoresTerminated,
+    CountBeforeWrite,
+    ReleaseUntruncated,
+    NoMarkTerminateAfterShortBatch,
+    PublishBeforeHashValue,
+    PublishReleasesPrefix,
+    RevokeKeepsSlots,
+    RevokeNotQueued,
+    DecideOnLocalHits,
+    ThresholdInPages,
+    DrainWithoutAgreement,
+    DrainReleaseUnagreed,
+    TerminationMin,
+    CheckIgnoresTerminated,
+    TerminateWithoutMark,
+    InsertLocalCompleted,
+)
+
+BY_NAME: dict[str, type[Mutant]] = {m.name: m for m in CATALOGUE}

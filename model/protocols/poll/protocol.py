@@ -1,0 +1,262 @@
+"""The predicate-poll protocol (SGLang 0.5.1 to 0.5.18): the scheduler polls a completion predicate.
+
+Per rank a scheduler `S`, a prefetch thread `P`, an IO thread `I` and, under the timeout
+policy, a clock `C` (PROTOCOL.md); the shapes of the releases it covers are options of the
+configuration (`Config.shape`). The steps live in one module per thread, each with its
+description beside it; this class puts them together and says what the reductions may
+assume:
+
+- Rank symmetry: ranks with identical parameters (hits, failing pages, allocation failure)
+  are interchangeable. `Rank` lists the scheduler's fields last, and only the scheduler
+  can loop forever: the prefetch and IO threads and the clock take irreversible steps.
+- Steps that are persistent sets on their own (`solo_steps`):
+    S.drain, S.keep_waiting  leave a collective: only this scheduler's own pc and register
+                             (drain pops queue heads and subtracts counts: commutes with appends)
+    I.take                   pops the head of prefetch_buffer (publish appends at the tail)
+    I.write                  sets `written`, read by no thread; the tree only takes pages below
+                             completed_tokens, and the IO thread counts a page only after writing
+                             it, so no insert can overtake a pending write
+  and an `I.increment` that cannot change any answer (`increment_commutes`).
+- Every property is rank-local (early acceptance, data integrity, a double release) or stable
+  once violated (different inserts, ranks stuck in different collectives, a leak or a short
+  delivery at quiescence, a deadlock), as the partial-order reduction needs.
+"""
+
+from __future__ import annotations
+
+from prefetch_check.model.interface import Collective, RankProtocol, Thread
+from prefetch_check.model.predicate_loader import load_predicate
+from prefetch_check.model.protocols.poll.clock import ClockSteps
+from prefetch_check.model.protocols.poll.config import Config
+from prefetch_check.model.protocols.poll.io_thread import IOThreadSteps
+from prefetch_check.model.protocols.poll.predicates import OperationView, Predicate
+from prefetch_check.model.protocols.poll.prefetch_thread import PrefetchThreadSteps
+from prefetch_check.model.protocols.poll.properties import RankView, build_properties, summarize
+from prefetch_check.model.protocols.poll.scheduler import SchedulerSteps
+from prefetch_check.model.protocols.poll.state import (
+    C_COMPLETED,
+    C_DRAIN,
+    C_HITS,
+    C_TERMINATE,
+    S_CHECK,
+    S_DRAIN,
+    S_DRAIN_WAIT,
+    S_ISSUE,
+    S_MAX_WAIT,
+    S_MIN_WAIT,
+    IO_COUNT,
+    IO_READ,
+    initial_rank,
+)
+
+
+class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockSteps, RankProtocol):
+    """The protocol of PROTOCOL.md for one configuration and one completion predicate."""
+
+    protocol_name = "predicate-poll"
+    threads = (Thread("S", "scheduler"), Thread("P", "prefetch"), Thread("I", "io"), Thread("C", "clock"))
+    # the scheduler's group first: the partial-order reduction visits a rank's waits in this order
+    collectives = {
+        C_DRAIN: Collective("s_coll", min, "all_reduce(MIN queue sizes) of drain"),
+        C_TERMINATE: Collective("s_coll", max, "all_reduce(MAX [not can_terminate, terminated])"),
+        C_COMPLETED: Collective("s_coll", min, "all_reduce(MIN completed_tokens)"),
+        C_HITS: Collective("p_coll", min, "all_reduce(MIN hits)"),
+    }
+    solo_steps = {"S.drain": 0, "S.keep_waiting": 1, "I.take": 2, "I.write": 3}
+    INCREMENT_PRIORITY = 4
+    reductions_vouched = True
+
+    def __init__(self, config: Config, predicate: Predicate | str = "fixed", name: str | None = None):
+        if isinstance(predicate, tuple):  # (name, function), as a loader gives it
+            name, predicate = predicate
+        if isinstance(predicate, str):
+            name, predicate = load_predicate(predicate)
+        self.config = config
+        self.predicate = predicate
+        self.predicate_name = name or getattr(predicate, "__name__", "predicate")
+        self._decisions: dict = {}
+        self._hashes = tuple(tuple(f"h{i}" for i in range(n)) for n in range(max(q.pages for q in config.requests) + 1))
+        self._steady = self._requests_without_interrupts()
+        self._properties = build_properties(self)
+
+    # ---- the protocol ----
+
+    def initial_rank(self, r: int):
+        return initial_rank(self.config.num_requests)
+
+    def rank_steps(self, r: int, rank) -> list:
+        return self.scheduler_steps(r, rank) + self.prefetch_steps(r, rank) + self.io_steps(r, rank) + self.clock_steps(r, rank)
+
+    def rank_view(self, rank) -> RankView:
+        return summarize(rank)
+
+    def properties(self):
+        return self._properties
+
+    def quiescent(self, state) -> bool:
+        """Every request resolved and every thread idle with nothing queued for it, on every rank.
+        The scheduler then only drains, round after round; where it is in that loop does not
+        matter (and must not: the reduced search visits only some loop positions)."""
+        return all(summarize(rank).quiet for rank in state)
+
+    def rank_settled(self, rank) -> bool:
+        """Every thread idle, every request resolved, nothing left on the revoke or release queue:
+        from here only the scheduler drains empty queues, round after round."""
+        return summarize(rank).quiet and not rank.revoke_queue and not rank.release_queue
+
+    # ---- the completion predicate ----
+
+    def view_of(self, op) -> OperationView:
+        return OperationView(
+            hash_value=self._hashes[op.hash_value],
+            completed_tokens=op.completed * self.config.page_size,
+            page_size=self.config.page_size,
+            terminated=op.terminated,
+            policy=self.config.policy,
+            timed_out=op.timed_out,
+        )
+
+    def decide_op(self, op) -> bool:
+        """The predicate's local answer (memoised: a predicate must be a pure function)."""
+        key = (op.hash_value, op.completed, op.terminated, op.timed_out)
+        known = self._decisions.get(key)
+        if known is None:
+            known = self._decisions[key] = bool(self.predicate(self.view_of(op)))
+        return known
+
+    def explain_predicate(self, op) -> str:
+        """The predicate's evaluation spelled out: inputs, comparison, answer."""
+        view, answer = self.view_of(op), self.decide_op(op)
+        explain = getattr(self.predicate, "explain", None)
+        if explain is not None:
+            return explain(view, answer)
+        return (
+            f"{self.predicate_name}(len(hash_value)={len(view.hash_value)}, "
+            f"completed_tokens={view.completed_tokens}, terminated={view.terminated}, "
+            f"timed_out={view.timed_out}) -> {'accept' if answer else 'wait'}"
+        )
+
+    # ---- what the reductions may assume ----
+
+    def rank_classes(self) -> tuple[tuple[int, ...], ...]:
+        """Ranks to whom storage looks the same (hits and failing pages of every request) and
+        whose host allocation may fail alike."""
+        cfg, groups = self.config, {}
+        for r in range(cfg.ranks):
+            signature = (
+                tuple(q.hits[r] for q in cfg.requests),
+                tuple(tuple(sorted(q.failing[r])) for q in cfg.requests),
+                cfg.alloc_may_fail[r],
+            )
+            groups.setdefault(signature, []).append(r)
+        return tuple(tuple(g) for g in groups.values())
+
+    def solo_priority(self, rank, action):
+        if action.kind == "I.increment" and self.increment_commutes(rank, action.q):
+            return self.INCREMENT_PRIORITY
+        return self.solo_steps.get(action.kind)
+
+    @classmethod
+    def harness_configs(cls) -> tuple:
+        from prefetch_check.model.protocols.poll.config import RequestSpec, uniform_config
+
+        uneven = RequestSpec(pages=2, hits=(2, 1), failing=(frozenset(), frozenset()))
+        return (
+            uniform_config(ranks=1, pages=2),
+            uniform_config(ranks=2, pages=2),
+            uniform_config(ranks=2, requests=2, pages=1),
+            uniform_config(ranks=2, pages=2, failing={1: {0}}),
+            uniform_config(ranks=2, pages=2, hits=0),
+            uniform_config(ranks=2, pages=1, policy="timeout"),
+            uniform_config(ranks=2, pages=1, policy="best_effort"),
+            uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False)),
+            uniform_config(ranks=1, pages=2, page_size=2, hits=1),
+            uniform_config(ranks=1, pages=2, prefetch_threshold=0, clamp_threshold=False, hits=0),
+            uniform_config(ranks=2, pages=2, shape="seed", failing={0: {1}}),
+            Config(ranks=2, requests=(uneven,)),
+        )
+
+    def _requests_without_interrupts(self) -> frozenset:
+        """Requests whose wait can only end by completion: policy wait_complete (no clock) and no
+        page of theirs fails to load on any rank (nobody marks them terminated before insert)."""
+        if self.config.policy != "wait_complete":
+            return frozenset()
+        return frozenset(q for q, spec in enumerate(self.config.requests) if not any(spec.failing))
+
+    def increment_commutes(self, rank, q: int) -> bool:
+        """Whether this I.increment is a persistent set on its own: it commutes with every step
+        any thread can take before it. Only the scheduler of its rank reads `completed_tokens`:
+        - `check` reads it through the predicate: here the predicate says "wait" both before
+          and after the increment, so the vote, and the state after both steps, are the same;
+        - `terminate` (and `insert` after it) read it, but cannot come first: this rank votes
+          "wait", no clock can fire (wait_complete), and no load of this request fails on any
+          rank, so no rank can be terminated and the MAX collective cannot say "accept".
+        The counter is read by no property. Steps of other ranks touch nothing of this rank."""
+        if q not in self._steady:
+            return False
+        op = rank.ops[q]
+        return not op.terminated and not self.decide_op(op) and not self.decide_op(op._replace(completed=op.completed + 1))
+
+    # ---- for viewers ----
+
+    def fields(self, state) -> dict:
+        """A flat, readable view of the state (`r0.q0.hash_value` -> 2), for trace viewers and diffs."""
+        out = {}
+        ps = self.config.page_size
+        for r, rank in enumerate(state):
+            out[f"r{r}.scheduler"] = _scheduler_pc(rank.s_pc)
+            out[f"r{r}.prefetch"] = "idle" if rank.p_pc < 0 else f"q{rank.p_pc}: waiting in all_reduce(MIN hits)"
+            out[f"r{r}.io"] = _io_pc(rank.i_pc)
+            out[f"r{r}.prefetch_queue"] = list(rank.prefetch_queue)
+            out[f"r{r}.prefetch_buffer"] = list(rank.prefetch_buffer)
+            out[f"r{r}.revoke_queue"] = list(rank.revoke_queue)
+            out[f"r{r}.host_mem_release_queue"] = rank.release_queue
+            out[f"r{r}.scheduler_collective"] = self._register(rank.s_coll)
+            out[f"r{r}.prefetch_collective"] = self._register(rank.p_coll)
+            for q, op in enumerate(rank.ops):
+                p = f"r{r}.q{q}."
+                out[p + "issued"] = op.issued
+                out[p + "stage"] = ("queued", "queried", "revoked", "published")[op.stage]
+                out[p + "in_ongoing_prefetch"] = op.ongoing
+                out[p + "ready"] = op.ready
+                out[p + "hash_value"] = f"{op.hash_value} page(s)"
+                out[p + "pages_written"] = op.written
+                out[p + "completed_tokens"] = op.completed * ps
+                out[p + "terminated"] = op.terminated
+                out[p + "io_failed"] = op.io_failed
+                if self.config.policy == "timeout":
+                    out[p + "timed_out"] = op.timed_out
+                out[p + "host_slots"] = "".join(".RTX"[s] for s in op.slots) or "-"
+                out[p + "inserted_tokens"] = "-" if op.inserted < 0 else op.inserted
+        return out
+
+    def _register(self, reg) -> str:
+        if not reg:
+            return "-"
+        name = self.collective_name(reg[0])
+        if reg[1] == 0:  # WAITING
+            return f"arrived in {name} with {list(reg[2])}"
+        return f"{name} done: {list(reg[2])}"
+
+
+def _scheduler_pc(pc) -> str:
+    kind, q = pc
+    return {
+        S_ISSUE: f"issue q{q}",
+        S_DRAIN: "drain (round start)",
+        S_DRAIN_WAIT: "waiting in drain all_reduce(MIN)",
+        S_CHECK: f"check q{q}",
+        S_MAX_WAIT: f"q{q}: waiting in all_reduce(MAX)",
+        S_MIN_WAIT: f"q{q}: waiting in all_reduce(MIN completed)",
+    }[kind]
+
+
+def _io_pc(pc) -> str:
+    if not pc:
+        return "idle"
+    q, page, phase = pc
+    if phase == IO_READ:
+        return f"q{q}: read page {page}"
+    if phase == IO_COUNT:
+        return f"q{q}: increment page {page}"
+    return f"q{q}: release"
