@@ -25,6 +25,7 @@ from prefetch_check.explorer.trace import Trace
 from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
 from prefetch_check.model.protocols.poll.mutants import CATALOGUE, Mutant
 from prefetch_check.model.protocols.poll.properties import NAMES
+from prefetch_check.model.protocols import builtin_ancestor, protocol_label
 from prefetch_check.model.protocols.poll.protocol import PollProtocol
 from prefetch_check.api import check
 
@@ -172,7 +173,11 @@ def run_mutants(
             progress.finish(key, result)
         return result
 
-    baseline = {sc.name: run(PollProtocol, sc) for sc in scenarios}
+    unmutated = {builtin_ancestor(m) or PollProtocol for m in mutants} or {PollProtocol}
+    if len(unmutated) > 1:
+        raise ValueError("mutants of different protocols cannot share one run")
+    (unmutated,) = unmutated
+    baseline = {sc.name: run(unmutated, sc) for sc in scenarios}
     outcomes = []
     for mutant in mutants:
         kills, bounded, errors = [], [], []
@@ -187,6 +192,17 @@ def run_mutants(
                 bounded.append(sc.name)
         outcomes.append(MutantOutcome(mutant, tuple(kills), tuple(bounded), tuple(errors)))
     return MutationRun(scenarios, name, baseline, tuple(outcomes))
+
+
+def as_mutant(protocol_class) -> type[Mutant]:
+    """A user's protocol variant, run like a mutant: which property in which scenario catches it."""
+    if issubclass(protocol_class, Mutant):
+        return protocol_class
+    doc = (protocol_class.__doc__ or "").strip().splitlines()
+    return type(protocol_class.__name__, (protocol_class,), {
+        "name": protocol_label(protocol_class), "description": doc[0] if doc else "a protocol variant",
+        "upstream": "", "touches": (), "expected": "", "equivalent": None,
+    })
 
 
 def _named(predicate) -> tuple[str, object]:

@@ -53,6 +53,7 @@ def to_json(entries, labels: Labels = Labels()) -> dict:
                     "seconds": round(st.seconds + st.progress_seconds, 3),
                     "complete": st.complete,
                     "stop_reason": st.stop_reason,
+                    "reductions": st.reductions,
                 },
                 "properties": props,
             }

@@ -52,6 +52,12 @@ def load_protocol(spec):
     return cls
 
 
+def builtin_ancestor(cls):
+    """The built-in protocol a class is (or is a variant of), or None."""
+    builtin = {(module, attr) for module, attr in BUILTIN.values()}
+    return next((k for k in cls.__mro__ if (k.__module__, k.__name__) in builtin), None)
+
+
 def protocol_label(cls) -> str:
     """How reports name a protocol class: its built-in name, or module:Class for a variant."""
     for name, (module, attr) in BUILTIN.items():

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.model.predicate_loader import load_predicate
+from prefetch_check.model.protocols import ProtocolError, load_protocol
 from prefetch_check.model.protocols.poll.properties import NAMES as PROPERTY_NAMES
 from prefetch_check.scenario import Case, InputError, Scenario, load_scenario
 from prefetch_check.scenario.errors import did_you_mean
@@ -56,6 +57,25 @@ def add_limit_flags(parser: argparse.ArgumentParser) -> None:
 
 def limit_overrides(args) -> dict:
     return {"max_states": args.max_states, "max_depth": args.max_depth, "time_limit": args.time_limit}
+
+
+def add_protocol_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--protocol", metavar="NAME|package.module:Class",
+        help="the protocol to check: a built-in name (predicate-poll) or a variant of yours, a subclass "
+             "of a built-in protocol that overrides a step or hook (replaces the scenario's protocol key)",
+    )
+
+
+def check_protocol(spec):
+    """The --protocol value, loaded once so a bad one is reported before any search."""
+    if spec is None:
+        return None
+    try:
+        load_protocol(spec)
+    except ProtocolError as exc:
+        raise InputError(f"--protocol: {exc}") from None
+    return spec
 
 
 def add_case_flag(parser: argparse.ArgumentParser) -> None:

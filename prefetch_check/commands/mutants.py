@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.model.protocols.poll.mutants import BY_NAME, CATALOGUE
-from prefetch_check.commands.common import add_limit_flags, limit_overrides, output_console
+from prefetch_check.commands.common import add_limit_flags, check_protocol, limit_overrides, output_console
 from prefetch_check.mutation import (
     BUILTIN_CONFIGS,
     EQUIVALENT,
@@ -17,8 +17,10 @@ from prefetch_check.mutation import (
     WRONG_EQUIVALENCE,
     MutationRun,
     NamedConfig,
+    as_mutant,
     run_mutants,
 )
+from prefetch_check.model.protocols import load_protocol
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
 from prefetch_check.scenario.errors import did_you_mean
@@ -38,11 +40,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-traces", action="store_true", help="omit the counterexample steps")
     parser.add_argument("--markdown", action="store_true", help="print only the score table, as Markdown (for the README)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    parser.add_argument("--protocol", metavar="package.module:Class",
+                        help="run a protocol variant of yours like a mutant (instead of the catalogue): "
+                             "which property in which scenario catches it")
     add_limit_flags(parser)
 
 
 def execute(args) -> int:
-    mutants = _chosen(args.mutant)
+    if args.protocol and args.mutant:
+        raise InputError("--protocol and --mutant: choose one (a variant of yours, or mutants of the catalogue)")
+    mutants = [as_mutant(load_protocol(check_protocol(args.protocol)))] if args.protocol else _chosen(args.mutant)
     console = output_console()
     if args.list:
         for line in catalogue_lines(mutants):

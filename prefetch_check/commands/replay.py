@@ -15,7 +15,9 @@ from prefetch_check.explorer.replay import Divergence, replay
 from prefetch_check.explorer.trace import parse_schedule
 from prefetch_check.model.interface import parse_action_id
 from prefetch_check.api import build_model
-from prefetch_check.commands.common import add_case_flag, check_predicate, one_case, output_console
+from prefetch_check.commands.common import (
+    add_case_flag, add_protocol_flag, check_predicate, check_protocol, one_case, output_console,
+)
 from prefetch_check.commands.sampling_args import ranks_value
 from prefetch_check.sampling import with_ranks
 from prefetch_check.scenario import InputError
@@ -30,6 +32,7 @@ def add_arguments(parser) -> None:
                         help="action ids separated by spaces (e.g. 'S0.issue.q0 S0.drain_arrive'), "
                              "or @FILE holding one (text, or JSON with a \"schedule\" key)")
     add_case_flag(parser)
+    add_protocol_flag(parser)
     parser.add_argument("--ranks", type=ranks_value, metavar="N",
                         help="at N tensor-parallel ranks instead of the scenario's (as `simulate --ranks` ran it)")
     parser.add_argument("--predicate", default="buggy", metavar="P", help="buggy (default), fixed or package.module:function")
@@ -59,11 +62,12 @@ def read_schedule(text: str) -> str:
 def execute(args) -> int:
     predicate = check_predicate(args.predicate)
     schedule = read_schedule(args.schedule)
-    _, case = one_case(args.scenario, args.case)
+    scenario, case = one_case(args.scenario, args.case)
+    protocol = check_protocol(args.protocol) or scenario.protocol
     config, name = case.config, case.name
     if args.ranks is not None and args.ranks != config.ranks:
         config, name = with_ranks(config, args.ranks, args.scenario), f"{case.name} at ranks={args.ranks}"
-    model = build_model(config, predicate)
+    model = build_model(config, predicate, protocol)
     check_action_ids(schedule, model, config)
     console = output_console()
     console.print(f"replaying on {name} with predicate {predicate}:", highlight=False)

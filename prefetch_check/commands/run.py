@@ -13,7 +13,9 @@ from prefetch_check import __version__
 from prefetch_check.explorer.report import Labels, print_report, summary
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.model.predicate_loader import load_predicate
-from prefetch_check.commands.common import add_limit_flags, check_predicate, limit_overrides
+from prefetch_check.commands.common import (
+    add_limit_flags, add_protocol_flag, check_predicate, check_protocol, limit_overrides,
+)
 from prefetch_check.commands import run_outputs
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
@@ -51,6 +53,7 @@ def add_arguments(parser) -> None:
                         help="write each violation that no expectation calls for as an HTML counterexample page "
                              "into DIR (made if missing)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    add_protocol_flag(parser)
 
 
 def execute(args) -> int:
@@ -64,7 +67,8 @@ def execute(args) -> int:
     pages = run_outputs.traces_folder(args.traces_dir)
     scenarios = load_scenarios(args.paths or _default_paths())  # every file validated before anything runs
     _warn_about_shapes(predicates, scenarios)
-    tasks = plan(scenarios, predicates, limit_overrides(args), reductions=not args.no_reductions)
+    protocol = check_protocol(args.protocol)
+    tasks = plan(scenarios, predicates, limit_overrides(args), reductions=not args.no_reductions, protocol=protocol)
     jobs = args.jobs or os.cpu_count() or 1
     with RunProgress(len(tasks), quiet=args.quiet) as progress:
         results = run_tasks(tasks, jobs, progress)
@@ -75,6 +79,7 @@ def execute(args) -> int:
     run_outputs.write_reports(reports, report, LABELS)
     _, failed = summary(report)
     warn_never_fired(tasks, results)  # stderr: stdout stays the verdicts alone
+    _say_reductions(tasks, results)
     return 1 if failed else 0
 
 
@@ -107,6 +112,18 @@ def _default_paths() -> list:
     return shipped
 
 
+def _say_reductions(tasks, results) -> None:
+    """A protocol variant's reductions are vouched for at run time, or left off: say which (stderr),
+    once per protocol and outcome."""
+    said = set()
+    for task, result in zip(tasks, results):
+        note = result.stats.reductions
+        if task.protocol is None or (task.protocol, note) in said:
+            continue
+        said.add((task.protocol, note))
+        print(f"prefetch-check: reductions for {task.protocol}: {note}", file=sys.stderr)
+
+
 def _hints(tasks, report, pages: dict):
     """For an unexpected violation, the command that shows its counterexample (and its page from
     --traces-dir), printed under the failure it belongs to."""
@@ -119,6 +136,8 @@ def _hints(tasks, report, pages: dict):
         case = ""
         if len(task.scenario.cases) > 1:
             case = f" --case {task.scenario.cases.index(task.case) + 1}"
+        if task.protocol is not None and task.protocol != task.scenario.protocol:
+            case += f" --protocol {task.protocol}"
         lines = [f"see it: prefetch-check trace {task.scenario.path}{case} --predicate {task.predicate} --property {x.prop}"]
         page = pages.get((entry.subject, entry.variant, x.prop))
         if page is not None:

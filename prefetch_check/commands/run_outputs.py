@@ -99,7 +99,7 @@ def write_trace_pages(folder: Path, tasks, entries) -> dict:
         props = unexpected_violations(entry)
         if not props:
             continue
-        model = build_model(task.case.config, task.predicate)
+        model = build_model(task.case.config, task.predicate, task.protocol)
         for prop in props:
             pr = entry.result.results[prop]
             path = folder / page_name(entry, prop)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.commands.common import (
-    add_case_flag, add_limit_flags, check_predicate, check_property, limit_overrides, one_case, output_console,
+    add_case_flag, add_limit_flags, add_protocol_flag, check_predicate, check_property, check_protocol, limit_overrides, one_case, output_console,
     positive_int,
 )
 from prefetch_check.progress import RunProgress
@@ -35,6 +35,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--graph-states", type=positive_int, default=GRAPH_STATES, metavar="N",
                         help=f"dot and graphml: export at most N states (default {GRAPH_STATES})")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    add_protocol_flag(parser)
     add_limit_flags(parser)
 
 
@@ -56,10 +57,11 @@ def execute(args) -> int:
         raise InputError(f"--out {args.out}: the folder {Path(args.out).parent} does not exist")
     view = viewer()
     scenario, case = one_case(args.scenario, args.case)
+    protocol = check_protocol(args.protocol) or scenario.protocol
     limits = scenario.limits_for(predicate, limit_overrides(args))
     with RunProgress(1, quiet=args.quiet) as progress:
         progress.start(0, f"{case.name} · {predicate}")
-        result = run_check(case.config, predicate, limits, progress.callback(0), case.name, not args.no_reductions)
+        result = run_check(case.config, predicate, limits, progress.callback(0), case.name, not args.no_reductions, protocol)
         progress.finish(0, result)
     if prop is None:
         prop = next((n for n in result.violated), None)

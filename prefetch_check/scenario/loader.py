@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prefetch_check.explorer.limits import Limits
+from prefetch_check.model.protocols import ProtocolError, load_protocol
 from prefetch_check.model.protocols.poll.config import Config
 from prefetch_check.scenario.errors import InputError, did_you_mean
 from prefetch_check.scenario.expectations import Expect, parse_expect
@@ -41,6 +42,7 @@ class Scenario:
     description: str
     cases: tuple[Case, ...]
     expect: dict = field(default_factory=dict)  # predicate -> Expect
+    protocol: str | None = None  # a built-in protocol's name or package.module:ClassName; None: the default
     limits: dict = field(default_factory=dict)  # None / predicate -> {limit: value}
 
     def limits_for(self, predicate: str, overrides: dict | None = None) -> Limits:
@@ -80,6 +82,12 @@ def _build(source: Source, doc: dict, stem: str) -> Scenario:
             )
     top = {k: v for k, v in doc.items() if k in PARAMETERS}
     matrix = check_matrix(doc.get("matrix", {}), top, bool(requests))
+    protocol = doc.get("protocol")
+    if protocol is not None:
+        try:
+            load_protocol(protocol)
+        except ProtocolError as exc:
+            raise ValueProblem(("protocol",), str(exc)) from None
     name = doc.get("name", stem)
     cases = []
     for choice in expand(matrix):
@@ -99,6 +107,7 @@ def _build(source: Source, doc: dict, stem: str) -> Scenario:
         cases=tuple(cases),
         expect=parse_expect(doc.get("expect", {})),
         limits=parse_limits(doc.get("limits", {})),
+        protocol=protocol,
     )
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.report.records import Entry
 from prefetch_check.explorer.result import CheckResult
+from prefetch_check.model.protocols import load_protocol, protocol_label
 from prefetch_check.model.protocols.poll.predicates import BUILTIN
 from prefetch_check.api import check
 from prefetch_check.scenario.errors import InputError
@@ -35,32 +36,38 @@ class Task:
     predicate: str
     limits: Limits
     reductions: bool = True
+    protocol: str | None = None  # None: the default protocol
 
     @property
     def label(self) -> str:
         return f"{self.case.name} · {self.predicate}"
 
 
-def plan(scenarios: list[Scenario], predicates: list[str], overrides: dict, reductions: bool = True) -> list[Task]:
-    """Scenarios in the given order, their cases in matrix order, predicates in command-line order."""
+def plan(
+    scenarios: list[Scenario], predicates: list[str], overrides: dict, reductions: bool = True, protocol: str | None = None
+) -> list[Task]:
+    """Scenarios in the given order, their cases in matrix order, predicates in command-line order;
+    `protocol` (from --protocol) replaces each scenario's own."""
     tasks = []
     for s in scenarios:
         for case in s.cases:
             for p in predicates:
-                tasks.append(Task(len(tasks), s, case, p, s.limits_for(p, overrides), reductions))
+                tasks.append(Task(len(tasks), s, case, p, s.limits_for(p, overrides), reductions, protocol or s.protocol))
     return tasks
 
 
 def run_one(task: Task, on_progress=None) -> CheckResult:
-    return run_check(task.case.config, task.predicate, task.limits, on_progress, task.case.name, task.reductions)
+    return run_check(task.case.config, task.predicate, task.limits, on_progress, task.case.name, task.reductions, task.protocol)
 
 
-def run_check(config, predicate: str, limits: Limits, on_progress, label: str, reductions: bool = True) -> CheckResult:
+def run_check(
+    config, predicate: str, limits: Limits, on_progress, label: str, reductions: bool = True, protocol: str | None = None
+) -> CheckResult:
     """`prefetch_check.api.check`, with a user's predicate that raises reported as bad input."""
     if predicate in BUILTIN:
-        return check(config, predicate, limits, on_progress, reductions)
+        return check(config, predicate, limits, on_progress, reductions, protocol)
     try:
-        return check(config, predicate, limits, on_progress, reductions)
+        return check(config, predicate, limits, on_progress, reductions, protocol)
     except Exception as exc:  # the user's code: say where it failed, without a traceback
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         raise PredicateFailed(
@@ -138,8 +145,8 @@ def _drain(events, progress, labels, finished) -> None:
 
 # ---- results as report entries ----
 
-def parameters(case: Case) -> dict:
-    """The case's Config as plain JSON values (frozensets become sorted lists)."""
+def parameters(case: Case, protocol: str | None = None) -> dict:
+    """The protocol's name and the case's Config as plain JSON values (frozensets become sorted lists)."""
 
     def plain(v):
         if isinstance(v, (frozenset, set)):
@@ -150,7 +157,7 @@ def parameters(case: Case) -> dict:
             return {k: plain(x) for k, x in v.items()}
         return v
 
-    return plain(dataclasses.asdict(case.config))
+    return {"protocol": protocol_label(load_protocol(protocol)), **plain(dataclasses.asdict(case.config))}
 
 
 def entries(tasks: list[Task], results: list[CheckResult]) -> list[Entry]:
@@ -163,7 +170,7 @@ def entries(tasks: list[Task], results: list[CheckResult]) -> list[Entry]:
                 variant=t.predicate,
                 result=r,
                 expectations=expect.judge(r) if expect else (),
-                parameters=parameters(t.case),
+                parameters=parameters(t.case, t.protocol),
                 source=t.scenario.path,
             )
         )

@@ -72,7 +72,11 @@ PARAMETERS = {p.name: p for p in GLOBAL + (REQUESTS,) + REQUEST}
 SHORTHAND = ("requests",) + tuple(p.name for p in REQUEST)  # excluded when [[request]] tables are used
 REQUEST_KEYS = {p.name: p for p in REQUEST}
 
-META = {"name": "a short name shown in reports (default: the file name)", "description": "free text"}
+META = {
+    "name": "a short name shown in reports (default: the file name)",
+    "description": "free text",
+    "protocol": "the protocol to check: a built-in name or package.module:ClassName of a variant (default: predicate-poll)",
+}
 TABLES = {
     "request": "[[request]] tables, one per request (pages, hits, failing)",
     "matrix": "[matrix]: parameter -> list of values; one run per combination",
