@@ -1,19 +1,21 @@
 """Exhaustive breadth-first search with a visited set.
 
-States get ids in the order BFS discovers them, so the frontier is simply the id
-range not yet expanded, and the first violation found of a safety property lies at
-minimal depth: its trace is a shortest counterexample. With `record_graph` the
-search keeps every edge (successor id and label, see `Label`) for the progress analysis.
+States get ids in the order BFS discovers them, so the frontier is simply the id range
+not yet expanded, and the first violation found of a safety property lies at minimal
+depth: its trace is a shortest counterexample. A `GraphRecorder` observing the search
+keeps every edge for the progress analysis (`graph.py`); the safety properties are judged
+as states are stored (`judge.py`).
 
-Chain fusion (`fuse=True`, with a reduced `expand`): a state whose reduced expansion is a
-single step has exactly one way on in the reduced graph, so the search walks through it
-without storing it. The stored graph is the reduced graph with such states contracted
-into the edges that pass through them, and every contracted state still counts: its
-safety properties are judged (a state or step that violates one stops the walk and is
-stored, so findings keep their trace), its step is counted, and the edge's `Label` keeps
-what the progress analysis needs of it (the actors that stepped, the actors enabled in
-every state passed, whether every state passed was pending). Any cycle of the reduced
-graph maps to a cycle of the stored graph with the same states, steps and enabledness.
+Chain fusion (`SearchOptions.fuse`, with a reduced `expand`): a state whose reduced
+expansion is a single step has exactly one way on in the reduced graph, so the search
+walks through it without storing it (`_walk`). The stored graph is the reduced graph with
+such states contracted into the edges that pass through them, and every contracted state
+still counts: its safety properties are judged (a state or step that violates one stops
+the walk and is stored, so findings keep their trace), its step is counted, and the edge's
+`Label` keeps what the progress analysis needs of it (the actors that stepped, the actors
+enabled in every state passed, whether every state passed was pending). Any cycle of the
+reduced graph maps to a cycle of the stored graph with the same states, steps and
+enabledness.
 """
 
 from __future__ import annotations
@@ -23,41 +25,18 @@ import time
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple, Optional
+from typing import Optional
 
-from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, EVENTUALLY, Model
-from prefetch_check.explorer.limits import Limits, peak_memory_mb
+from prefetch_check.explorer.graph import EVERY, LABEL_BITS, LABEL_MASK, LABEL_SLOTS, GraphRecorder, Label, Labels
+from prefetch_check.explorer.interface import Model, hooks
+from prefetch_check.explorer.judge import Finding, Judge
+from prefetch_check.explorer.limits import peak_memory_mb
+from prefetch_check.explorer.options import SearchOptions
+
+__all__ = ["CHECK_EVERY", "Exploration", "Finding", "Label", "explore"]
 
 # how often (in expanded states) limits are checked and progress is reported
 CHECK_EVERY = 2048
-
-EVERY = -1  # a bitmask with every bit set (the identity of &)
-_LABEL_BITS = 24  # an edge is succ_id << _LABEL_BITS | label index
-_LABEL_MASK = (1 << _LABEL_BITS) - 1
-
-
-class Label(NamedTuple):
-    """What an edge of the stored graph passes through (one step, or a fused chain of steps).
-
-    fired:    bitmask of the actors (their indices) that take a step on the edge
-    enabled:  bitmask of the actors enabled in every state passed inside the edge (EVERY for one step)
-    pending:  bit i set when every state passed inside the edge is pending for the i-th
-              progress property (EVERY for one step)
-    """
-
-    fired: int
-    enabled: int = EVERY
-    pending: int = EVERY
-
-
-@dataclass
-class Finding:
-    """Where a safety property first failed: a state, or an edge from `state_id` by `action`."""
-
-    state_id: int
-    reason: str
-    action: object = None  # for a step invariant: the action leaving state_id
-    next_state: object = None
 
 
 @dataclass
@@ -68,9 +47,7 @@ class Exploration:
     depth: array = field(default_factory=lambda: array("i"))  # id -> steps from an initial state
     findings: dict = field(default_factory=dict)  # property name -> Finding
     deadlocks: list = field(default_factory=list)  # ids without successors, in BFS order
-    edges: Optional[list] = None  # id -> array of succ_id * LABEL_SLOTS + label index
-    enabled: Optional[list] = None  # id -> bitmask of actors with an enabled action
-    pending_bits: Optional[array] = None  # id -> bit i set when pending for the i-th progress property
+    graph: Optional[GraphRecorder] = None  # the recorded graph (for the progress analysis)
     labels: list = field(default_factory=list)  # label index -> Label
     progress_bits: dict = field(default_factory=dict)  # progress property name -> its bit in Label.pending
     actors: dict = field(default_factory=dict)  # actor -> index
@@ -82,10 +59,22 @@ class Exploration:
     seconds: float = 0.0
     action_counts: Counter = field(default_factory=Counter)
     peak_memory_mb: float = 0.0
-    expand: Optional[Callable] = None  # the reduced expansion the search used (to re-walk fused edges)
-    canonical: Optional[Callable] = None
+    expand: Optional[object] = None  # the reduced expansion the search fused with (to re-walk fused edges)
+    canonical: Optional[object] = None
 
-    LABEL_SLOTS = 1 << _LABEL_BITS  # edge encoding: succ_id * LABEL_SLOTS + label index
+    LABEL_SLOTS = LABEL_SLOTS  # edge encoding: succ_id * LABEL_SLOTS + label index
+
+    @property
+    def edges(self) -> Optional[list]:
+        return None if self.graph is None else self.graph.edges
+
+    @property
+    def enabled(self) -> Optional[list]:
+        return None if self.graph is None else self.graph.enabled
+
+    @property
+    def pending_bits(self) -> Optional[array]:
+        return None if self.graph is None else self.graph.pending_bits
 
     @property
     def max_depth(self) -> int:
@@ -98,7 +87,7 @@ class Exploration:
 
     def successors_of(self, sid: int):
         """(successor id, Label) of every stored edge leaving `sid`."""
-        slots, labels = self.LABEL_SLOTS, self.labels
+        slots, labels = LABEL_SLOTS, self.labels
         for code in self.edges[sid]:
             yield code // slots, labels[code % slots]
 
@@ -127,11 +116,9 @@ class Exploration:
         raise AssertionError("search graph and model disagree: no fused edge reaches the next state")
 
 
-ProgressCallback = Callable[[dict], None]
-
-
-def explore(model: Model, *args, **kwargs) -> Exploration:
-    """Visit every reachable state (up to the limits), judging the safety properties; see `_explore`.
+def explore(model: Model, options: SearchOptions = SearchOptions(), graph: Optional[GraphRecorder] = None) -> Exploration:
+    """Visit every reachable state (up to the limits), judging the safety properties; `graph`
+    (when given) records the state graph for the progress analysis.
 
     The search allocates millions of acyclic tuples: the cycle collector would scan them
     again and again and find nothing, so it is off during the search, on again after.
@@ -139,171 +126,94 @@ def explore(model: Model, *args, **kwargs) -> Exploration:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _explore(model, *args, **kwargs)
+        return _Search(model, options, graph).run()
     finally:
         if collecting:
             gc.enable()
 
 
-def _explore(
-    model: Model,
-    limits: Limits = Limits(),
-    record_graph: bool = False,
-    canonical: Optional[Callable] = None,
-    on_progress: Optional[ProgressCallback] = None,
-    stop_when_found: bool = False,
-    expand: Optional[Callable] = None,
-    fuse: bool = False,
-) -> Exploration:
-    """Breadth-first search.
+class _Search:
+    """One breadth-first search: the stored states and their bookkeeping, the main loop
+    (`run`), storing a state (`_store`) and walking a fused chain (`_walk`)."""
 
-    `canonical` maps a state to its orbit's representative (symmetry reduction).
-    `stop_when_found` ends the search once every safety property has a finding.
-    `expand(state) -> (chosen successors, the enabled actions or a bitmask of their actors)`
-    replaces `model.successors` with a reduced expansion (partial-order reduction); the
-    enabled actors, not only the chosen ones, decide fairness. `fuse` then walks through
-    states with a single chosen step (see the module docstring).
-    """
-    if fuse and expand is None:
-        raise ValueError("chain fusion needs a reduced expansion (expand=...)")
-    props = [p for p in model.properties() if p.not_applicable is None]
-    state_props = [p for p in props if p.kind == ALWAYS]
-    step_props = [p for p in props if p.kind == ALWAYS_STEP]
-    progress_props = [p for p in props if p.kind == EVENTUALLY]
-    ex = Exploration(model=model, expand=expand if fuse else None, canonical=canonical)
-    ex.progress_bits = {p.name: i for i, p in enumerate(progress_props)}
-    if record_graph:
-        ex.edges, ex.enabled = [], []
-        if progress_props:
-            ex.pending_bits = array("q")
-    pending_bits = ex.pending_bits
-    index: dict = {}
-    through: dict = {}  # fused state -> end id << _LABEL_BITS | label index of the rest of its chain
-    stash: dict = {}  # id -> its expansion, computed when a walk stopped there
-    states, parent, depth, findings = ex.states, ex.parent, ex.depth, ex.findings
-    successors, actor_of = model.successors, model.actor
-    actors, labels = ex.actors, ex.labels
-    label_index: dict = {}
-    slots = Exploration.LABEL_SLOTS
-    counts: dict = {}
-    step_judges: dict = {}  # action -> the step properties that judge it
-    one_step: dict = {}  # action -> (label index of an edge that is that step alone, actor bit)
-    actor_bit: dict = {}  # action -> 1 << index of its actor (actions are few, states many)
-    canon = canonical or (lambda s: s)
+    def __init__(self, model: Model, options: SearchOptions, graph: Optional[GraphRecorder]):
+        self.model, self.options, self.graph = model, options, graph
+        self.ex = ex = Exploration(model=model, expand=options.expand if options.fuse else None, canonical=options.canonical)
+        ex.graph = graph
+        self.judge = Judge(model, ex.findings, wants_bits=graph is not None)
+        ex.progress_bits = self.judge.progress_bits
+        self.labels = Labels()
+        ex.labels = self.labels.labels
+        self.index: dict = {}  # (canonical) state -> id
+        self.through: dict = {}  # fused state -> end id << LABEL_BITS | label index of the rest of its chain
+        self.stash: dict = {}  # id -> its expansion, computed when a walk stopped there
+        self.counts: dict = {}  # action -> steps taken
+        self.actor_bit: dict = {}  # action -> 1 << index of its actor (actions are few, states many)
+        self.one_step: dict = {}  # action -> (label index of an edge that is that step alone, actor bit)
+        self.canon = options.canonical or (lambda s: s)
+        self.max_states = options.limits.max_states
+        self.max_depth = options.limits.max_depth
+        actors = hooks(model).actors
+        for actor in actors() if actors is not None else ():
+            ex.actors[actor] = len(ex.actors)
 
-    # properties without a finding yet (a property is judged until its first, shortest, finding)
-    live_state = list(state_props)
-    live_step = list(step_props)
-    wants_deadlock = any(p.kind == DEADLOCK_FREE for p in props)
+    # ---- actors and labels ----
 
-    model_actors = getattr(model, "actors", None)
-    for actor in model_actors() if model_actors is not None else ():
-        actors[actor] = len(actors)
-
-    def bit_of(action) -> int:
-        bit = actor_bit.get(action)
+    def bit_of(self, action) -> int:
+        bit = self.actor_bit.get(action)
         if bit is None:
-            actor = actor_of(action)
+            actors = self.ex.actors
+            actor = self.model.actor(action)
             a = actors.get(actor)
             if a is None:
                 a = actors[actor] = len(actors)
-            bit = actor_bit[action] = 1 << a
+            bit = self.actor_bit[action] = 1 << a
         return bit
 
-    def mask_of(enabled) -> int:
+    def mask_of(self, enabled) -> int:
         """The actors of `enabled` (a list of actions, or already a bitmask) as a bitmask."""
         if enabled.__class__ is int:
             return enabled
         mask = 0
         for action in enabled:
-            bit = actor_bit.get(action)
-            mask |= bit if bit is not None else bit_of(action)
+            mask |= self.bit_of(action)
         return mask
 
-    def label_id(label: tuple) -> int:
-        i = label_index.get(label)
-        if i is None:
-            i = label_index[label] = len(labels)
-            labels.append(Label(*label))
-            assert i < slots, "too many distinct edge labels for the edge encoding"
-        return i
-
-    key_of = getattr(model, "property_key", None)
-    verdicts: dict = {}  # property_key -> verdict (when the model has one)
-    wants_bits = record_graph and bool(progress_props)
-
-    def verdict(state) -> tuple:
-        """(((property, reason) of each failing state property), bit i set when pending for the
-        i-th progress property); judged once per property_key when the model has one."""
-        if key_of is not None:
-            key = key_of(state)
-            known = verdicts.get(key)
-            if known is not None:
-                return known
-        bad = []
-        for p in state_props if key_of is not None else live_state:
-            reason = p.check(state)
-            if reason:
-                bad.append((p, reason))
-        bits = 0
-        if wants_bits:
-            for i, p in enumerate(progress_props):
-                if p.check(state):
-                    bits |= 1 << i
-        known = (tuple(bad), bits)
-        if key_of is not None:
-            verdicts[key] = known
-        return known
-
-    def record(sid: int, bad: tuple) -> None:
-        """Findings for the live properties among the failing ones of state sid."""
-        for p, reason in bad:
-            if p in live_state:
-                findings[p.name] = Finding(sid, reason)
-                live_state.remove(p)
-
-    def judges(action) -> list:
-        judged = step_judges.get(action)
-        if judged is None:
-            judged = step_judges[action] = [p for p in step_props if p.concerns is None or p.concerns(action)]
-        return judged
-
-    def single_step(action) -> tuple:
+    def single_step(self, action) -> tuple:
         """(label index, actor bit) of an edge that is this step alone."""
-        bit = bit_of(action)
-        known = one_step[action] = (label_id((bit, EVERY, EVERY)), bit)
+        bit = self.bit_of(action)
+        known = self.one_step[action] = (self.labels.index((bit, EVERY, EVERY)), bit)
         return known
 
-    def violates_step(state, action, nxt) -> bool:
-        """Whether a live step property fails on this step."""
-        judged = step_judges.get(action)
-        for p in judged if judged is not None else judges(action):
-            if p in live_step and p.check(state, action, nxt):
-                return True
-        return False
+    # ---- storing states ----
 
-    def store(key, from_sid: int, d: int) -> int:
+    def _store(self, key, from_sid: int, d: int) -> int:
         """A new stored state, or -1 when the state limit forbids it."""
-        if max_states is not None and len(states) + ex.fused >= max_states:  # visited, fused included
-            ex.stop_reason = f"state limit of {max_states} reached"
+        ex = self.ex
+        if self.max_states is not None and len(ex.states) + ex.fused >= self.max_states:  # visited, fused included
+            ex.stop_reason = f"state limit of {self.max_states} reached"
             return -1
-        tid = len(states)
-        index[key] = tid
-        states.append(key)
-        parent.append(from_sid)
-        depth.append(d)
-        if live_state or wants_bits:
-            bad, bits = verdict(key)
+        tid = len(ex.states)
+        self.index[key] = tid
+        ex.states.append(key)
+        ex.parent.append(from_sid)
+        ex.depth.append(d)
+        judge = self.judge
+        if judge.live_state or judge.wants_bits:
+            bad, bits = judge.verdict(key)
             if bad:
-                record(tid, bad)
-            if wants_bits:
-                pending_bits.append(bits)
+                judge.record(tid, bad)
+            if judge.wants_bits:
+                self.graph.pending_bits.append(bits)
         return tid
 
-    def walk(key, from_sid: int, d: int) -> tuple[int, tuple]:
+    def _walk(self, key, from_sid: int, d: int) -> tuple[int, tuple]:
         """Follow single-step expansions from `key` (depth d, not yet seen) to a state that is
         stored; returns (its id or -1 at the state limit, the Label tuple of the states passed)."""
-        chain = []  # (state, actor bit of its step, enabled mask, pending bits)
+        ex, judge, expand, index, through = self.ex, self.judge, self.options.expand, self.index, self.through
+        labels, canon, max_depth, recording = self.labels, self.canon, self.max_depth, self.graph is not None
+        key_of, verdicts = judge.key_of, judge.verdicts
+        chain = []  # (state, action, actor bit of its step, enabled mask, pending bits)
         on_chain = {}
         cur = key
         end = None
@@ -312,22 +222,19 @@ def _explore(
             expansion = None  # of `cur`, kept for its expansion if the walk stores it
             if max_depth is not None and d + len(chain) >= max_depth:
                 break
-            bad, pbits = verdicts.get(key_of(cur)) or verdict(cur) if key_of is not None else verdict(cur)
-            if bad and any(p in live_state for p, _ in bad):
+            bad, pbits = verdicts.get(key_of(cur)) or judge.verdict(cur) if key_of is not None else judge.verdict(cur)
+            if bad and any(p in judge.live_state for p, _ in bad):
                 break
             expansion = expand(cur)
             chosen, enabled_actions = expansion
             if len(chosen) != 1:
                 break
             action, nxt = chosen[0]
-            if live_step and violates_step(cur, action, nxt):
+            if judge.live_step and judge.violates_step(cur, action, nxt):
                 break
             on_chain[cur] = len(chain)
-            if record_graph:
-                chain.append((
-                    cur, action, actor_bit.get(action) or bit_of(action),
-                    enabled_actions if enabled_actions.__class__ is int else mask_of(enabled_actions), pbits,
-                ))
+            if recording:
+                chain.append((cur, action, self.actor_bit.get(action) or self.bit_of(action), self.mask_of(enabled_actions), pbits))
             else:
                 chain.append((cur, action, 0, EVERY, EVERY))
             nkey = canon(nxt)
@@ -336,141 +243,153 @@ def _explore(
                 break
             memo = through.get(nkey)
             if memo is not None:
-                end, rest = memo >> _LABEL_BITS, labels[memo & _LABEL_MASK]
+                end, rest = memo >> LABEL_BITS, labels.labels[memo & LABEL_MASK]
                 break
             if nkey in on_chain:  # a cycle of single steps: store the state that closes it
                 del chain[on_chain[nkey]:]
-                end = store(nkey, from_sid, d + len(chain))
+                end = self._store(nkey, from_sid, d + len(chain))
                 break
             cur = nkey
         if end is None:  # the walk stopped at `cur`: store it, with its expansion if computed
-            end = store(cur, from_sid, d + len(chain))
+            end = self._store(cur, from_sid, d + len(chain))
             if end >= 0 and expansion is not None:
-                stash[end] = expansion
+                self.stash[end] = expansion
         fired, enabled, pending = rest
+        counts = self.counts
         for state, action, bit, mask, pbits in reversed(chain):
             fired, enabled, pending = fired | bit, enabled & mask, pending & pbits
             if end >= 0:
-                through[state] = end << _LABEL_BITS | label_id((fired, enabled, pending))
+                through[state] = end << LABEL_BITS | labels.index((fired, enabled, pending))
             counts[action] = counts.get(action, 0) + 1
         # each fused state's one step counts once, here (a state cut off a cycle above is walked again)
         ex.transitions += len(chain)
         ex.fused += len(chain)
         return end, (fired, enabled, pending)
 
-    for init in model.initial_states():
-        key = canon(init)
-        if key not in index:
-            index[key] = len(states)
-            states.append(key)
-            parent.append(-1)
-            depth.append(0)
-            bad, bits = verdict(key)
-            record(index[key], bad)
-            if wants_bits:
-                pending_bits.append(bits)
+    # ---- the main loop ----
 
-    start = time.perf_counter()
-    max_states = limits.max_states
-    max_depth = limits.max_depth
-    head = 0
-    truncated_depth = False
-    while head < len(states):
-        if head % CHECK_EVERY == 0 and head:
-            elapsed = time.perf_counter() - start
-            if on_progress is not None:
-                on_progress(
-                    {"states": len(states) + ex.fused, "expanded": head, "transitions": ex.transitions,
-                     "frontier": len(states) - head, "depth": depth[head], "seconds": elapsed}
-                )
-            if limits.time_limit is not None and elapsed > limits.time_limit:
-                ex.stop_reason = f"time limit of {limits.time_limit}s reached"
+    def _start(self) -> None:
+        ex, judge = self.ex, self.judge
+        for init in self.model.initial_states():
+            key = self.canon(init)
+            if key not in self.index:
+                self.index[key] = len(ex.states)
+                ex.states.append(key)
+                ex.parent.append(-1)
+                ex.depth.append(0)
+                bad, bits = judge.verdict(key)
+                judge.record(self.index[key], bad)
+                if judge.wants_bits:
+                    self.graph.pending_bits.append(bits)
+
+    def _report(self, head: int, elapsed: float, depth: int, done: bool = False) -> None:
+        ex = self.ex
+        info = {"phase": "search", "states": len(ex.states) + ex.fused, "expanded": head, "transitions": ex.transitions,
+                "frontier": len(ex.states) - head, "depth": depth, "seconds": elapsed}
+        if done:
+            info["done"] = True
+        for observer in self.options.observers:
+            observer.on_progress(info)
+
+    def _out_of_budget(self, elapsed: float) -> bool:
+        limits, ex = self.options.limits, self.ex
+        if limits.time_limit is not None and elapsed > limits.time_limit:
+            ex.stop_reason = f"time limit of {limits.time_limit}s reached"
+        elif limits.max_memory_mb is not None and peak_memory_mb() > limits.max_memory_mb:
+            ex.stop_reason = f"memory limit of {limits.max_memory_mb} MB reached"
+        return ex.stop_reason is not None
+
+    def run(self) -> Exploration:
+        ex, judge, options, graph = self.ex, self.judge, self.options, self.graph
+        self._start()
+        states, depth, index, through, stash, counts = ex.states, ex.depth, self.index, self.through, self.stash, self.counts
+        expand, canonical, fuse = options.expand, options.canonical, options.fuse
+        successors = self.model.successors
+        one_step, actor_bit, single_step, bit_of = self.one_step, self.actor_bit, self.single_step, self.bit_of
+        label_index, label_list, mask_of, store, walk = self.labels.index, self.labels.labels, self.mask_of, self._store, self._walk
+        judge_step = judge.judge_step
+        live_step = judge.live_step
+        recording = graph is not None
+        max_depth = self.max_depth
+        start = time.perf_counter()
+        head = 0
+        truncated_depth = False
+        while head < len(states):
+            if head % CHECK_EVERY == 0 and head:
+                elapsed = time.perf_counter() - start
+                self._report(head, elapsed, depth[head])
+                if self._out_of_budget(elapsed):
+                    break
+            if options.stop_when_found and judge.all_found(ex.deadlocks):
+                ex.stop_reason = "every property has a counterexample"
                 break
-            if limits.max_memory_mb is not None and peak_memory_mb() > limits.max_memory_mb:
-                ex.stop_reason = f"memory limit of {limits.max_memory_mb} MB reached"
-                break
-        if stop_when_found and not live_state and not live_step and (ex.deadlocks or not wants_deadlock):
-            ex.stop_reason = "every property has a counterexample"
-            break
-        sid = head
-        head += 1
-        state = states[sid]
-        d = depth[sid]
-        if max_depth is not None and d >= max_depth:
-            truncated_depth = True
-            if record_graph:
-                ex.edges.append(array("q"))
-                ex.enabled.append(0)
-            continue
-        if expand is not None:
-            expansion = stash.pop(sid, None)
-            succ, enabled_actions = expansion if expansion is not None else expand(state)
-            if not enabled_actions:
-                ex.deadlocks.append(sid)
-            if record_graph:
-                mask = enabled_actions if enabled_actions.__class__ is int else mask_of(enabled_actions)
-        else:
-            succ = successors(state)
-            if not succ:
-                ex.deadlocks.append(sid)
-            mask = 0  # every successor is explored: the actors of the steps below are the enabled ones
-        if record_graph:
-            out = array("q")
-        ex.transitions += len(succ)
-        for action, nxt in succ:
-            counts[action] = counts.get(action, 0) + 1
-            if live_step:
-                judged = step_judges.get(action)
-                for p in judged if judged is not None else judges(action):
-                    if p in live_step:
-                        reason = p.check(state, action, nxt)
-                        if reason:
-                            findings[p.name] = Finding(sid, reason, action, nxt)
-                            live_step.remove(p)
-            key = nxt if canonical is None else canonical(nxt)
-            tid = index.get(key)
-            inside = None
-            if tid is None:
-                if not fuse:
-                    tid = store(key, sid, d + 1)
-                else:
-                    memo = through.get(key)
-                    if memo is not None:
-                        tid, inside = memo >> _LABEL_BITS, labels[memo & _LABEL_MASK]
+            sid = head
+            head += 1
+            state = states[sid]
+            d = depth[sid]
+            if max_depth is not None and d >= max_depth:
+                truncated_depth = True
+                if recording:
+                    graph.expanded(array("q"), 0)
+                continue
+            if expand is not None:
+                expansion = stash.pop(sid, None)
+                succ, enabled_actions = expansion if expansion is not None else expand(state)
+                if not enabled_actions:
+                    ex.deadlocks.append(sid)
+                if recording:
+                    mask = mask_of(enabled_actions)
+            else:
+                succ = successors(state)
+                if not succ:
+                    ex.deadlocks.append(sid)
+                mask = 0  # every successor is explored: the actors of the steps below are the enabled ones
+            if recording:
+                out = array("q")
+            ex.transitions += len(succ)
+            for action, nxt in succ:
+                counts[action] = counts.get(action, 0) + 1
+                if live_step:
+                    judge_step(sid, state, action, nxt)
+                key = nxt if canonical is None else canonical(nxt)
+                tid = index.get(key)
+                inside = None
+                if tid is None:
+                    if not fuse:
+                        tid = store(key, sid, d + 1)
                     else:
-                        tid, inside = walk(key, sid, d + 1)
-                if tid < 0:
-                    break  # state limit reached
-            if record_graph:
-                if inside is None:
-                    label, bit = one_step.get(action) or single_step(action)
-                else:
-                    bit = actor_bit.get(action) or bit_of(action)
-                    label = label_id((bit | inside[0], inside[1], inside[2]))
-                if expand is None:
-                    mask |= bit
-                elif not bit & mask:
-                    raise AssertionError(f"expand() chose {action!r} but did not report its actor enabled")
-                out.append(tid * slots + label)
-        else:
-            if record_graph:
-                ex.edges.append(out)
-                ex.enabled.append(mask)
-            continue
-        break  # state limit reached inside the successor loop
-    ex.expanded = head
-    ex.seconds = time.perf_counter() - start
-    if ex.stop_reason is None and truncated_depth:
-        ex.stop_reason = f"depth limit of {max_depth} reached"
-    ex.complete = ex.stop_reason is None
-    kinds: Counter = Counter()
-    for action, n in counts.items():
-        kinds[model.action_kind(action)] += n
-    ex.action_counts = kinds
-    ex.peak_memory_mb = peak_memory_mb()
-    if on_progress is not None:
-        on_progress(
-            {"states": len(states) + ex.fused, "expanded": head, "transitions": ex.transitions,
-             "frontier": len(states) - head, "depth": ex.max_depth, "seconds": ex.seconds, "done": True}
-        )
-    return ex
+                        memo = through.get(key)
+                        if memo is not None:
+                            tid, inside = memo >> LABEL_BITS, label_list[memo & LABEL_MASK]
+                        else:
+                            tid, inside = walk(key, sid, d + 1)
+                    if tid < 0:
+                        break  # state limit reached
+                if recording:
+                    if inside is None:
+                        label, bit = one_step.get(action) or single_step(action)
+                    else:
+                        bit = actor_bit.get(action) or bit_of(action)
+                        label = label_index((bit | inside[0], inside[1], inside[2]))
+                    if expand is None:
+                        mask |= bit
+                    elif not bit & mask:
+                        raise AssertionError(f"expand() chose {action!r} but did not report its actor enabled")
+                    out.append(tid * LABEL_SLOTS + label)
+            else:
+                if recording:
+                    graph.expanded(out, mask)
+                continue
+            break  # state limit reached inside the successor loop
+        ex.expanded = head
+        ex.seconds = time.perf_counter() - start
+        if ex.stop_reason is None and truncated_depth:
+            ex.stop_reason = f"depth limit of {max_depth} reached"
+        ex.complete = ex.stop_reason is None
+        kinds: Counter = Counter()
+        for action, n in counts.items():
+            kinds[self.model.action_kind(action)] += n
+        ex.action_counts = kinds
+        ex.peak_memory_mb = peak_memory_mb()
+        self._report(head, ex.seconds, ex.max_depth, done=True)
+        return ex

@@ -26,7 +26,7 @@ from typing import Callable, Optional
 
 from prefetch_check.explorer.absorption import reach_probability
 from prefetch_check.explorer.confidence import CONFIDENCE, wilson
-from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE
+from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, hooks
 from prefetch_check.explorer.random_walk import RandomWalk
 from prefetch_check.explorer.simulate import run_rng
 from prefetch_check.explorer.walk import DEPTH, judged_properties, run_once
@@ -136,7 +136,7 @@ def exact_census(model, canonical: Optional[Callable] = None, max_states: Option
     """The exact probabilities; raises TooLarge past `max_states` states."""
     t0 = time.perf_counter()
     props = judged_properties(model)
-    chain = _build(model, props, canonical, max_states, getattr(model, "settled", None))
+    chain = _build(model, props, canonical, max_states, hooks(model).settled)
     n = len(chain.states)
     starts = chain.starts
     census = Census(EXACT, not_judged=_not_judged(model), states=n, transitions=chain.transitions)

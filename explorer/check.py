@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import Callable, Optional
+from typing import Optional
 
-from prefetch_check.explorer.bfs import Exploration, ProgressCallback, explore
+from prefetch_check.explorer.bfs import Exploration, explore
+from prefetch_check.explorer.graph import GraphRecorder
 from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, EVENTUALLY, Model
 from prefetch_check.explorer.limits import Limits
-from prefetch_check.explorer.minimize import minimize
+from prefetch_check.explorer.options import SearchObserver, SearchOptions
+from prefetch_check.explorer.minimize import first_failure, minimize
 from prefetch_check.explorer.liveness import AnalysisTimeout, find_progress_violation
 from prefetch_check.explorer.replay import Divergence, replay
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED, CheckResult, PropertyResult, Stats
@@ -20,79 +22,121 @@ class CounterexampleNotReplayable(AssertionError):
     """A trace the search produced does not replay through the model: an explorer bug."""
 
 
-def check(
-    model: Model,
-    limits: Limits = Limits(),
-    name: str = "",
-    canonical: Optional[Callable] = None,
-    on_progress: Optional[ProgressCallback] = None,
-    expand: Optional[Callable] = None,
-    fuse: bool = False,
-) -> CheckResult:
+def check(model: Model, options: SearchOptions = SearchOptions(), name: str = "") -> CheckResult:
+    """Search, then judge every property: safety findings become shortest (or, when the search
+    for a shortest one is cut, 1-minimal) replayed traces; progress is judged on the recorded
+    graph. Observers hear each phase: search, shortening, progress analysis."""
     props = list(model.properties())
-    shortest: dict = {}
-    wants_progress = any(p.kind == EVENTUALLY and p.not_applicable is None for p in props)
-    ex = explore(
-        model, limits, record_graph=wants_progress, canonical=canonical, on_progress=on_progress,
-        expand=expand, fuse=fuse,
-    )
-    reduced = expand is not None
-    if reduced:
-        shortest = _shorten(model, ex, canonical, shortest_budget(ex), _shortening_time(limits, ex))
+    progress_props = [p for p in props if p.kind == EVENTUALLY and p.not_applicable is None]
+    graph = GraphRecorder(len(progress_props)) if progress_props else None
+    ex = explore(model, options, graph)
+    shortest, shortening_seconds = {}, 0.0
+    if options.expand is not None:
+        phase = Phase("shortening", options.observers)
+        shortest = _shorten(model, ex, options, shortest_budget(ex), _shortening_time(options.limits, ex), phase)
+        shortening_seconds = phase.finish()
+    analysis = Phase("progress analysis", options.observers)
     results = {}
-    progress_seconds = 0.0
-    bound = f"search stopped: {ex.stop_reason}; {ex.visited:,} states, depth {ex.max_depth} reached, no violation found"
     for p in props:
         if p.not_applicable is not None:
             results[p.name] = PropertyResult(p.name, NOT_APPLICABLE, p.description, p.not_applicable)
-            continue
-        trace, reason = None, ""
-        if p.kind in (ALWAYS, ALWAYS_STEP) and p.name in ex.findings:
-            source, finding = shortest.get(p.name, (ex, ex.findings[p.name]))
-            trace, reason = _safety_trace(source, canonical, p, finding), finding.reason
-            if reduced and p.name not in shortest:
-                trace = minimize(model, trace, _first_failure(p))
-                reason += NOT_SHORTENED
-            _confirm(model, trace, lambda t, p=p, f=finding: _still_violates(model, p, t))
-        elif p.kind == DEADLOCK_FREE and ex.deadlocks:
-            source, sid = shortest.get(p.name, (ex, ex.deadlocks[0]))
-            trace = _trace_to(source, canonical, sid)
-            reason = "no thread of any rank can take a step"
-            if reduced and p.name not in shortest:
-                trace = minimize(model, trace, _first_failure(p, model))
-                reason += NOT_SHORTENED
-            _confirm(model, trace, lambda t: not model.successors(t.final_state))
-        elif p.kind == EVENTUALLY and ex.complete:
-            t0 = time.perf_counter()
-            deadline = None if limits.time_limit is None else t0 + max(0.0, limits.time_limit - ex.seconds)
-            collecting = gc.isenabled()
-            gc.disable()  # the graph is millions of acyclic containers, as in the search
-            try:
-                lasso = find_progress_violation(ex, p.check, deadline, bit=ex.progress_bits[p.name])
-            except AnalysisTimeout:
-                progress_seconds += time.perf_counter() - t0
-                results[p.name] = PropertyResult(
-                    p.name, BOUNDED, p.description,
-                    f"the search finished ({len(ex.states)} states) but the time limit of {limits.time_limit}s "
-                    f"ran out during the progress analysis, after {progress_seconds:.1f}s of it",
-                )
-                continue
-            finally:
-                if collecting:
-                    gc.enable()
-            progress_seconds += time.perf_counter() - t0
-            if lasso is not None:
-                trace = _lasso_trace(ex, canonical, lasso)
-                reason = lasso.reason
-                _confirm(model, trace, lambda t: _lasso_closes(model, t, canonical))
-        if trace is not None:
-            results[p.name] = PropertyResult(p.name, VIOLATED, p.description, reason, trace)
-        elif ex.complete:
-            results[p.name] = PropertyResult(p.name, VERIFIED, p.description)
+        elif p.kind == EVENTUALLY:
+            results[p.name] = _judge_progress(ex, p, options, analysis)
         else:
-            results[p.name] = PropertyResult(p.name, BOUNDED, p.description, bound)
+            results[p.name] = _judge_safety(model, ex, p, options, shortest)
+    progress_seconds = analysis.finish() if progress_props and ex.complete else 0.0
+    return CheckResult(name=name, results=results, stats=_stats(model, ex, progress_seconds, shortening_seconds))
+
+
+class Phase:
+    """A phase of a check after the search, timed and reported to the observers: once when it
+    starts, at most once a second while it beats, and once when it finishes."""
+
+    BEAT = 1.0
+
+    def __init__(self, name: str, observers: tuple):
+        self.name, self.observers = name, observers
+        self.start = self.last = time.perf_counter()
+        self._tell({})
+
+    def _tell(self, info: dict) -> None:
+        for observer in self.observers:
+            observer.on_progress({"phase": self.name, "seconds": time.perf_counter() - self.start, **info})
+
+    def beat(self, info: Optional[dict] = None) -> None:
+        now = time.perf_counter()
+        if now - self.last >= self.BEAT:
+            self.last = now
+            self._tell(info or {})
+
+    def finish(self) -> float:
+        self._tell({"done": True})
+        return time.perf_counter() - self.start
+
+
+def _judge_safety(model, ex: Exploration, p, options: SearchOptions, shortest: dict) -> PropertyResult:
+    """A state or step invariant, or deadlock freedom: VIOLATED with a replayed trace, else
+    VERIFIED after an exhaustive search, else BOUNDED."""
+    canonical, reduced = options.canonical, options.expand is not None
+    trace, reason = None, ""
+    if p.kind in (ALWAYS, ALWAYS_STEP) and p.name in ex.findings:
+        source, finding = shortest.get(p.name, (ex, ex.findings[p.name]))
+        trace, reason = _safety_trace(source, canonical, p, finding), finding.reason
+        if reduced and p.name not in shortest:
+            trace = minimize(model, trace, first_failure(p))
+            reason += NOT_SHORTENED
+        _confirm(model, trace, lambda t, p=p: _still_violates(model, p, t))
+    elif p.kind == DEADLOCK_FREE and ex.deadlocks:
+        source, sid = shortest.get(p.name, (ex, ex.deadlocks[0]))
+        trace = _trace_to(source, canonical, sid)
+        reason = "no thread of any rank can take a step"
+        if reduced and p.name not in shortest:
+            trace = minimize(model, trace, first_failure(p, model))
+            reason += NOT_SHORTENED
+        _confirm(model, trace, lambda t: not model.successors(t.final_state))
+    if trace is not None:
+        return PropertyResult(p.name, VIOLATED, p.description, reason, trace)
+    return _undecided(ex, p)
+
+
+def _undecided(ex: Exploration, p) -> PropertyResult:
+    if ex.complete:
+        return PropertyResult(p.name, VERIFIED, p.description)
+    return PropertyResult(
+        p.name, BOUNDED, p.description,
+        f"search stopped: {ex.stop_reason}; {ex.visited:,} states, depth {ex.max_depth} reached, no violation found",
+    )
+
+
+def _judge_progress(ex: Exploration, p, options: SearchOptions, analysis: Phase) -> PropertyResult:
+    """Progress under weak fairness, on the recorded graph of an exhaustive search."""
+    if not ex.complete:
+        return _undecided(ex, p)
+    limits = options.limits
+    deadline = None if limits.time_limit is None else analysis.start + max(0.0, limits.time_limit - ex.seconds)
+    collecting = gc.isenabled()
+    gc.disable()  # the graph is millions of acyclic containers, as in the search
+    try:
+        lasso = find_progress_violation(ex, p.check, deadline, bit=ex.progress_bits[p.name], beat=analysis.beat)
+    except AnalysisTimeout:
+        return PropertyResult(
+            p.name, BOUNDED, p.description,
+            f"the search finished ({ex.visited:,} states) but the time limit of {limits.time_limit}s "
+            f"ran out during the progress analysis, after {time.perf_counter() - analysis.start:.1f}s of it",
+        )
+    finally:
+        if collecting:
+            gc.enable()
+    if lasso is None:
+        return PropertyResult(p.name, VERIFIED, p.description)
+    trace = _lasso_trace(ex, options.canonical, lasso)
+    _confirm(ex.model, trace, lambda t: _lasso_closes(ex.model, t, options.canonical))
+    return PropertyResult(p.name, VIOLATED, p.description, lasso.reason, trace)
+
+
+def _stats(model, ex: Exploration, progress_seconds: float, shortening_seconds: float) -> Stats:
     fired = set(ex.action_counts)
-    stats = Stats(
+    return Stats(
         states=ex.visited,
         transitions=ex.transitions,
         max_depth=ex.max_depth,
@@ -104,9 +148,9 @@ def check(
         frontier=len(ex.states) - ex.expanded,
         peak_memory_mb=ex.peak_memory_mb,
         progress_seconds=progress_seconds,
+        shortening_seconds=shortening_seconds,
         stored_states=len(ex.states) if ex.fused else None,
     )
-    return CheckResult(name=name, results=results, stats=stats)
 
 
 def shortest_budget(ex: Exploration) -> int:
@@ -121,17 +165,6 @@ NOT_SHORTENED = (
 )
 
 
-def _first_failure(prop, model=None):
-    """For `minimize`: how many steps of a path to keep so that it ends in prop's violation."""
-    if prop.kind == ALWAYS:
-        return lambda states, actions: next((i for i, s in enumerate(states) if prop.check(s)), None)
-    if prop.kind == ALWAYS_STEP:
-        return lambda states, actions: next(
-            (i + 1 for i, a in enumerate(actions) if prop.check(states[i], a, states[i + 1])), None
-        )
-    return lambda states, actions: None if model.successors(states[-1]) else len(actions)  # a deadlock
-
-
 def _shortening_time(limits: Limits, ex: Exploration) -> Optional[float]:
     """Seconds the shortening may take: what the user's time limit leaves; without one, no
     time bound (the state budget bounds it), so the same input gives the same counterexample
@@ -141,36 +174,47 @@ def _shortening_time(limits: Limits, ex: Exploration) -> Optional[float]:
     return None
 
 
-def _shorten(model, ex: Exploration, canonical, budget: int, seconds: Optional[float]) -> dict:
+def _shorten(model, ex: Exploration, options: SearchOptions, budget: int, seconds: Optional[float], phase: Phase) -> dict:
     """The partial-order reduction does not keep counterexamples shortest; symmetry does.
     For each safety violation (and deadlock) found, search without the partial-order
     reduction, no deeper than the reduced counterexample, for the same property: BFS then
     finds a shortest one. Within `budget` states each and `seconds` in all (None: no time
-    bound); past them the reduced
-    counterexample is kept (still real and replayed, but perhaps not the shortest).
-    Returns name -> (exploration, finding) for state and step invariants, and
-    name -> (exploration, deadlock state id) for deadlock freedom."""
+    bound); past them the reduced counterexample is kept (still real and replayed, but
+    perhaps not the shortest). Returns name -> (exploration, finding) for state and step
+    invariants, and name -> (exploration, deadlock state id) for deadlock freedom."""
     out = {}
     deadline = None if seconds is None else time.perf_counter() + seconds
     wanted = [(name, ex.depth[f.state_id] + (1 if f.action is not None else 0)) for name, f in ex.findings.items()]
     deadlock = next((p for p in model.properties() if p.kind == DEADLOCK_FREE and p.not_applicable is None), None)
     if deadlock is not None and ex.deadlocks:
         wanted.append((deadlock.name, ex.depth[ex.deadlocks[0]] + 1))
+    beat = _Beat(phase)
     for name, depth in wanted:
         left = None if deadline is None else deadline - time.perf_counter()
         if left is not None and left <= 0:
             break
         plain = explore(
             _OnlyProperty(model, name),
-            Limits(max_states=budget, max_depth=depth, time_limit=left),
-            canonical=canonical,
-            stop_when_found=True,
+            SearchOptions(
+                Limits(max_states=budget, max_depth=depth, time_limit=left),
+                canonical=options.canonical, stop_when_found=True, observers=(beat,),
+            ),
         )
         if name in plain.findings:
             out[name] = (plain, plain.findings[name])
         elif deadlock is not None and name == deadlock.name and plain.deadlocks:
             out[name] = (plain, plain.deadlocks[0])
     return out
+
+
+class _Beat(SearchObserver):
+    """The shortening searches' progress, reported as beats of the shortening phase."""
+
+    def __init__(self, phase: Phase):
+        self.phase = phase
+
+    def on_progress(self, info: dict) -> None:
+        self.phase.beat({k: v for k, v in info.items() if k in ("states", "depth")})
 
 
 class _OnlyProperty:

@@ -77,19 +77,38 @@ class Model(Protocol):
     def describe(self, state, action, next_state) -> str:
         """The step in the domain's words, for traces."""
 
-    def fields(self, state) -> dict:
-        """Optional: a flat readable view of a state (name -> value), for viewers and diffs."""
 
 
-# Optional members a model may define to make the search cheaper (the explorer checks with getattr):
-#   actors() -> Sequence[Hashable]
-#       every actor, in a fixed order; an `expand` function may then report the
-#       enabled actors of a state as an int bitmask (bit i: actors()[i]) instead of a list of actions.
-#   property_key(state) -> Hashable
-#       a value that determines the answer of every ALWAYS and EVENTUALLY property: the
-#       search then judges each distinct key once (many states share their properties' inputs).
-#   settled(state) -> bool
-#       True when no step from here on can change the answer of any safety property (e.g. every
-#       thread idle and only an event loop going round): a sampled run (`walk.py`) stops there and
-#       the census (`census.py`) treats the state as absorbing. Leaving it out is always sound.
+# ---- optional members ----------------------------------------------------------------------
 
+
+@dataclass(frozen=True)
+class Hooks:
+    """The optional members a model may define, resolved in this one place (None: not defined).
+
+    actors() -> Sequence[Hashable]
+        every actor, in a fixed order; an `expand` function may then report the enabled actors
+        of a state as an int bitmask (bit i: actors()[i]) instead of a list of actions.
+    property_key(state) -> Hashable
+        a value that determines the answer of every ALWAYS and EVENTUALLY property: the search
+        then judges each distinct key once (many states share their properties' inputs).
+    settled(state) -> bool
+        True when no step from here on can change the answer of any safety property (e.g. every
+        thread idle and only an event loop going round): a sampled run (`walk.py`) stops there and
+        the census (`census.py`) treats the state as absorbing. Leaving it out is always sound.
+    fields(state) -> dict
+        a flat readable view of a state (name -> value), for viewers and diffs.
+    thread_names: dict
+        actor part -> a readable name (e.g. "S" -> "scheduler"), for viewers.
+    """
+
+    actors: Optional[Callable] = None
+    property_key: Optional[Callable] = None
+    settled: Optional[Callable] = None
+    fields: Optional[Callable] = None
+    thread_names: Optional[dict] = None
+
+
+def hooks(model) -> Hooks:
+    """The optional members `model` defines."""
+    return Hooks(*(getattr(model, name, None) for name in Hooks.__dataclass_fields__))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from array import array
 
@@ -43,30 +43,34 @@ class AnalysisTimeout(Exception):
     """The progress analysis passed its deadline: progress is then BOUNDED, not decided."""
 
 
-def _ticker(deadline: Optional[float], every: int = 4096):
-    """A callable that raises AnalysisTimeout once `deadline` (perf_counter) has passed."""
+def _ticker(deadline: Optional[float], beat: Optional[Callable] = None, every: int = 4096):
+    """A callable counting units of work: every `every` of them it calls `beat` (to report
+    progress) and raises AnalysisTimeout once `deadline` (perf_counter) has passed."""
     count = 0
 
     def tick():
         nonlocal count
         count += 1
-        if deadline is not None and count % every == 0 and time.perf_counter() > deadline:
-            raise AnalysisTimeout()
+        if count % every == 0:
+            if beat is not None:
+                beat()
+            if deadline is not None and time.perf_counter() > deadline:
+                raise AnalysisTimeout()
 
     return tick
 
 
 def find_progress_violation(
-    ex: Exploration, pending, deadline: Optional[float] = None, bit: int = 0
+    ex: Exploration, pending, deadline: Optional[float] = None, bit: int = 0, beat: Optional[Callable] = None
 ) -> Optional[Lasso]:
     """The shortest-prefix fair lasso (or deadlock) that stays pending, or None.
 
     `bit` is the property's bit in the edges' `Label.pending` (its index among the
     progress properties, `ex.progress_bits`). Raises AnalysisTimeout when `deadline`
-    (a time.perf_counter value) passes.
+    (a time.perf_counter value) passes; `beat()` is called now and then while it works.
     """
-    assert ex.edges is not None, "progress needs the explored graph (record_graph=True)"
-    tick = _ticker(deadline)
+    assert ex.edges is not None, "progress needs the explored graph (a GraphRecorder)"
+    tick = _ticker(deadline, beat)
     n = len(ex.states)
     if ex.pending_bits is not None:  # judged during the search
         is_pending = bytearray(bits >> bit & 1 for bits in ex.pending_bits)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
 from prefetch_check.explorer.trace import Trace, build_trace
 
 MAX_REPLAYED_STEPS = 2_000_000
@@ -21,6 +22,17 @@ MAX_REPLAYED_STEPS = 2_000_000
 # first_failure(states, actions) -> how many steps of the path to keep (the violation is then
 # at its end), or None if the path does not violate; states[i] is the state before actions[i]
 FirstFailure = Callable[[list, list], Optional[int]]
+
+
+def first_failure(prop, model=None):
+    """For `minimize`: how many steps of a path to keep so that it ends in prop's violation."""
+    if prop.kind == ALWAYS:
+        return lambda states, actions: next((i for i, s in enumerate(states) if prop.check(s)), None)
+    if prop.kind == ALWAYS_STEP:
+        return lambda states, actions: next(
+            (i + 1 for i, a in enumerate(actions) if prop.check(states[i], a, states[i + 1])), None
+        )
+    return lambda states, actions: None if model.successors(states[-1]) else len(actions)  # a deadlock
 
 
 def minimize(model, trace: Trace, first_failure: FirstFailure, budget: int = MAX_REPLAYED_STEPS) -> Trace:

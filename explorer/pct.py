@@ -21,6 +21,8 @@ priority (1/n) and each of the d-1 change points must fall on its step (1/k each
 
 from __future__ import annotations
 
+from prefetch_check.explorer.interface import hooks
+
 import random
 
 
@@ -50,7 +52,7 @@ class PCT:
         points = sorted(rng.sample(range(1, depth + 1), count)) if count else []
         # step number (1-based) -> the low priority the actor about to take it drops to
         self._changes = {step: self.depth - i for i, step in enumerate(points, start=1)}
-        actors = getattr(model, "actors", None)
+        actors = hooks(model).actors
         if actors is not None:  # every actor known up front: a uniformly random order of them
             for actor in actors():
                 self._priority[actor] = (1, rng.random())

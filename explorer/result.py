@@ -40,9 +40,15 @@ class Stats:
     never_fired: tuple = ()
     frontier: int = 0
     peak_memory_mb: float = 0.0
-    progress_seconds: float = 0.0
+    progress_seconds: float = 0.0  # the progress analysis, after the search
+    shortening_seconds: float = 0.0  # searching for shortest counterexamples, after a reduced search
     stored_states: Optional[int] = None  # states kept in the visited set, when fewer than `states`
     reductions: str = ""  # which reductions the search used and why (set by whoever chose them)
+
+    @property
+    def total_seconds(self) -> float:
+        """The whole check: search, shortening and progress analysis."""
+        return self.seconds + self.shortening_seconds + self.progress_seconds
 
     @property
     def states_per_second(self) -> float:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Union
 
-from prefetch_check.explorer.check import _first_failure as first_failure
+from prefetch_check.explorer.minimize import first_failure
 from prefetch_check.explorer.minimize import minimize
 from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.trace import Trace, build_trace

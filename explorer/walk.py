@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Optional, Protocol, Sequence
 
-from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, Property
+from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP, DEADLOCK_FREE, Property, hooks
 
 SETTLED = "settled"  # the model's `settled(state)` said no later step can change a verdict
 DEADLOCK = "deadlock"  # no step enabled
@@ -74,7 +74,7 @@ def run_once(
     initial = state = inits[rng.randrange(len(inits))] if len(inits) > 1 else inits[0]
     strategy.start(model, rng, depth)
     if settled is None:
-        settled = getattr(model, "settled", None)
+        settled = hooks(model).settled
     on_state = [p for p in props if p.kind == ALWAYS]
     on_step = [p for p in props if p.kind == ALWAYS_STEP]
     on_deadlock = [p for p in props if p.kind == DEADLOCK_FREE]

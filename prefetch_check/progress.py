@@ -57,11 +57,19 @@ class RunProgress:
         run = self.running.get(key)
         if run is None:
             return
-        run["info"] = info
+        phase = info.get("phase", "search")
+        if phase == "search":
+            run["info"] = info
+        run["phase"] = phase
+        run["phase_seconds"] = info.get("seconds", 0.0)
         now = time.perf_counter()
         if not self.live and not self.quiet and now - run["printed"] >= PLAIN_EVERY:
             run["printed"] = now
-            self.console.print(f"      {run['label']}: {_numbers(info)}", highlight=False, soft_wrap=True)
+            if phase == "search":
+                text = _numbers(info)
+            else:  # after the search: say which phase the time goes to
+                text = f"{phase}, {run['phase_seconds']:.0f}s of it ({now - run['start']:.0f}s in all)"
+            self.console.print(f"      {run['label']}: {text}", highlight=False, soft_wrap=True)
 
     def finish(self, key, result) -> None:
         run = self.running.pop(key, {"label": str(key)})
@@ -70,7 +78,7 @@ class RunProgress:
             return
         st = result.stats
         width = len(str(self.total))
-        line = f"[{self.done:>{width}}/{self.total}] {run['label']}: {st.states:,} states, {st.seconds + st.progress_seconds:.2f}s"
+        line = f"[{self.done:>{width}}/{self.total}] {run['label']}: {st.states:,} states, {st.total_seconds:.2f}s"
         if not st.complete:
             line += f" ({st.stop_reason})"
         if self._live is not None:
@@ -86,7 +94,7 @@ class RunProgress:
 
     def _render(self):
         table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
-        for name, justify in (("checking", "left"), ("states", "right"), ("states/s", "right"),
+        for name, justify in (("checking", "left"), ("phase", "left"), ("states", "right"), ("states/s", "right"),
                               ("frontier", "right"), ("depth", "right"), ("time", "right")):
             table.add_column(name, justify=justify)
         now = time.perf_counter()
@@ -95,7 +103,7 @@ class RunProgress:
             secs = info.get("seconds") or (now - run["start"])
             rate = info.get("states", 0) / secs if secs > 0 else 0
             table.add_row(
-                Text(run["label"]), f"{info.get('states', 0):,}", f"{rate:,.0f}", f"{info.get('frontier', 0):,}",
+                Text(run["label"]), run.get("phase", "search"), f"{info.get('states', 0):,}", f"{rate:,.0f}", f"{info.get('frontier', 0):,}",
                 str(info.get("depth", 0)), f"{now - run['start']:.1f}s",
             )
         head = Text(f"{self.done}/{self.total} checks done", style="bold")

@@ -37,6 +37,17 @@ def test_plain_progress_lines_are_throttled(monkeypatch):
     assert console.file.getvalue() == "      big · buggy: 40,960 states (2,048/s), frontier 900, depth 12, 20s\n"
 
 
+def test_plain_progress_lines_name_the_phase_after_the_search(monkeypatch):
+    console = plain_console()
+    clock = iter([0.0, 5.0, 30.0])
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: next(clock))
+    with RunProgress(1, console=console) as p:
+        p.start("a", "big · buggy")  # t=0
+        p.update("a", {"phase": "search", "states": 4096, "frontier": 0, "depth": 7, "seconds": 5.0, "done": True})
+        p.update("a", {"phase": "shortening", "seconds": 25.0})  # t=30: printed
+    assert console.file.getvalue() == "      big · buggy: shortening, 25s of it (30s in all)\n"
+
+
 def test_quiet_prints_nothing():
     console = plain_console()
     with RunProgress(1, console=console, quiet=True) as p:

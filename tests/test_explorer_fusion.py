@@ -5,6 +5,8 @@ protocol: fused and unfused searches agree on every verdict and count."""
 
 from __future__ import annotations
 
+from prefetch_check.explorer.options import SearchOptions
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,12 +65,12 @@ class Chains:
 
 
 def fused_check(model):
-    return check(model, expand=model.expand, fuse=True)
+    return check(model, SearchOptions(expand=model.expand, fuse=True))
 
 
 def test_states_with_one_step_are_walked_through_not_stored():
     model = Chains({0: [("a", 1), ("b", 2)], 1: [("a", 3)], 3: [("a", 4)], 2: [("b", 4)]})
-    ex = explore(model, expand=model.expand, fuse=True)
+    ex = explore(model, SearchOptions(expand=model.expand, fuse=True))
     assert ex.complete
     assert sorted(ex.states) == [0, 4]  # 1, 2 and 3 each have one step
     assert ex.fused == 3 and ex.visited == 5
@@ -80,7 +82,7 @@ def test_a_state_disabling_an_actor_inside_a_fused_edge_keeps_the_cycle_fair():
     # "finish" is enabled in 0 only; the loop 0 -> 1 -> 0 passes 1, which is fused into a
     # self-loop of 0: the edge must remember that "finish" was disabled in 1
     model = Chains({0: [("spin", 1), ("finish", 2)], 1: [("spin", 0)], 2: [("idle", 2)]}, pending=lambda s: s != 2)
-    assert explore(model, expand=model.expand, fuse=True).fused >= 1
+    assert explore(model, SearchOptions(expand=model.expand, fuse=True)).fused >= 1
     result = fused_check(model)
     assert result.verdict("done") == VIOLATED
     trace = result.trace("done")
@@ -135,8 +137,7 @@ def test_fused_and_unfused_reduced_searches_agree(config, predicate):
     results = []
     for fuse in (False, True):
         model = compiled(config, predicate)
-        results.append(check(model, Limits(max_states=100_000), canonical=model.canonicalizer(),
-                             expand=model.reduced_successors, fuse=fuse))
+        results.append(check(model, SearchOptions(Limits(max_states=100_000), canonical=model.canonicalizer(), expand=model.reduced_successors, fuse=fuse)))
     unfused, fused = results
     if not (unfused.stats.complete and fused.stats.complete):
         return  # a configuration over the budget says nothing here

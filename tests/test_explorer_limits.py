@@ -3,6 +3,10 @@ never VERIFIED; a violation found before the cut is still VIOLATED."""
 
 from __future__ import annotations
 
+from prefetch_check.explorer.graph import GraphRecorder
+
+from prefetch_check.explorer.options import SearchOptions
+
 import pytest
 
 from prefetch_check.explorer.bfs import CHECK_EVERY
@@ -65,7 +69,7 @@ def test_the_unlimited_search_verifies():
 
 def test_a_state_limit_gives_bounded_with_the_figures():
     full = check(fixed_r1()).stats.states
-    result = check(fixed_r1(), Limits(max_states=10))
+    result = check(fixed_r1(), SearchOptions(Limits(max_states=10)))
     assert full > 10
     assert result.stats.states == 10 and not result.stats.complete
     assert result.stats.stop_reason == "state limit of 10 reached"
@@ -76,20 +80,20 @@ def test_a_state_limit_gives_bounded_with_the_figures():
 
 def test_a_depth_limit_gives_bounded_until_it_covers_the_whole_graph():
     depth = check(fixed_r1()).stats.max_depth
-    cut = check(fixed_r1(), Limits(max_depth=5))
+    cut = check(fixed_r1(), SearchOptions(Limits(max_depth=5)))
     assert cut.stats.max_depth == 5 and "depth limit of 5" in cut.stats.stop_reason
     assert {r.verdict for r in applicable(cut).values()} == {BOUNDED}
     # the deepest states must be expanded too (they might lead somewhere new)
-    at_depth = check(fixed_r1(), Limits(max_depth=depth))
+    at_depth = check(fixed_r1(), SearchOptions(Limits(max_depth=depth)))
     assert {r.verdict for r in applicable(at_depth).values()} == {BOUNDED}
-    beyond = check(fixed_r1(), Limits(max_depth=depth + 1))
+    beyond = check(fixed_r1(), SearchOptions(Limits(max_depth=depth + 1)))
     assert beyond.stats.complete and beyond.all_verified
     assert beyond.stats.states == check(fixed_r1()).stats.states
 
 
 def test_a_time_limit_gives_bounded():
     model = Grid(2 * int(CHECK_EVERY**0.5) + 2)  # more states than one limit-checking interval
-    result = check(model, Limits(time_limit=0))
+    result = check(model, SearchOptions(Limits(time_limit=0)))
     assert not result.stats.complete and "time limit" in result.stats.stop_reason
     assert result.stats.states < model.n**2
     assert {r.verdict for r in result.results.values()} == {BOUNDED}
@@ -97,13 +101,13 @@ def test_a_time_limit_gives_bounded():
 
 def test_a_generous_time_limit_changes_nothing():
     model = Grid(8)
-    result = check(model, Limits(time_limit=3600))
+    result = check(model, SearchOptions(Limits(time_limit=3600)))
     assert result.stats.complete and result.stats.states == 64 and result.all_verified
 
 
 def test_a_memory_limit_gives_bounded():
     model = Grid(2 * int(CHECK_EVERY**0.5) + 2)
-    result = check(model, Limits(max_memory_mb=1))
+    result = check(model, SearchOptions(Limits(max_memory_mb=1)))
     assert not result.stats.complete and "memory limit of 1 MB" in result.stats.stop_reason
     assert {r.verdict for r in result.results.values()} == {BOUNDED}
 
@@ -111,7 +115,7 @@ def test_a_memory_limit_gives_bounded():
 @pytest.mark.parametrize("limits", [Limits(max_states=20), Limits(max_depth=4)])
 def test_a_violation_found_before_the_cut_is_still_violated(limits):
     model = readable(uniform_config(pages=2), "buggy")
-    result = check(model, limits)
+    result = check(model, SearchOptions(limits))
     assert not result.stats.complete
     assert result.verdict("no_early_acceptance") == VIOLATED
     assert result.trace("no_early_acceptance").schedule == "S0.issue.q0 S0.drain_arrive S0.drain S0.check.q0"
@@ -123,7 +127,7 @@ def test_a_deadlock_found_before_the_cut_is_violated():
     model = readable(uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False)))
     full = check(model)
     deadlock_len = len(full.trace("deadlock_freedom"))
-    cut = check(model, Limits(max_depth=deadlock_len + 1))
+    cut = check(model, SearchOptions(Limits(max_depth=deadlock_len + 1)))
     assert not cut.stats.complete and cut.stats.states < full.stats.states
     assert cut.verdict("deadlock_freedom") == VIOLATED
     assert cut.trace("deadlock_freedom").schedule == full.trace("deadlock_freedom").schedule
@@ -133,7 +137,7 @@ def test_a_deadlock_found_before_the_cut_is_violated():
 def test_a_progress_lasso_is_not_reported_from_a_partial_graph():
     model = readable(uniform_config(pages=2, failing={0: {1}}, shape="seed"))
     assert check(model).verdict("progress") == VIOLATED
-    assert check(model, Limits(max_states=check(model).stats.states - 1)).verdict("progress") == BOUNDED
+    assert check(model, SearchOptions(Limits(max_states=check(model).stats.states - 1))).verdict("progress") == BOUNDED
 
 
 def test_limits_describe_themselves():
@@ -149,7 +153,7 @@ def test_the_time_limit_also_bounds_the_progress_analysis(monkeypatch):
     from prefetch_check.explorer.liveness import AnalysisTimeout
     from prefetch_check import Limits, check, uniform_config
 
-    def too_slow(ex, pending, deadline, bit=0):
+    def too_slow(ex, pending, deadline, bit=0, beat=None):
         assert deadline is not None  # the remaining time is handed to the analysis
         raise AnalysisTimeout()
 
@@ -171,7 +175,7 @@ def test_a_passed_deadline_stops_the_progress_analysis():
     from prefetch_check import build_model, uniform_config
 
     model = build_model(uniform_config(ranks=2, requests=2, pages=2), "fixed")  # 18,592 states: ticks
-    ex = explore(model, record_graph=True)
+    ex = explore(model, graph=GraphRecorder(1))
     pending = next(p for p in model.properties() if p.name == "progress").check
     with pytest.raises(AnalysisTimeout):
         find_progress_violation(ex, pending, deadline=time.perf_counter() - 1)

@@ -3,7 +3,7 @@ shortest one was cut is shrunk to a 1-minimal schedule that still fails, on tiny
 
 from __future__ import annotations
 
-from prefetch_check.explorer.check import _first_failure
+from prefetch_check.explorer.minimize import first_failure as _first_failure
 from prefetch_check.explorer.interface import always, always_step, deadlock_free
 from prefetch_check.explorer.minimize import minimize
 from prefetch_check.explorer.replay import replay

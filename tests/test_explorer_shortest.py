@@ -3,6 +3,8 @@ checked against an independent search (tests/conftest.py) and, for R=1, against 
 
 from __future__ import annotations
 
+from prefetch_check.explorer.options import SearchOptions
+
 from collections import deque
 
 import pytest
@@ -48,7 +50,7 @@ CASES = [
 def test_every_safety_counterexample_is_shortest(shortest_violation, config, predicate, reductions):
     model = readable(config, predicate)
     searched = compiled(config, predicate)  # rank symmetry lives on the compiled states
-    result = check(searched, canonical=searched.canonicalizer() if reductions else None)
+    result = check(searched, SearchOptions(canonical=searched.canonicalizer() if reductions else None))
     safety = [p for p in model.properties() if p.is_safety and p.name in result.violated]
     assert safety
     for p in safety:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from prefetch_check.explorer.check import _first_failure
+from prefetch_check.explorer.minimize import first_failure as _first_failure
 from prefetch_check.explorer.confidence import wilson
 from prefetch_check.explorer.interface import always, always_step, deadlock_free, eventually
 from prefetch_check.explorer.pct import PCT, pct_bound

@@ -3,6 +3,8 @@ fired (and which never did), and the progress callback."""
 
 from __future__ import annotations
 
+from prefetch_check.explorer.options import SearchOptions, observers_of
+
 from prefetch_check.explorer.bfs import CHECK_EVERY
 from prefetch_check.explorer.check import check
 from prefetch_check.explorer.limits import Limits
@@ -34,16 +36,20 @@ def test_the_figures_of_a_finished_search():
 
 
 def test_a_cut_search_reports_its_frontier():
-    stats = check(readable(uniform_config(pages=2), "fixed"), Limits(max_states=10)).stats
+    stats = check(readable(uniform_config(pages=2), "fixed"), SearchOptions(Limits(max_states=10))).stats
     assert not stats.complete and stats.frontier > 0
 
 
 def test_the_progress_callback_ends_with_the_final_figures():
     reports = []
     model = readable(uniform_config(ranks=2, pages=2, policy="timeout"), "fixed")
-    result = check(model, on_progress=reports.append)
+    result = check(model, SearchOptions(observers=observers_of(reports.append)))
     assert result.stats.states > CHECK_EVERY  # large enough for intermediate reports
-    assert len(reports) >= 2 and all(not r.get("done") for r in reports[:-1])
-    last = reports[-1]
+    search = [r for r in reports if r["phase"] == "search"]
+    assert len(search) >= 2 and all(not r.get("done") for r in search[:-1])
+    last = search[-1]
     assert last["done"] and last["states"] == result.stats.states and last["frontier"] == 0
-    assert [r["states"] for r in reports] == sorted(r["states"] for r in reports)
+    assert [r["states"] for r in search] == sorted(r["states"] for r in search)
+    # every phase after the search is named, and ends with a report of its own
+    phases = list(dict.fromkeys(r["phase"] for r in reports))
+    assert phases == ["search", "progress analysis"] and reports[-1]["done"]

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from prefetch_check.explorer.options import SearchOptions
+
 import random
 from unittest import mock
 
@@ -143,7 +145,7 @@ def summary(result):
 
 def order_independent_limits(model) -> Limits:
     """The full search when it is small; otherwise a depth bound (the same states in any order)."""
-    if explore(model, Limits(max_states=4000)).complete:
+    if explore(model, SearchOptions(Limits(max_states=4000))).complete:
         return Limits()
     return Limits(max_depth=9)
 
@@ -153,7 +155,7 @@ def order_independent_limits(model) -> Limits:
 def test_plain_search_does_not_depend_on_action_order(config, predicate, seed):
     model = readable(config, predicate)
     limits = order_independent_limits(model)
-    assert summary(check_model(model, limits)) == summary(check_model(Permuted(model, seed), limits))
+    assert summary(check_model(model, SearchOptions(limits))) == summary(check_model(Permuted(model, seed), SearchOptions(limits)))
 
 
 @settings(max_examples=25, **SETTINGS)
@@ -162,8 +164,8 @@ def test_symmetry_reduced_search_does_not_depend_on_action_order(config, predica
     model = compiled(config, predicate)  # rank symmetry lives on the compiled states
     limits = order_independent_limits(model)
     canonical = model.canonicalizer()
-    plain = check_model(model, limits, canonical=canonical)
-    assert summary(plain) == summary(check_model(Permuted(model, seed), limits, canonical=canonical))
+    plain = check_model(model, SearchOptions(limits, canonical=canonical))
+    assert summary(plain) == summary(check_model(Permuted(model, seed), SearchOptions(limits, canonical=canonical)))
 
 
 @settings(max_examples=20, **SETTINGS)
@@ -206,7 +208,7 @@ def test_compiled_search_equals_the_specification(config, predicate):
     spec = readable(config, predicate)
     limits = order_independent_limits(spec)
     compiled = check(config, predicate, limits, reductions=False)
-    plain = check_model(spec, limits)
+    plain = check_model(spec, SearchOptions(limits))
     assert summary(compiled) == summary(plain)
     assert {n: r.trace.schedule for n, r in compiled.results.items() if r.trace} == {
         n: r.trace.schedule for n, r in plain.results.items() if r.trace
@@ -230,10 +232,10 @@ def test_api_reductions_keep_every_verdict(config, predicate):
 def reachable(model, canonical=None):
     """(the explored states, how far a walk may go and stay comparable): the whole graph when
     it is small, else every state within a depth bound (then the walk stops at that depth)."""
-    full = explore(model, Limits(max_states=4000), canonical=canonical)
+    full = explore(model, SearchOptions(Limits(max_states=4000), canonical=canonical))
     if full.complete:
         return set(full.states), 80
-    return set(explore(model, Limits(max_depth=9), canonical=canonical).states), 9
+    return set(explore(model, SearchOptions(Limits(max_depth=9), canonical=canonical)).states), 9
 
 
 @settings(max_examples=25, **SETTINGS)

@@ -11,6 +11,8 @@ shortest.
 
 from __future__ import annotations
 
+from prefetch_check.explorer.options import SearchOptions
+
 import functools
 from pathlib import Path
 
@@ -139,13 +141,10 @@ def test_the_symmetry_sort_key_orders_ranks_like_their_contents(monkeypatch, gap
     monkeypatch.setattr(ContentOrder, "GAP", gap)
     config = uniform_config(ranks=3, requests=1, pages=2)
     model = compiled(config, "fixed")
-    result = check_model(model, canonical=model.canonicalizer(), expand=model.reduced_successors, fuse=True)
+    result = check_model(model, SearchOptions(canonical=model.canonicalizer(), expand=model.reduced_successors, fuse=True))
     codes = list(range(len(model.rank_of)))
     assert len(codes) > 50
     assert sorted(codes, key=model._order.key.__getitem__) == sorted(codes, key=model.rank_of.__getitem__)
     by_content = compiled(config, "fixed")
-    reference = check_model(
-        by_content, canonical=lambda cs: tuple(sorted(cs, key=by_content.rank_of.__getitem__)),
-        expand=by_content.reduced_successors, fuse=True,
-    )
+    reference = check_model(by_content, SearchOptions(canonical=lambda cs: tuple(sorted(cs, key=by_content.rank_of.__getitem__)), expand=by_content.reduced_successors, fuse=True))
     assert (result.stats.states, result.stats.transitions) == (reference.stats.states, reference.stats.transitions)

@@ -36,7 +36,7 @@ def properties(entries) -> list[str]:
 
 
 def seconds(entry) -> str:
-    s = entry.result.stats.seconds + entry.result.stats.progress_seconds
+    s = entry.result.stats.total_seconds
     return f"{s:.2f}s"
 
 

@@ -50,7 +50,7 @@ def to_json(entries, labels: Labels = Labels()) -> dict:
                     "states": st.states,
                     "transitions": st.transitions,
                     "max_depth": st.max_depth,
-                    "seconds": round(st.seconds + st.progress_seconds, 3),
+                    "seconds": round(st.total_seconds, 3),
                     "complete": st.complete,
                     "stop_reason": st.stop_reason,
                     "reductions": st.reductions,

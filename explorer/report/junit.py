@@ -25,7 +25,7 @@ def to_junit(entries, labels: Labels = Labels()) -> str:
         s_tests = s_fail = s_skip = 0
         s_time = 0.0
         for e in group:
-            t = e.result.stats.seconds + e.result.stats.progress_seconds
+            t = e.result.stats.total_seconds
             s_time += t
             for name, r in e.result.results.items():
                 case = ET.SubElement(suite, "testcase", classname=f"{subject}.{e.variant}", name=name, time="0")

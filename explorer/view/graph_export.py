@@ -9,6 +9,8 @@ graph nobody can read.
 
 from __future__ import annotations
 
+from prefetch_check.explorer.interface import hooks
+
 from collections import deque
 
 import networkx as nx
@@ -27,7 +29,7 @@ def state_graph(model, highlight=None, max_states: int = 5000) -> nx.DiGraph:
     `actor`, `description`, `on_path`, `path_step`. Parallel steps between two states
     share one edge whose label lists their action ids.
     """
-    fields = getattr(model, "fields", None)
+    fields = hooks(model).fields
     graph = nx.DiGraph(name="state graph")
     index: dict = {}
     order: list = []

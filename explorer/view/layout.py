@@ -8,6 +8,8 @@ pairs are drawn as threads grouped by rank; any other actor gets a column of its
 
 from __future__ import annotations
 
+from prefetch_check.explorer.interface import hooks
+
 import re
 from dataclasses import dataclass
 from typing import Optional
@@ -183,7 +185,7 @@ def jsonable(value):
 
 
 def _field_table(model, trace) -> tuple[list[str], list[tuple]]:
-    fields = getattr(model, "fields", None)
+    fields = hooks(model).fields
     if fields is None:
         return [], [() for _ in range(len(trace.steps) + 1)]
     dicts = [fields(trace.initial)] + [fields(s.state) for s in trace.steps]
@@ -208,7 +210,7 @@ def _columns(model, trace) -> list[Column]:
     actors = list(seen)
     if not actors or not all(isinstance(a, tuple) and len(a) == 2 for a in actors):
         return [Column(a, None, _actor_text(a), _actor_text(a), _actor_text(a)) for a in actors]
-    hook = getattr(model, "thread_names", None) or {}
+    hook = hooks(model).thread_names or {}
     names = [n for n in hook if any(a[1] == n for a in actors)]
     for a in actors:
         if a[1] not in names:

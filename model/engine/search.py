@@ -13,6 +13,7 @@ from typing import Optional
 
 from prefetch_check.explorer.check import check as check_model
 from prefetch_check.explorer.limits import Limits
+from prefetch_check.explorer.options import SearchOptions, observers_of
 from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.result import CheckResult
 from prefetch_check.model.engine.compiled import CompiledModel
@@ -38,15 +39,14 @@ def search(
     """Judge every property of `protocol` (an instance, with its configuration and predicate)."""
     model = CompiledModel(protocol)
     level = reductions.level
-    result = check_model(
-        model,
+    options = SearchOptions(
         limits,
-        name=name or protocol.predicate_name,
         canonical=model.canonicalizer() if level in (FULL, SYMMETRY) else None,
-        on_progress=on_progress,
         expand=model.reduced_successors if level == FULL else None,
         fuse=level == FULL,
+        observers=observers_of(on_progress),
     )
+    result = check_model(model, options, name=name or protocol.predicate_name)
     readable = ReadableModel(protocol)
     for prop_name, prop in result.results.items():
         if prop.trace is not None:
