@@ -89,7 +89,7 @@ def _judge_safety(model, ex: Exploration, p, options: SearchOptions, shortest: d
     elif p.kind == DEADLOCK_FREE and ex.deadlocks:
         source, sid = shortest.get(p.name, (ex, ex.deadlocks[0]))
         trace = _trace_to(source, canonical, sid)
-        reason = "no thread of any rank can take a step"
+        reason = "no actor can take a step"
         if reduced and p.name not in shortest:
             trace = minimize(model, trace, first_failure(p, model))
             reason += NOT_SHORTENED

@@ -99,7 +99,9 @@ class Hooks:
     fields(state) -> dict
         a flat readable view of a state (name -> value), for viewers and diffs.
     thread_names: dict
-        actor part -> a readable name (e.g. "S" -> "scheduler"), for viewers.
+        for actors that are (group, name) pairs: name -> a readable name (e.g. "W" -> "writer"), for viewers.
+    group_name: str
+        for actors that are (group, name) pairs: what a group is called (e.g. "node"), for viewers.
     """
 
     actors: Optional[Callable] = None
@@ -107,6 +109,7 @@ class Hooks:
     settled: Optional[Callable] = None
     fields: Optional[Callable] = None
     thread_names: Optional[dict] = None
+    group_name: Optional[str] = None
 
 
 def hooks(model) -> Hooks:

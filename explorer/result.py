@@ -85,13 +85,6 @@ class CheckResult:
         state["model"] = None
         return state
 
-    def show(self, prop: Optional[str] = None, format: str = "terminal", **options):
-        """The counterexample of `prop` (default: the first property violated), drawn by
-        `explorer.view.render`: printed for `terminal`, returned as text for the other formats."""
-        from prefetch_check.explorer.view.render import render
-
-        return render(self, prop, format, **options)
-
     def verdict(self, prop: str) -> str:
         return self.results[prop].verdict
 

@@ -37,8 +37,9 @@ from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED, CheckResult
 from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
 from prefetch_check.api import build_model, check, compare
+from prefetch_check.explorer.view import render
 
 __all__ = [
     "BOUNDED", "NOT_APPLICABLE", "VERIFIED", "VIOLATED", "CheckResult", "Config", "Limits",
-    "RequestSpec", "__version__", "build_model", "check", "compare", "uniform_config",
+    "RequestSpec", "__version__", "build_model", "check", "compare", "render", "uniform_config",
 ]

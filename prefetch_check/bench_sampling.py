@@ -143,17 +143,15 @@ def _child(row: SamplingRow, budget: float, conn) -> None:
     conn.close()
 
 
-def measure_sampling(row: SamplingRow, budget: float) -> SamplingMeasurement:
-    """Run one row in a fresh process; kill it at budget (plus the same grace as the search rows)."""
-    from prefetch_check.bench import grace_for
-
+def measure_sampling(row: SamplingRow, budget: float, grace: float) -> SamplingMeasurement:
+    """Run one row in a fresh process; kill it at budget plus `grace` (the search rows' grace)."""
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(row, budget, sender), daemon=True)
     proc.start()
     sender.close()
     m = SamplingMeasurement(row)
-    limit = budget + grace_for(budget)
+    limit = budget + grace
     try:
         ready = receiver.poll(limit)
         figures = receiver.recv() if ready else None

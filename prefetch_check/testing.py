@@ -16,7 +16,8 @@ verdict, why, and the schedule that replays the counterexample.
 
 A result of `check_scenario` knows where it came from, so its failure message also gives the
 `prefetch-check replay` and `prefetch-check trace` command lines; any result can draw the
-counterexample itself with `result.show(prop)` (terminal) or `result.show(prop, "html")`.
+counterexample itself with `prefetch_check.render(result, prop)` (terminal) or
+`render(result, prop, "html")`.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def explain(result: CheckResult, props, expected: Optional[dict] = None) -> str:
             lines.append(f"    replay:  {result.replay_command(pr.trace.schedule)}")
             lines.append(f"    see it:  {result.trace_command(name)}")
         else:
-            lines.append(f"    see it:  result.show({name!r})  (or result.show({name!r}, 'html'))")
+            lines.append(f"    see it:  prefetch_check.render(result, {name!r})  (or render(result, {name!r}, 'html'))")
     return "\n".join(lines)
 
 

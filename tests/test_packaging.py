@@ -57,6 +57,17 @@ def test_the_wheel_holds_every_module_the_scenarios_and_the_report_schema(wheel)
     assert f"prefetch_check-{VERSION}.dist-info/METADATA" in names
 
 
+def test_the_wheel_has_one_top_level_import_name(wheel):
+    """Everything importable lives under prefetch_check: a user's own `model.py` or `explorer/`
+    cannot shadow part of the checker."""
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
+    assert tops == {"prefetch_check"}
+    top_level = [n for n in names if n.endswith(".dist-info/top_level.txt")]
+    if top_level:
+        assert zipfile.ZipFile(wheel).read(top_level[0]).decode().split() == ["prefetch_check"]
+
+
 @pytest.fixture(scope="module")
 def installed(wheel, tmp_path_factory) -> Path:
     """The wheel installed (not editable) into a folder of its own; its dependencies are this
@@ -95,6 +106,22 @@ def test_installed_version_and_module_entry_point(installed, tmp_path):
     probe = "import prefetch_check; print(prefetch_check.__version__, prefetch_check.__file__)"
     out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True).stdout
     assert out.split()[0] == VERSION and out.split()[1].startswith(str(installed))
+
+
+def test_a_users_model_py_and_explorer_folder_do_not_shadow_the_package(installed, tmp_path):
+    """Common in ML repositories: a `model.py` and an `explorer/` package in the working folder."""
+    (tmp_path / "model.py").write_text("raise RuntimeError('the user model was imported')\n")
+    (tmp_path / "explorer").mkdir()
+    (tmp_path / "explorer" / "__init__.py").write_text("raise RuntimeError('the user explorer was imported')\n")
+    probe = ("import prefetch_check\nfrom prefetch_check import check, uniform_config\n"
+             "print(check(uniform_config(ranks=1, pages=2), 'fixed').all_verified)")
+    for pythonpath in (str(installed), str(ROOT)):  # the installed wheel, and the source checkout
+        env = {**os.environ, "PYTHONPATH": pythonpath}
+        done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert (done.returncode, done.stdout.strip()) == (0, "True"), done.stderr[-1500:]
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                str(ROOT / "tests" / "test_model_config.py")], cwd=tmp_path, capture_output=True, text=True)
+    assert collected.returncode == 0, collected.stdout[-1500:] + collected.stderr[-1500:]
 
 
 def test_version_has_one_source(capsys):

@@ -2,7 +2,7 @@
 
 A failure message names the property, its verdict and reason and the schedule; for a
 scenario it gives a `prefetch-check replay` line that really replays. A bare
-`assert result.all_verified` prints a one-line repr. `result.show(prop)` draws the trace
+`assert result.all_verified` prints a one-line repr. `prefetch_check.render(result, prop)` draws the trace
 without the model, trace and property being passed again.
 """
 
@@ -59,7 +59,7 @@ def test_assert_verified_message_has_verdicts_reasons_and_schedules(buggy):
         pr = buggy.results[name]
         assert f"{name} VIOLATED: {pr.reason}" in message
         assert pr.trace.schedule in message
-        assert f"result.show({name!r})" in message
+        assert f"prefetch_check.render(result, {name!r})" in message
     assert "tp_agreement" not in message  # only what failed
     assert "2 of 7 properties not verified (72 states, exhaustive)" in message
 
@@ -120,32 +120,32 @@ def test_assert_as_expected_reads_the_scenarios_expect():
     assert "expected because: " in message
 
 
-def test_show_draws_from_the_result_alone(buggy):
+def test_render_draws_from_the_result_alone(buggy):
     console = Console(width=160, record=True, color_system=None)
-    buggy.show(console=console)  # the first violated property
+    render(buggy, console=console)  # the first violated property
     text = console.export_text()
     trace = buggy.trace("no_early_acceptance")
     assert "no_early_acceptance" in text and trace.schedule in " ".join(text.split())
     for step in trace.steps:
         assert step.action_id in text
-    page = buggy.show("wait_complete_delivers", "html")
+    page = render(buggy, "wait_complete_delivers", "html")
     assert page.startswith("<!DOCTYPE html>") and buggy.trace("wait_complete_delivers").schedule in page
     doc = json.loads(render(buggy, "no_early_acceptance", "json"))
     assert doc["schedule"] == trace.schedule
     with pytest.raises(ValueError, match="tp_agreement is VERIFIED"):
-        buggy.show("tp_agreement")
+        render(buggy, "tp_agreement")
     with pytest.raises(ValueError, match="no property is violated"):
-        check(RACE, "fixed").show()
+        render(check(RACE, "fixed"))
     with pytest.raises(ValueError, match="format must be one of"):
-        buggy.show(format="pdf")
+        render(buggy, format="pdf")
 
 
 def test_a_result_from_another_process_has_no_model_and_says_how_to_give_one(buggy):
     again = pickle.loads(pickle.dumps(buggy))
     assert again == buggy and again.model is None and buggy.model is not None
     with pytest.raises(ValueError, match="pass model="):
-        again.show("no_early_acceptance", "markdown")
-    text = again.show("no_early_acceptance", "markdown", model=build_model(RACE, "buggy"))
+        render(again, "no_early_acceptance", "markdown")
+    text = render(again, "no_early_acceptance", "markdown", model=build_model(RACE, "buggy"))
     assert "S0.check.q0" in text
 
 

@@ -32,7 +32,7 @@ def _groups(entries):
 
 
 def _subject_lines(subject: str, rows: int) -> list[str]:
-    """`demo[ranks=2, policy=timeout]` -> ["demo", "  ranks=2", "  policy=timeout"], padded to `rows`."""
+    """`demo[size=2, mode=fast]` -> ["demo", "  size=2", "  mode=fast"], padded to `rows`."""
     lines = [subject]
     if subject.endswith("]") and "[" in subject:
         name, _, label = subject[:-1].partition("[")

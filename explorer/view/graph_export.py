@@ -39,7 +39,7 @@ def state_graph(model, highlight=None, max_states: int = 5000) -> nx.DiGraph:
         if nid >= max_states:
             raise ValueError(
                 f"the scenario has more than {max_states} reachable states: a state graph that large is "
-                f"unreadable; export the graph of a smaller scenario (fewer ranks, requests or pages) or "
+                f"unreadable; export the graph of a smaller scenario (fewer actors or smaller parameters) or "
                 f"raise max_states"
             )
         index[state] = nid

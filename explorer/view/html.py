@@ -8,7 +8,7 @@ keyboard focus and the full state of the selected step.
 The steps are an ARIA grid laid out with CSS grid tracks that only shrink (`minmax(0, fr)`),
 so the page is never wider than the window. Two layouts of the same markup, as in the
 terminal: `columns` writes each step into its thread's column; `lanes` (compact, for many
-ranks) gives every thread a lane one letter wide with a dot where it acts and writes the
+groups of actors) gives every thread a lane one letter wide with a dot where it acts and writes the
 step in one wide column. `auto` picks by the width the page actually has; a button switches.
 """
 

@@ -3,7 +3,8 @@
 The terminal, HTML, Markdown and JSON views only differ in how they draw a `TraceView`,
 so they cannot disagree about which step is decisive, which fields changed or where a
 lasso's cycle starts. Nothing here knows a protocol: actors that are `(group, name)`
-pairs are drawn as threads grouped by rank; any other actor gets a column of its own.
+pairs are drawn as threads grouped by their group (the model names what a group is: its
+`group_name` hook); any other actor gets a column of its own.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ _RESULT = re.compile(r"(->\s*)([A-Za-z_]+)(?=[;,]|$)")
 
 @dataclass(frozen=True)
 class Change:
-    name: str  # the flat field name, e.g. `r0.q0.hash_value`
+    name: str  # the flat field name, e.g. `w0.count`
     old: object
     new: object
 
@@ -28,10 +29,10 @@ class Change:
 @dataclass(frozen=True)
 class Column:
     actor: object
-    group: Optional[str]  # e.g. "rank 0", or None when the actor is not a (group, name) pair
-    name: str  # e.g. "scheduler" (with the model's `thread_names` hook) or "S"
+    group: Optional[str]  # e.g. "node 0", or None when the actor is not a (group, name) pair
+    name: str  # e.g. "writer" (with the model's `thread_names` hook) or "W"
     short: str  # a narrow header, e.g. "S0" (the thread's own name and its group)
-    lane: str = ""  # the narrowest header, for a lane one letter wide: e.g. "S" (its group says the rank)
+    lane: str = ""  # the narrowest header, for a lane one letter wide: e.g. "W" (its group says whose)
     group_short: str = ""  # the group in a few characters, e.g. "r0"
 
     @property
@@ -220,7 +221,8 @@ def _columns(model, trace) -> list[Column]:
         groups.sort()
     except TypeError:
         pass
-    return [Column((g, n), f"rank {g}", str(hook.get(n, n)), f"{n}{g}", str(n), f"r{g}") for g in groups for n in names]
+    word = hooks(model).group_name or "group"
+    return [Column((g, n), f"{word} {g}", str(hook.get(n, n)), f"{n}{g}", str(n), f"{word[0]}{g}") for g in groups for n in names]
 
 
 def _actor_text(actor) -> str:

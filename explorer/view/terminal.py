@@ -2,7 +2,7 @@
 
 Two layouts of the same content. `columns` writes each step's description into the
 column of the thread that takes it; when the console is too narrow for one readable
-column per thread (many ranks), `lanes` marks the thread with a dot in a narrow lane
+column per thread (many groups of actors), `lanes` marks the thread with a dot in a narrow lane
 and writes the description in one wide column next to the lanes.
 """
 

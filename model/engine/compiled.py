@@ -29,6 +29,7 @@ class CompiledModel:
         self.ranks = protocol.ranks
         self.groups = groups_of(protocol)
         self.thread_names = protocol.thread_names()  # for viewers
+        self.group_name = "rank"  # an actor is (rank, thread letter)
         self._threads = tuple(t.letter for t in protocol.threads)
         self._classes = protocol.rank_classes()
         cls_of = {r: c for c, members in enumerate(self._classes) for r in members}

@@ -21,6 +21,7 @@ class ReadableModel:
         self.config = protocol.config
         self._properties = readable_properties(protocol)
         self.thread_names = protocol.thread_names()  # for viewers: S -> scheduler, ...
+        self.group_name = "rank"  # an actor is (rank, thread letter)
 
     def initial_states(self):
         return [tuple(self.protocol.initial_rank(r) for r in range(self.protocol.ranks))]

@@ -70,7 +70,7 @@ def execute(args) -> int:
         if not args.quiet:
             log.print(f"bench [sampling {i + 1}/{len(sampling_rows)}] {row.key}: {row.configuration} ...",
                       highlight=False)
-        sampled.append(measure_sampling(row, args.budget))
+        sampled.append(measure_sampling(row, args.budget, bench.grace_for(args.budget)))
     console = output_console()
     if measurements:
         console.print(table(measurements, args.budget))

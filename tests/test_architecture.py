@@ -1,0 +1,86 @@
+"""The layering the design promises, checked on the source: the explorer knows no protocol, the
+engine knows no particular protocol, and no two modules import each other in a circle."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).parent.parent
+PACKAGES = {"prefetch_check.model": ROOT / "model", "prefetch_check.explorer": ROOT / "explorer",
+            "prefetch_check": ROOT / "prefetch_check"}
+PROTOCOL_WORDS = re.compile(r"\b(ranks?|(?<!pull-)requests?|hash_value|completed_tokens|prefetch(?!_check|-check)\w*)\b", re.I)
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for package, folder in PACKAGES.items():
+        for path in folder.rglob("*.py"):
+            if "__pycache__" in path.parts:
+                continue
+            parts = path.relative_to(folder).with_suffix("").parts
+            name = ".".join((package,) + (parts[:-1] if parts[-1] == "__init__" else parts))
+            out[name] = path
+    return out
+
+
+def imports(path: Path) -> set[str]:
+    """The prefetch_check modules a file imports at its top level or in functions."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {n for n in found if n.startswith("prefetch_check")}
+
+
+def graph() -> nx.DiGraph:
+    mods = modules()
+    g = nx.DiGraph()
+    g.add_nodes_from(mods)
+    for name, path in mods.items():
+        for target in imports(path):
+            if target in mods and target != name:
+                g.add_edge(name, target)
+    return g
+
+
+def test_the_explorer_imports_nothing_outside_itself():
+    for name, path in modules().items():
+        if name.startswith("prefetch_check.explorer"):
+            outside = {t for t in imports(path) if not t.startswith("prefetch_check.explorer")}
+            assert not outside, f"{path.relative_to(ROOT)} imports {sorted(outside)}"
+
+
+def test_the_explorer_speaks_no_protocol_words():
+    for path in (ROOT / "explorer").rglob("*.py"):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            m = PROTOCOL_WORDS.search(line)
+            assert m is None, f"{path.relative_to(ROOT)}:{n}: {m.group(0)!r} in {line.strip()!r}"
+
+
+def test_the_engine_knows_no_particular_protocol():
+    for name, path in modules().items():
+        if name.startswith(("prefetch_check.model.engine", "prefetch_check.model.interface")):
+            protocols = {t for t in imports(path) if t.startswith("prefetch_check.model.protocols")}
+            assert not protocols, f"{path.relative_to(ROOT)} imports {sorted(protocols)}"
+
+
+def test_model_imports_nothing_of_the_package_face():
+    for name, path in modules().items():
+        if name.startswith("prefetch_check.model"):
+            face = {t for t in imports(path) if not t.startswith(("prefetch_check.model", "prefetch_check.explorer"))}
+            assert not face, f"{path.relative_to(ROOT)} imports {sorted(face)}"
+
+
+def test_no_import_circles():
+    g = graph()
+    # a package's __init__ that imports its own modules is not a circle of design
+    g.remove_edges_from([(a, b) for a, b in list(g.edges) if b.startswith(a + ".") or a.startswith(b + ".")])
+    cycles = list(nx.simple_cycles(g))
+    assert not cycles, f"import circles: {cycles[:3]}"
