@@ -161,6 +161,8 @@ class RankProtocol:
     # class body (never inherited) by a protocol whose soundness harness runs in the tests.
     # A subclass that does not set it is judged by the harness at run time (`engine/vouch.py`).
     reductions_vouched: ClassVar[bool] = False
+    # The predicates the protocol ships, by name (the soundness harness runs each).
+    builtin_predicates: ClassVar[tuple[str, ...]] = ()
 
     config: object
     predicate_name: str = ""

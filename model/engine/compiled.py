@@ -13,6 +13,7 @@ plus its visited-set entry; each distinct rank state lives once in the intern ta
 
 from __future__ import annotations
 
+from prefetch_check.model.engine.base import ProtocolModel
 from prefetch_check.model.engine.collectives import arrived, completion, groups_of, waits_of
 from prefetch_check.model.engine.properties import compiled_properties
 from prefetch_check.model.engine.reduction import closure_ranks
@@ -20,16 +21,12 @@ from prefetch_check.model.engine.symmetry import ContentOrder, canonicalizer
 from prefetch_check.model.interface import WAITING, Action
 
 
-class CompiledModel:
+class CompiledModel(ProtocolModel):
     """The explorer model over compact states, equivalent step for step to `ReadableModel`."""
 
     def __init__(self, protocol):
-        self.protocol = protocol
-        self.config = protocol.config
         self.ranks = protocol.ranks
         self.groups = groups_of(protocol)
-        self.thread_names = protocol.thread_names()  # for viewers
-        self.group_name = "rank"  # an actor is (rank, thread letter)
         self._threads = tuple(t.letter for t in protocol.threads)
         self._classes = protocol.rank_classes()
         cls_of = {r: c for c, members in enumerate(self._classes) for r in members}
@@ -54,7 +51,7 @@ class CompiledModel:
         self._completions: dict = {}  # registers of every rank, all arrived -> the DONE register
         self._settled: dict = {}  # code -> protocol.rank_settled
         self._last_state, self._last_key = None, None
-        self._properties = compiled_properties(protocol, self)
+        super().__init__(protocol, compiled_properties(protocol, self))
 
     # ---- encoding ----
 
@@ -204,9 +201,6 @@ class CompiledModel:
             out.append(new)
         return tuple(out)
 
-    def properties(self):
-        return self._properties
-
     def property_key(self, cs) -> tuple:
         """The ranks' view ids: every state property reads the views only, so equal keys, equal answers."""
         return self.view_key(cs)
@@ -217,18 +211,6 @@ class CompiledModel:
             self._last_key = tuple(map(self._view_id.__getitem__, cs))
             self._last_state = cs
         return self._last_key
-
-    def actor(self, action):
-        return action.actor
-
-    def action_id(self, action) -> str:
-        return action.id
-
-    def action_kind(self, action) -> str:
-        return action.kind
-
-    def action_kinds(self):
-        return self.protocol.action_kinds()
 
     def describe(self, cstate, action, cnext) -> str:
         return self.protocol.describe(self.rank_of[cstate[action.rank]], self.rank_of[cnext[action.rank]], action)

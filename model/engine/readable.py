@@ -8,20 +8,17 @@ searches use (`compiled.py`) is tested against it step for step.
 
 from __future__ import annotations
 
+from prefetch_check.model.engine.base import ProtocolModel
 from prefetch_check.model.engine.collectives import arrived, complete, group_of
 from prefetch_check.model.engine.properties import readable_properties
 from prefetch_check.model.interface import Action
 
 
-class ReadableModel:
+class ReadableModel(ProtocolModel):
     """An explorer model (`explorer.interface.Model`) of a `RankProtocol`."""
 
     def __init__(self, protocol):
-        self.protocol = protocol
-        self.config = protocol.config
-        self._properties = readable_properties(protocol)
-        self.thread_names = protocol.thread_names()  # for viewers: S -> scheduler, ...
-        self.group_name = "rank"  # an actor is (rank, thread letter)
+        super().__init__(protocol, readable_properties(protocol))
 
     def initial_states(self):
         return [tuple(self.protocol.initial_rank(r) for r in range(self.protocol.ranks))]
@@ -39,21 +36,6 @@ class ReadableModel:
                 nxt = state[:r] + (arrived(p, step.rank, tag, value),) + state[r + 1 :]
                 out.append((action, complete(p, nxt, group_of(p, tag))))
         return out
-
-    def properties(self):
-        return self._properties
-
-    def actor(self, action):
-        return action.actor
-
-    def action_id(self, action) -> str:
-        return action.id
-
-    def action_kind(self, action) -> str:
-        return action.kind
-
-    def action_kinds(self):
-        return self.protocol.action_kinds()
 
     def describe(self, state, action, next_state) -> str:
         return self.protocol.describe(state[action.rank], next_state[action.rank], action)

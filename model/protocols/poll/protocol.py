@@ -65,6 +65,7 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
     solo_steps = {"S.drain": 0, "S.keep_waiting": 1, "I.take": 2, "I.write": 3}
     INCREMENT_PRIORITY = 4
     reductions_vouched = True
+    builtin_predicates = ("buggy", "fixed")
 
     def __init__(self, config: Config, predicate: Predicate | str = "fixed", name: str | None = None):
         if isinstance(predicate, tuple):  # (name, function), as a loader gives it
@@ -164,7 +165,8 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
         return (
             uniform_config(ranks=1, pages=2),
             uniform_config(ranks=2, pages=2),
-            uniform_config(ranks=2, requests=2, pages=1),
+            uniform_config(ranks=1, requests=2, pages=2),
+            uniform_config(ranks=2, requests=2, pages=1, hits=0),
             uniform_config(ranks=2, pages=2, failing={1: {0}}),
             uniform_config(ranks=2, pages=2, hits=0),
             uniform_config(ranks=2, pages=1, policy="timeout"),
