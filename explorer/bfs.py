@@ -375,89 +375,99 @@ def _explore(
     max_depth = limits.max_depth
     head = 0
     truncated_depth = False
-    while head < len(states):
-        if head % CHECK_EVERY == 0 and head:
-            elapsed = time.perf_counter() - start
-            if on_progress is not None:
-                on_progress(
-                    {"states": len(states) + ex.fused, "expanded": head, "transitions": ex.transitions,
-                     "frontier": len(states) - head, "depth": depth[head], "seconds": elapsed}
-                )
-            if limits.time_limit is not None and elapsed > limits.time_limit:
-                ex.stop_reason = f"time limit of {limits.time_limit}s reached"
+    try:  # out of memory ends the search like a limit: BOUNDED with the figures reached
+        while head < len(states):
+            if head % CHECK_EVERY == 0 and head:
+                elapsed = time.perf_counter() - start
+                if on_progress is not None:
+                    on_progress(
+                        {"states": len(states) + ex.fused, "expanded": head, "transitions": ex.transitions,
+                         "frontier": len(states) - head, "depth": depth[head], "seconds": elapsed}
+                    )
+                if limits.time_limit is not None and elapsed > limits.time_limit:
+                    ex.stop_reason = f"time limit of {limits.time_limit}s reached"
+                    break
+                if limits.max_memory_mb is not None and peak_memory_mb() > limits.max_memory_mb:
+                    ex.stop_reason = f"memory limit of {limits.max_memory_mb} MB reached (peak {peak_memory_mb():.0f} MB)"
+                    break
+            if stop_when_found and not live_state and not live_step and (ex.deadlocks or not wants_deadlock):
+                ex.stop_reason = "every property has a counterexample"
                 break
-            if limits.max_memory_mb is not None and peak_memory_mb() > limits.max_memory_mb:
-                ex.stop_reason = f"memory limit of {limits.max_memory_mb} MB reached"
-                break
-        if stop_when_found and not live_state and not live_step and (ex.deadlocks or not wants_deadlock):
-            ex.stop_reason = "every property has a counterexample"
-            break
-        sid = head
-        head += 1
-        state = states[sid]
-        d = depth[sid]
-        if max_depth is not None and d >= max_depth:
-            truncated_depth = True
+            sid = head
+            head += 1
+            state = states[sid]
+            d = depth[sid]
+            if max_depth is not None and d >= max_depth:
+                truncated_depth = True
+                if record_graph:
+                    ex.edges.append(array("q"))
+                    ex.enabled.append(0)
+                continue
+            if expand is not None:
+                expansion = stash.pop(sid, None)
+                succ, enabled_actions = expansion if expansion is not None else expand(state)
+                if not enabled_actions:
+                    ex.deadlocks.append(sid)
+                if record_graph:
+                    mask = enabled_actions if enabled_actions.__class__ is int else mask_of(enabled_actions)
+            else:
+                succ = successors(state)
+                if not succ:
+                    ex.deadlocks.append(sid)
+                mask = 0  # every successor is explored: the actors of the steps below are the enabled ones
             if record_graph:
-                ex.edges.append(array("q"))
-                ex.enabled.append(0)
-            continue
-        if expand is not None:
-            expansion = stash.pop(sid, None)
-            succ, enabled_actions = expansion if expansion is not None else expand(state)
-            if not enabled_actions:
-                ex.deadlocks.append(sid)
-            if record_graph:
-                mask = enabled_actions if enabled_actions.__class__ is int else mask_of(enabled_actions)
-        else:
-            succ = successors(state)
-            if not succ:
-                ex.deadlocks.append(sid)
-            mask = 0  # every successor is explored: the actors of the steps below are the enabled ones
-        if record_graph:
-            out = array("q")
-        ex.transitions += len(succ)
-        for action, nxt in succ:
-            counts[action] = counts.get(action, 0) + 1
-            if live_step:
-                judged = step_judges.get(action)
-                for p in judged if judged is not None else judges(action):
-                    if p in live_step:
-                        reason = p.check(state, action, nxt)
-                        if reason:
-                            findings[p.name] = Finding(sid, reason, action, nxt)
-                            live_step.remove(p)
-            key = nxt if canonical is None else canonical(nxt)
-            tid = index.get(key)
-            inside = None
-            if tid is None:
-                if not fuse:
-                    tid = store(key, sid, d + 1)
-                else:
-                    memo = through.get(key)
-                    if memo is not None:
-                        tid, inside = memo >> _LABEL_BITS, labels[memo & _LABEL_MASK]
+                out = array("q")
+            ex.transitions += len(succ)
+            for action, nxt in succ:
+                counts[action] = counts.get(action, 0) + 1
+                if live_step:
+                    judged = step_judges.get(action)
+                    for p in judged if judged is not None else judges(action):
+                        if p in live_step:
+                            reason = p.check(state, action, nxt)
+                            if reason:
+                                findings[p.name] = Finding(sid, reason, action, nxt)
+                                live_step.remove(p)
+                key = nxt if canonical is None else canonical(nxt)
+                tid = index.get(key)
+                inside = None
+                if tid is None:
+                    if not fuse:
+                        tid = store(key, sid, d + 1)
                     else:
-                        tid, inside = walk(key, sid, d + 1)
-                if tid < 0:
-                    break  # state limit reached
-            if record_graph:
-                if inside is None:
-                    label, bit = one_step.get(action) or single_step(action)
-                else:
-                    bit = actor_bit.get(action) or bit_of(action)
-                    label = label_id((bit | inside[0], inside[1], inside[2]))
-                if expand is None:
-                    mask |= bit
-                elif not bit & mask:
-                    raise AssertionError(f"expand() chose {action!r} but did not report its actor enabled")
-                out.append(tid * slots + label)
-        else:
-            if record_graph:
-                ex.edges.append(out)
-                ex.enabled.append(mask)
-            continue
-        break  # state limit reached inside the successor loop
+                        memo = through.get(key)
+                        if memo is not None:
+                            tid, inside = memo >> _LABEL_BITS, labels[memo & _LABEL_MASK]
+                        else:
+                            tid, inside = walk(key, sid, d + 1)
+                    if tid < 0:
+                        break  # state limit reached
+                if record_graph:
+                    if inside is None:
+                        label, bit = one_step.get(action) or single_step(action)
+                    else:
+                        bit = actor_bit.get(action) or bit_of(action)
+                        label = label_id((bit | inside[0], inside[1], inside[2]))
+                    if expand is None:
+                        mask |= bit
+                    elif not bit & mask:
+                        raise AssertionError(f"expand() chose {action!r} but did not report its actor enabled")
+                    out.append(tid * slots + label)
+            else:
+                if record_graph:
+                    ex.edges.append(out)
+                    ex.enabled.append(mask)
+                continue
+            break  # state limit reached inside the successor loop
+    except MemoryError:
+        # free what only the search needs, and cut the lists back to the states stored whole
+        for cache in (index, through, stash, verdicts):
+            cache.clear()
+        whole = min(len(states), len(parent), len(depth))
+        del states[whole:], parent[whole:], depth[whole:]
+        if pending_bits is not None:
+            del pending_bits[whole:]
+        ex.stop_reason = f"memory ran out (MemoryError) after {len(states) + ex.fused} states"
     ex.expanded = head
     ex.seconds = time.perf_counter() - start
     if ex.stop_reason is None and truncated_depth:

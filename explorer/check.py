@@ -38,7 +38,7 @@ def check(
     )
     reduced = expand is not None
     if reduced:
-        shortest = _shorten(model, ex, canonical, shortest_budget(ex), _shortening_time(limits, ex))
+        shortest = _shorten(model, ex, canonical, shortest_budget(ex), _shortening_time(limits, ex), limits.max_memory_mb)
     results = {}
     progress_seconds = 0.0
     bound = f"search stopped: {ex.stop_reason}; {len(ex.states)} states, depth {ex.max_depth} reached, no violation found"
@@ -75,6 +75,14 @@ def check(
                     p.name, BOUNDED, p.description,
                     f"the search finished ({len(ex.states)} states) but the time limit of {limits.time_limit}s "
                     f"ran out during the progress analysis, after {progress_seconds:.1f}s of it",
+                )
+                continue
+            except MemoryError:  # like the time limit: the analysis is cut, the verdict BOUNDED
+                progress_seconds += time.perf_counter() - t0
+                results[p.name] = PropertyResult(
+                    p.name, BOUNDED, p.description,
+                    f"the search finished ({len(ex.states)} states) but memory ran out (MemoryError) during "
+                    f"the progress analysis, after {progress_seconds:.1f}s of it",
                 )
                 continue
             finally:
@@ -141,7 +149,7 @@ def _shortening_time(limits: Limits, ex: Exploration) -> Optional[float]:
     return None
 
 
-def _shorten(model, ex: Exploration, canonical, budget: int, seconds: Optional[float]) -> dict:
+def _shorten(model, ex: Exploration, canonical, budget: int, seconds: Optional[float], memory_mb=None) -> dict:
     """The partial-order reduction does not keep counterexamples shortest; symmetry does.
     For each safety violation (and deadlock) found, search without the partial-order
     reduction, no deeper than the reduced counterexample, for the same property: BFS then
@@ -162,7 +170,7 @@ def _shorten(model, ex: Exploration, canonical, budget: int, seconds: Optional[f
             break
         plain = explore(
             _OnlyProperty(model, name),
-            Limits(max_states=budget, max_depth=depth, time_limit=left),
+            Limits(max_states=budget, max_depth=depth, time_limit=left, max_memory_mb=memory_mb),
             canonical=canonical,
             stop_when_found=True,
         )

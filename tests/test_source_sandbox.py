@@ -168,6 +168,7 @@ def test_a_helper_method_is_checked_like_the_predicate(tmp_path):
         ("x = [0]\nfor i in range(64):\n    x = [x, x]", "x = [x, x]", "inside another"),
         ("x = f'{1:>999999999}'", "f'{1", "width"),
         ("x = '%999999999d' % 1", "'%9", "%-formatting"),
+        ("x = round(10 ** 30, -10 ** 9)", "round(", "digits"),
     ],
 )
 def test_what_would_hang_or_fill_memory_is_refused(tmp_path, body, snippet, word):

@@ -12,10 +12,12 @@ from pathlib import Path
 from prefetch_check.explorer.report import Labels, print_report, summary, to_json_text, to_junit, to_markdown
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.model.predicate_loader import load_predicate
-from prefetch_check.commands.common import add_limit_flags, check_predicate, limit_overrides, output_console
+from prefetch_check.commands.common import (
+    add_limit_flags, check_output_path, check_predicate, limit_defaults, limit_overrides, output_console,
+)
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
-from prefetch_check.scenario.runner import entries, plan, run_tasks
+from prefetch_check.scenario.runner import Interrupted, entries, plan, run_tasks
 
 HELP = "check scenario files (buggy vs fixed by default) and judge their expectations"
 DEFAULT_PATH = "scenarios"
@@ -41,11 +43,13 @@ def add_arguments(parser) -> None:
 
 
 def _writable(flag: str, path: str | None) -> None:
+    """Refuse a report path that cannot be written, before any search runs (see check_output_path)."""
     if path is None:
         return
     folder = Path(path).parent
     if not folder.is_dir():
         raise InputError(f"{flag} {path}: the folder {folder} does not exist")
+    check_output_path(flag, path)
 
 
 def execute(args) -> int:
@@ -59,13 +63,19 @@ def execute(args) -> int:
         _writable(flag, path)
     scenarios = load_scenarios(args.paths or [DEFAULT_PATH])  # every file validated before anything runs
     _warn_about_shapes(predicates, scenarios)
-    tasks = plan(scenarios, predicates, limit_overrides(args), reductions=not args.no_reductions)
+    _check_expectations(predicates, scenarios, chosen=bool(args.predicate or args.predicate_source))
     jobs = args.jobs or os.cpu_count() or 1
-    with RunProgress(len(tasks), quiet=args.quiet) as progress:
-        results = run_tasks(tasks, jobs, progress)
+    searches = min(jobs, len(predicates) * sum(len(s.cases) for s in scenarios))  # at once, sharing the memory
+    tasks = plan(scenarios, predicates, limit_overrides(args), reductions=not args.no_reductions,
+                 defaults=limit_defaults(searches))
+    console = output_console()
+    try:
+        with RunProgress(len(tasks), quiet=args.quiet) as progress:
+            results = run_tasks(tasks, jobs, progress)
+    except Interrupted as stop:
+        return _partial_report(console, tasks, stop)
     report = entries(tasks, results)
 
-    console = output_console()
     print_report(console, report, LABELS)
     _hints(console, tasks, report)
     for flag, path, text, mode in (
@@ -81,6 +91,41 @@ def execute(args) -> int:
                 raise InputError(f"{flag} {path}: cannot write the report: {exc.strerror}") from None
     _, failed = summary(report)
     return 1 if failed else 0
+
+
+def _check_expectations(predicates: list, scenarios: list, chosen: bool) -> None:
+    """An [expect.X] for a predicate the run does not check is never judged. When the predicates are
+    the defaults (the user did not choose), say so on stderr; when no expectation at all would be
+    judged although the scenarios state some, that is an error (exit 2) rather than a silent pass."""
+    if chosen:
+        return  # checking other predicates than the ones with expectations is what --predicate is for
+    stated = [(s, name) for s in scenarios for name in s.expect]
+    unjudged = [(s, name) for s, name in stated if name not in predicates]
+    if stated and len(unjudged) == len(stated):
+        names = ", ".join(sorted({name for _, name in unjudged}))
+        raise InputError(
+            f"nothing would be judged: the scenarios state expectations only for {names}, which this run "
+            f"({', '.join(predicates)}) does not check; run them with --predicate {unjudged[0][1]}"
+        )
+    for scenario, name in unjudged:
+        print(
+            f"prefetch-check: warning: {scenario.path}: [expect.\"{name}\"] is not judged: {name} is not among "
+            f"the predicates of this run ({', '.join(predicates)}); add --predicate {name} to check it",
+            file=sys.stderr,
+        )
+
+
+def _partial_report(console, tasks, stop: Interrupted) -> int:
+    """What finished before SIGINT / SIGTERM, then the exit status 130 / 143 (no report files are written)."""
+    done = [t for t in tasks if t.index in stop.results]
+    if done:
+        print_report(console, entries(done, [stop.results[t.index] for t in done]), LABELS)
+    print(
+        f"prefetch-check: interrupted ({stop}): {len(done)} of {len(tasks)} checks finished"
+        + (" (shown above)" if done else "") + "; no report file was written",
+        file=sys.stderr,
+    )
+    return stop.exit_status
 
 
 def _warn_about_shapes(predicates: list, scenarios: list) -> None:

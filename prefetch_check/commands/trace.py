@@ -13,8 +13,8 @@ from pathlib import Path
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.api import build_model
 from prefetch_check.commands.common import (
-    add_case_flag, add_limit_flags, check_predicate, check_property, limit_overrides, one_case, output_console,
-    positive_int,
+    add_case_flag, add_limit_flags, check_predicate, check_property, limit_defaults, limit_overrides, one_case,
+    output_console, positive_int,
 )
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError
@@ -56,7 +56,7 @@ def execute(args) -> int:
         raise InputError(f"--out {args.out}: the folder {Path(args.out).parent} does not exist")
     view = viewer()
     scenario, case = one_case(args.scenario, args.case)
-    limits = scenario.limits_for(predicate, limit_overrides(args))
+    limits = scenario.limits_for(predicate, limit_overrides(args), limit_defaults())
     with RunProgress(1, quiet=args.quiet) as progress:
         progress.start(0, f"{case.name} · {predicate}")
         result = run_check(case.config, predicate, limits, progress.callback(0), case.name, not args.no_reductions)
