@@ -546,8 +546,10 @@ class Interpreter:
         try:
             signal = self.block(node.body, frame)
             completed = True
-        except (RecursionError, MemoryError):
-            raise Refused("runs out of the sandbox's depth or memory", self.line) from None
+        except MemoryError:
+            raise  # the machine's, not the predicate's: never handled by the predicate
+        except RecursionError:
+            raise Refused("nests too deeply for the sandbox", self.line) from None
         except Exception as exc:
             handler = self.handler_for(node.handlers, exc, frame)
             if handler is None:

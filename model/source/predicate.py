@@ -321,7 +321,9 @@ class SourcePredicate:
                 f"{r.message}{on}; see docs/source-predicates.md for what a source predicate may contain",
                 str(self.path), line, _line(self.lines, line),
             ) from None
-        except (RecursionError, MemoryError):
+        except MemoryError:
+            raise  # the machine ran out, not the predicate: the search reports it (BOUNDED)
+        except RecursionError:
             line = interpreter.line
             raise SourcePredicateError(
                 "nests too deeply for the checker's sandbox", str(self.path), line, _line(self.lines, line)

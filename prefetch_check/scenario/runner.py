@@ -91,8 +91,22 @@ def run_one(task: Task, on_progress=None) -> CheckResult:
     return run_check(task.case.config, task.predicate, task.limits, on_progress, task.case.name, task.reductions)
 
 
+class OutOfMemory(InputError):
+    """Memory ran out after the search (which itself stops as BOUNDED), while its results were made."""
+
+
 def run_check(config, predicate: str, limits: Limits, on_progress, label: str, reductions: bool = True) -> CheckResult:
     """`prefetch_check.api.check`, with a user's predicate that raises reported as bad input."""
+    try:
+        return _check(config, predicate, limits, on_progress, label, reductions)
+    except MemoryError:
+        raise OutOfMemory(
+            f"memory ran out while making the results of {label} under {predicate} (after its search); "
+            f"give a lower --max-memory (now {limits.describe()}) so that the search stops earlier"
+        ) from None
+
+
+def _check(config, predicate: str, limits: Limits, on_progress, label: str, reductions: bool) -> CheckResult:
     if predicate in BUILTIN:
         return check(config, predicate, limits, on_progress, reductions)
     try:
@@ -100,7 +114,7 @@ def run_check(config, predicate: str, limits: Limits, on_progress, label: str, r
     except PredicateError as exc:  # a source predicate refused on a state the load did not probe: file and line
         raise PredicateFailed(f"{exc}\n(while checking {label})") from None
     except MemoryError:
-        raise  # not the predicate's fault; the search itself turns memory exhaustion into BOUNDED
+        raise  # not the predicate's fault (see run_check)
     except Exception as exc:  # the user's code: say where it failed, without a traceback
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         raise PredicateFailed(
