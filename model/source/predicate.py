@@ -104,8 +104,10 @@ def _read_tree(path: Path) -> tuple[ast.Module, list[str]]:
         return ast.parse(text, filename=str(path)), text.splitlines()
     except SyntaxError as exc:
         raise SourcePredicateError(f"not valid Python: {exc.msg}", str(path), exc.lineno) from None
-    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes; nesting beyond the parser's limits
-        raise SourcePredicateError(f"not valid Python: {type(exc).__name__}: {exc}", str(path)) from None
+    except ValueError as exc:  # e.g. null bytes
+        raise SourcePredicateError(f"not valid Python: {exc}", str(path)) from None
+    except (RecursionError, MemoryError):
+        raise SourcePredicateError("nests too deeply for Python's parser", str(path)) from None
 
 
 def _suggest(word: str, names: list[str], kind: str) -> str:
