@@ -296,8 +296,17 @@ class _Search:
         if limits.time_limit is not None and elapsed > limits.time_limit:
             ex.stop_reason = f"time limit of {limits.time_limit}s reached"
         elif limits.max_memory_mb is not None and peak_memory_mb() > limits.max_memory_mb:
-            ex.stop_reason = f"memory limit of {limits.max_memory_mb} MB reached"
+            ex.stop_reason = f"memory limit of {limits.max_memory_mb} MB reached (peak {peak_memory_mb():.0f} MB)"
         return ex.stop_reason is not None
+
+    def _out_of_memory(self) -> None:
+        """Free what only the search itself needs and say why it stopped."""
+        ex = self.ex
+        self.index.clear()
+        self.through.clear()
+        self.stash.clear()
+        self.judge.verdicts.clear()
+        ex.stop_reason = f"memory ran out (MemoryError) after {ex.visited:,} states"
 
     def run(self) -> Exploration:
         ex, judge, options, graph = self.ex, self.judge, self.options, self.graph
@@ -314,73 +323,76 @@ class _Search:
         start = time.perf_counter()
         head = 0
         truncated_depth = False
-        while head < len(states):
-            if head % CHECK_EVERY == 0 and head:
-                elapsed = time.perf_counter() - start
-                self._report(head, elapsed, depth[head])
-                if self._out_of_budget(elapsed):
+        try:  # memory running out ends the search like a limit: BOUNDED with the figures reached
+            while head < len(states):
+                if head % CHECK_EVERY == 0 and head:
+                    elapsed = time.perf_counter() - start
+                    self._report(head, elapsed, depth[head])
+                    if self._out_of_budget(elapsed):
+                        break
+                if options.stop_when_found and judge.all_found(ex.deadlocks):
+                    ex.stop_reason = "every property has a counterexample"
                     break
-            if options.stop_when_found and judge.all_found(ex.deadlocks):
-                ex.stop_reason = "every property has a counterexample"
-                break
-            sid = head
-            head += 1
-            state = states[sid]
-            d = depth[sid]
-            if max_depth is not None and d >= max_depth:
-                truncated_depth = True
+                sid = head
+                head += 1
+                state = states[sid]
+                d = depth[sid]
+                if max_depth is not None and d >= max_depth:
+                    truncated_depth = True
+                    if recording:
+                        graph.expanded(array("q"), 0)
+                    continue
+                if expand is not None:
+                    expansion = stash.pop(sid, None)
+                    succ, enabled_actions = expansion if expansion is not None else expand(state)
+                    if not enabled_actions:
+                        ex.deadlocks.append(sid)
+                    if recording:
+                        mask = mask_of(enabled_actions)
+                else:
+                    succ = successors(state)
+                    if not succ:
+                        ex.deadlocks.append(sid)
+                    mask = 0  # every successor is explored: the actors of the steps below are the enabled ones
                 if recording:
-                    graph.expanded(array("q"), 0)
-                continue
-            if expand is not None:
-                expansion = stash.pop(sid, None)
-                succ, enabled_actions = expansion if expansion is not None else expand(state)
-                if not enabled_actions:
-                    ex.deadlocks.append(sid)
-                if recording:
-                    mask = mask_of(enabled_actions)
-            else:
-                succ = successors(state)
-                if not succ:
-                    ex.deadlocks.append(sid)
-                mask = 0  # every successor is explored: the actors of the steps below are the enabled ones
-            if recording:
-                out = array("q")
-            ex.transitions += len(succ)
-            for action, nxt in succ:
-                counts[action] = counts.get(action, 0) + 1
-                if live_step:
-                    judge_step(sid, state, action, nxt)
-                key = nxt if canonical is None else canonical(nxt)
-                tid = index.get(key)
-                inside = None
-                if tid is None:
-                    if not fuse:
-                        tid = store(key, sid, d + 1)
-                    else:
-                        memo = through.get(key)
-                        if memo is not None:
-                            tid, inside = memo >> LABEL_BITS, label_list[memo & LABEL_MASK]
+                    out = array("q")
+                ex.transitions += len(succ)
+                for action, nxt in succ:
+                    counts[action] = counts.get(action, 0) + 1
+                    if live_step:
+                        judge_step(sid, state, action, nxt)
+                    key = nxt if canonical is None else canonical(nxt)
+                    tid = index.get(key)
+                    inside = None
+                    if tid is None:
+                        if not fuse:
+                            tid = store(key, sid, d + 1)
                         else:
-                            tid, inside = walk(key, sid, d + 1)
-                    if tid < 0:
-                        break  # state limit reached
-                if recording:
-                    if inside is None:
-                        label, bit = one_step.get(action) or single_step(action)
-                    else:
-                        bit = actor_bit.get(action) or bit_of(action)
-                        label = label_index((bit | inside[0], inside[1], inside[2]))
-                    if expand is None:
-                        mask |= bit
-                    elif not bit & mask:
-                        raise AssertionError(f"expand() chose {action!r} but did not report its actor enabled")
-                    out.append(tid * LABEL_SLOTS + label)
-            else:
-                if recording:
-                    graph.expanded(out, mask)
-                continue
-            break  # state limit reached inside the successor loop
+                            memo = through.get(key)
+                            if memo is not None:
+                                tid, inside = memo >> LABEL_BITS, label_list[memo & LABEL_MASK]
+                            else:
+                                tid, inside = walk(key, sid, d + 1)
+                        if tid < 0:
+                            break  # state limit reached
+                    if recording:
+                        if inside is None:
+                            label, bit = one_step.get(action) or single_step(action)
+                        else:
+                            bit = actor_bit.get(action) or bit_of(action)
+                            label = label_index((bit | inside[0], inside[1], inside[2]))
+                        if expand is None:
+                            mask |= bit
+                        elif not bit & mask:
+                            raise AssertionError(f"expand() chose {action!r} but did not report its actor enabled")
+                        out.append(tid * LABEL_SLOTS + label)
+                else:
+                    if recording:
+                        graph.expanded(out, mask)
+                    continue
+                break  # state limit reached inside the successor loop
+        except MemoryError:
+            self._out_of_memory()
         ex.expanded = head
         ex.seconds = time.perf_counter() - start
         if ex.stop_reason is None and truncated_depth:

@@ -124,6 +124,11 @@ def _judge_progress(ex: Exploration, p, options: SearchOptions, analysis: Phase)
             f"the search finished ({ex.visited:,} states) but the time limit of {limits.time_limit}s "
             f"ran out during the progress analysis, after {time.perf_counter() - analysis.start:.1f}s of it",
         )
+    except MemoryError:
+        return PropertyResult(
+            p.name, BOUNDED, p.description,
+            f"the search finished ({ex.visited:,} states) but memory ran out (MemoryError) during the progress analysis",
+        )
     finally:
         if collecting:
             gc.enable()
@@ -196,7 +201,7 @@ def _shorten(model, ex: Exploration, options: SearchOptions, budget: int, second
         plain = explore(
             _OnlyProperty(model, name),
             SearchOptions(
-                Limits(max_states=budget, max_depth=depth, time_limit=left),
+                Limits(max_states=budget, max_depth=depth, time_limit=left, max_memory_mb=options.limits.max_memory_mb),
                 canonical=options.canonical, stop_when_found=True, observers=(beat,),
             ),
         )

@@ -229,6 +229,11 @@ class RankProtocol:
         """Every step kind the protocol can take: the kinds that have a description."""
         return tuple(cls._formatters)
 
+    def possible_kinds(self) -> tuple[str, ...]:
+        """The step kinds this configuration can take at all (a kind that never fires in a search,
+        although possible, means the scenario does not reach that part of the protocol)."""
+        return self.action_kinds()
+
     def describe(self, before: tuple, after: tuple, action: Action) -> str:
         formatter = self._formatters.get(action.kind)
         return formatter(self, before, after, action) if formatter is not None else action.id

@@ -28,4 +28,4 @@ class ProtocolModel:
         return action.kind
 
     def action_kinds(self):
-        return self.protocol.action_kinds()
+        return self.protocol.possible_kinds()

@@ -1,9 +1,11 @@
 """The completion predicate as it is written in a codebase, read with `ast` and run on model states.
 
 `load_source_predicate("path/hiradix_cache.py:HiRadixCache.can_terminate_prefetch")` parses
-the file (nothing is imported: no torch, no sglang), finds the method, and compiles it
-alone into a namespace of small stand-ins (an adapter) that supply exactly what the
-upstream function reads:
+the file (nothing is imported: no torch, no sglang), finds the method, and runs it with our
+own small interpreter (`model/source/interpreter.py`: nothing of the file is ever compiled or
+executed by Python; `model/source/sandbox.py` refuses what it does not run before anything
+runs) on small stand-ins (an adapter, `model/source/adapter.py`) that supply exactly what
+the upstream function reads:
 
 - `self.prefetch_stop_policy`, `self.page_size` -> the model's policy and page size;
 - `self.is_prefetch_timeout(op)` / `self._prefetch_timeout_check_linear_func(op)` -> the
@@ -34,48 +36,23 @@ supply yields the default, as it would on an object without that feature.
 from __future__ import annotations
 
 import ast
-import builtins
 import copy
 import difflib
-import sys
 import itertools
-import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from prefetch_check.model.protocols.poll.config import POLICIES
 from prefetch_check.model.protocols.poll.predicates import OperationView, PredicateError
+from prefetch_check.model.source.adapter import (
+    GLOBALS_SUPPLIED, OPERATION_SUPPLIED, SELF_SUPPLIED, CollectiveReached, FakeTensor, stand_ins, supplied_globals,
+)
+from prefetch_check.model.source.files import FileProblem, read_regular_file
+from prefetch_check.model.source.interpreter import BUILTINS, Function, Interpreter, Refused, Unsupplied
+from prefetch_check.model.source.sandbox import check_syntax
 
-WORLD_SIZE = 2  # what `self.tp_world_size` reads: the multi-rank path, which reaches the collective
-LATE = 1.0e12  # the adapter's clock once the model's timeout fired (start_time is 0)
-TIMEOUT_SETTINGS = {  # any finite positive timeout behaves alike under the two clock readings
-    "prefetch_timeout": 1.0,
-    "prefetch_timeout_base": 1.0,
-    "prefetch_timeout_per_page": 0.1,
-}
-
-SELF_SUPPLIED = (
-    "prefetch_stop_policy",
-    "page_size",
-    "tp_world_size",
-    "tp_group",
-    "_all_reduce_attn_groups",
-    "is_prefetch_timeout",
-    "_prefetch_timeout_check_linear_func",
-    "prefetch_timeout_config",
-) + tuple(TIMEOUT_SETTINGS)
-OPERATION_SUPPLIED = ("hash_value", "completed_tokens", "is_terminated", "start_time", "_terminated_flag")
-GLOBALS_SUPPLIED = ("torch", "logger", "time")
-BUILTINS = {
-    name: getattr(builtins, name)
-    for name in (
-        "len", "int", "bool", "float", "str", "min", "max", "abs", "sum", "any", "all", "getattr",
-        "hasattr", "isinstance", "range", "list", "tuple", "dict", "set", "round",
-        "Exception", "ValueError", "RuntimeError", "TypeError", "KeyError", "AttributeError",
-        "NotImplementedError", "AssertionError",
-    )
-}
+MAX_SOURCE_BYTES = 16 * 1024 * 1024  # hiradix_cache.py is about 60 KB; anything near this is not a source file
 
 
 class SourcePredicateError(PredicateError):
@@ -88,14 +65,6 @@ class SourcePredicateError(PredicateError):
         if text:
             full += f"\n    {line} | {text.strip()}"
         super().__init__(full)
-
-
-class _Unsupplied(AttributeError):
-    """Raised by the adapter for an attribute it does not supply (getattr with a default swallows it)."""
-
-    def __init__(self, what: str):
-        super().__init__(what)
-        self.what = what
 
 
 # ---------------------------------------------------------------- locating the function
@@ -122,15 +91,23 @@ def parse_spec(spec: str) -> tuple[Path, list[str]]:
 
 def _read_tree(path: Path) -> tuple[ast.Module, list[str]]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SourcePredicateError(f"{path}: no such file (the predicate source must be a Python file)") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = read_regular_file(path, MAX_SOURCE_BYTES, "a predicate source")
+    except FileProblem as exc:
+        if str(exc) == "no such file":
+            raise SourcePredicateError(f"{path}: no such file (the predicate source must be a Python file)") from None
+        raise SourcePredicateError(f"{path}: {exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise SourcePredicateError(f"{path}: cannot read the file: {exc}") from None
     try:
         return ast.parse(text, filename=str(path)), text.splitlines()
     except SyntaxError as exc:
         raise SourcePredicateError(f"not valid Python: {exc.msg}", str(path), exc.lineno) from None
+    except ValueError as exc:  # e.g. null bytes
+        raise SourcePredicateError(f"not valid Python: {exc}", str(path)) from None
+    except (RecursionError, MemoryError):
+        raise SourcePredicateError("nests too deeply for Python's parser", str(path)) from None
 
 
 def _suggest(word: str, names: list[str], kind: str) -> str:
@@ -178,6 +155,28 @@ def _params(fn: ast.FunctionDef, in_class: bool, path: Path) -> tuple[Optional[s
             f"{fn.name} takes ({', '.join(args)}); a completion predicate takes {shape}", str(path), fn.lineno
         )
     return (args[0] if has_self else None), args[need - 1]
+
+
+def _check_decorators(fn: ast.FunctionDef, path: Path, lines: list[str]) -> None:
+    """Only @staticmethod: what another decorator does cannot be known without running it."""
+    for d in fn.decorator_list:
+        if not (isinstance(d, ast.Name) and d.id == "staticmethod"):
+            raise SourcePredicateError(
+                f"{fn.name} is decorated with @{ast.unparse(d)}: the checker cannot know what a decorator does "
+                "without running it, so it checks only undecorated functions (and @staticmethod)",
+                str(path), d.lineno, _line(lines, d.lineno),
+            )
+
+
+def _check_sandbox(fn: ast.FunctionDef, path: Path, lines: list[str]) -> None:
+    """The sandbox's syntax check, as a SourcePredicateError with file and line."""
+    try:
+        check_syntax(fn)
+    except Refused as r:
+        raise SourcePredicateError(
+            f"{r.message}; see docs/source-predicates.md for what a source predicate may contain",
+            str(path), r.line, _line(lines, r.line),
+        ) from None
 
 
 def _stored_names(fn: ast.AST) -> set[str]:
@@ -262,140 +261,6 @@ def _bare(fn: ast.FunctionDef) -> ast.FunctionDef:
 
 
 
-# ---------------------------------------------------------------- the adapter
-
-
-class _CollectiveReached(BaseException):  # not an Exception: a bare `except Exception` must not swallow it
-    def __init__(self, tensor, op, line: int):
-        self.tensor, self.op, self.line = tensor, op, line
-
-
-class FakeTensor:
-    """`torch.tensor` of a few ints: enough for the termination vector and its reading."""
-
-    def __init__(self, data, dtype=None, device=None):
-        self.scalar = not isinstance(data, (list, tuple))
-        values = [data] if self.scalar else list(data)
-        self.values = [v.item() if isinstance(v, FakeTensor) else v for v in values]
-
-    def item(self):
-        if len(self.values) != 1:
-            raise ValueError("only one element tensors can be converted to Python scalars")
-        return self.values[0]
-
-    def tolist(self):
-        return self.values[0] if self.scalar else list(self.values)
-
-    def __getitem__(self, i):
-        return FakeTensor(self.values[i])
-
-    def __len__(self):
-        return len(self.values)
-
-    def __int__(self):
-        return int(self.item())
-
-    def __bool__(self):
-        return bool(self.item())
-
-    def __eq__(self, other):
-        return self.item() == (other.item() if isinstance(other, FakeTensor) else other)
-
-    def __repr__(self):
-        return f"tensor({self.tolist()})"
-
-
-class _ReduceOp:
-    SUM, MIN, MAX, PRODUCT = "SUM", "MIN", "MAX", "PRODUCT"
-
-
-def _collective(tensor, op="SUM", *args, **kwargs):
-    """Any all_reduce: stop the run and hand over what this rank brings (see the module doc)."""
-    op = kwargs.get("op", op)
-    raise _CollectiveReached(tensor, op, sys._getframe(1).f_lineno)
-
-
-class _Distributed:
-    ReduceOp = _ReduceOp
-    all_reduce = staticmethod(_collective)
-
-    def __getattr__(self, name):
-        raise _Unsupplied(f"torch.distributed.{name}")
-
-
-class _Torch:
-    int = int32 = int64 = "int"
-    bool = "bool"
-    distributed = _Distributed()
-    tensor = staticmethod(FakeTensor)
-
-    def __getattr__(self, name):
-        raise _Unsupplied(f"torch.{name}")
-
-
-class _Logger:
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: None
-
-
-class _Clock:
-    def __init__(self, now: float):
-        self.now = now
-
-    def monotonic(self):
-        return self.now
-
-    def time(self):
-        return self.now
-
-    def perf_counter(self):
-        return self.now
-
-    def __getattr__(self, name):
-        raise _Unsupplied(f"time.{name}")
-
-
-class _Operation:
-    def __init__(self, view: OperationView):
-        self.hash_value = list(view.hash_value)
-        self.completed_tokens = view.completed_tokens
-        self.start_time = 0.0
-        self._terminated_flag = view.terminated
-        self._view = view
-
-    def is_terminated(self):
-        return self._view.terminated
-
-    def __getattr__(self, name):
-        raise _Unsupplied(f"operation.{name}")
-
-
-class _TimeoutConfig:
-    base, per_ki_token, max = 1.0, 0.1, 10.0
-
-
-class _Cache:
-    """`self` of the upstream method, for one operation view."""
-
-    def __init__(self, view: OperationView, helpers: dict):
-        self.prefetch_stop_policy = view.policy
-        self.page_size = view.page_size
-        self.tp_world_size = WORLD_SIZE
-        self.tp_group = "tp_group"
-        self.prefetch_timeout_config = _TimeoutConfig()
-        for name, value in TIMEOUT_SETTINGS.items():
-            setattr(self, name, value)
-        timed_out = view.timed_out
-        self.is_prefetch_timeout = lambda operation: timed_out
-        self._prefetch_timeout_check_linear_func = lambda operation: timed_out
-        self._all_reduce_attn_groups = _collective
-        for name, fn in helpers.items():
-            setattr(self, name, types.MethodType(fn, self))
-
-    def __getattr__(self, name):
-        raise _Unsupplied(f"self.{name}")
-
-
 # ---------------------------------------------------------------- evaluation
 
 
@@ -412,12 +277,11 @@ class SourcePredicate:
     def __init__(self, name: str, path: Path, fn_node: ast.FunctionDef, helpers: dict, self_name, lines: list[str]):
         self.__name__ = name
         self.path, self.lines, self.self_name = path, lines, self_name
-        self.codes = {}
-        for key, node in [("", fn_node)] + sorted(helpers.items()):
-            module = ast.Module(body=[_bare(node)], type_ignores=[])
-            namespace: dict = {}
-            exec(compile(module, str(path), "exec"), {"__builtins__": {}}, namespace)
-            self.codes[key] = namespace[node.name]
+        self.main = Function(fn_node)
+        self.helpers = {key: Function(node) for key, node in sorted(helpers.items())}
+        for fn in [self.main, *self.helpers.values()]:  # default values, evaluated once as Python does
+            interpreter = Interpreter(supplied_globals(False))
+            self._guarded(interpreter, lambda fn=fn: interpreter.prepare(fn), None)
         self.first_line = fn_node.lineno
         self.shape: Optional[str] = None  # set by load_source_predicate: "late2025", "seed" or None
 
@@ -432,31 +296,14 @@ class SourcePredicate:
         )
         return f"{self.__name__}({inputs}) {e.how} -> {'accept' if e.answer else 'wait'}"
 
-    def _bind(self, view: OperationView):
-        g = {
-            "__builtins__": BUILTINS,
-            "torch": _Torch(),
-            "logger": _Logger(),
-            "time": _Clock(LATE if view.timed_out else 0.0),
-        }
-        fns = {}
-        for key, f in self.codes.items():
-            fns[key] = types.FunctionType(f.__code__, g, f.__name__, f.__defaults__)
-            fns[key].__kwdefaults__ = f.__kwdefaults__
-        main = fns.pop("")
-        return main, _Cache(view, fns)
-
     def evaluate(self, view: OperationView) -> Evaluation:
-        main, cache = self._bind(view)
-        args = (cache, _Operation(view)) if self.self_name else (_Operation(view),)
+        interpreter = Interpreter(supplied_globals(view.timed_out))
+        cache, operation = stand_ins(view, self.helpers)
+        args = (cache, operation) if self.self_name else (operation,)
         try:
-            value = main(*args)
-        except _CollectiveReached as reached:
+            value = self._guarded(interpreter, lambda: interpreter.run(self.main, args, {}), view)
+        except CollectiveReached as reached:
             return self._at_collective(reached, view)
-        except SourcePredicateError:
-            raise
-        except Exception as exc:
-            raise self._failure(exc) from None
         if isinstance(value, FakeTensor) or value is None or not isinstance(value, (bool, int)):
             raise SourcePredicateError(
                 f"{self.__name__} returned {value!r} for {_inputs(view)}; a completion predicate returns True or False",
@@ -465,17 +312,38 @@ class SourcePredicate:
             )
         return Evaluation(bool(value), f"returns {bool(value)}")
 
-    def _at_collective(self, reached: _CollectiveReached, view: OperationView) -> Evaluation:
+    def _guarded(self, interpreter: Interpreter, run, view: Optional[OperationView]):
+        """run(), with what the interpreter refuses or the function raises as a SourcePredicateError."""
+        try:
+            return run()
+        except Refused as r:
+            line = r.line or interpreter.line
+            on = f" (on {_inputs(view)})" if view is not None and "steps" in r.message else ""
+            raise SourcePredicateError(
+                f"{r.message}{on}; see docs/source-predicates.md for what a source predicate may contain",
+                str(self.path), line, _line(self.lines, line),
+            ) from None
+        except MemoryError:
+            raise  # the machine ran out, not the predicate: the search reports it (BOUNDED)
+        except RecursionError:
+            line = interpreter.line
+            raise SourcePredicateError(
+                "nests too deeply for the checker's sandbox", str(self.path), line, _line(self.lines, line)
+            ) from None
+        except Exception as exc:
+            raise self._failure(exc, interpreter.fail_line if exc is interpreter.failed else interpreter.line) from None
+
+    def _at_collective(self, reached: CollectiveReached, view: OperationView) -> Evaluation:
         t, op, line = reached.tensor, reached.op, reached.line
         bad = None
         if not isinstance(t, FakeTensor):
             bad = f"reduces {t!r}, not a torch.tensor of the local decision"
-        elif op == _ReduceOp.MAX and len(t) in (1, 2):
+        elif op == "MAX" and len(t) in (1, 2):
             if len(t) == 2 and bool(t.values[1]) != view.terminated:
                 bad = f"brings {t.tolist()} to all_reduce(MAX), whose second element is not is_terminated()"
             else:
                 return Evaluation(t.values[0] == 0, f"brings {t.tolist()} to all_reduce(MAX) at line {line}", (op, len(t)))
-        elif op == _ReduceOp.MIN and len(t) == 1:
+        elif op == "MIN" and len(t) == 1:
             return Evaluation(bool(t.values[0]), f"brings {t.tolist()} to all_reduce(MIN) at line {line}", (op, 1))
         else:
             bad = f"reduces {t.tolist()} with {op}"
@@ -487,14 +355,8 @@ class SourcePredicate:
             _line(self.lines, line),
         )
 
-    def _failure(self, exc: Exception) -> SourcePredicateError:
-        line = None
-        tb = exc.__traceback__
-        while tb is not None:
-            if tb.tb_frame.f_code.co_filename == str(self.path):
-                line = tb.tb_lineno
-            tb = tb.tb_next
-        if isinstance(exc, _Unsupplied):
+    def _failure(self, exc: Exception, line: Optional[int]) -> SourcePredicateError:
+        if isinstance(exc, Unsupplied):
             message = (
                 f"reads `{exc.what}`, which the checker's adapter does not supply; see "
                 "docs/source-predicates.md for what it supplies"
@@ -536,6 +398,8 @@ def load_source_predicate(spec: str) -> tuple[str, SourcePredicate]:
     path, parts = parse_spec(spec)
     tree, lines = _read_tree(path)
     fn, owner = find_function(tree, parts, path)
+    _check_sandbox(fn, path, lines)  # before anything of the function is evaluated
+    _check_decorators(fn, path, lines)
     self_name, op_name = _params(fn, owner is not None, path)
     methods = {}
     if owner is not None:
@@ -545,6 +409,8 @@ def load_source_predicate(spec: str) -> tuple[str, SourcePredicate]:
         node = todo.pop()
         own_self = self_name if node is fn else (node.args.args[0].arg if node.args.args else None)
         own_op = op_name if node is fn else None  # a helper's parameters are checked when it runs
+        if node is not fn:
+            _check_sandbox(node, path, lines)
         for name in sorted(_static_check(_bare(node), own_self, own_op, set(methods), path, lines)):
             if name not in helpers and methods[name] is not fn:
                 helpers[name] = methods[name]
@@ -558,8 +424,8 @@ def load_source_predicate(spec: str) -> tuple[str, SourcePredicate]:
 
 def _shape(reached: set) -> Optional[str]:
     """The protocol version (`Config.shape`) whose termination collective the function performs, if any."""
-    if (_ReduceOp.MAX, 2) in reached:
+    if ("MAX", 2) in reached:
         return "late2025"
-    if (_ReduceOp.MIN, 1) in reached or (_ReduceOp.MAX, 1) in reached:
+    if ("MIN", 1) in reached or ("MAX", 1) in reached:
         return "seed"
     return None

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import math
 import os
+import stat
+from pathlib import Path
 
 from rich.console import Console
 
+from prefetch_check.explorer.limits import DEFAULT_MEMORY_SHARE, default_memory_mb
 from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.model.predicate_loader import load_predicate
 from prefetch_check.model.protocols import ProtocolError, load_protocol
@@ -41,8 +46,8 @@ def positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text}")
+    if not (value > 0 and math.isfinite(value)):  # nan and inf would mean "no limit"
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text}")
     return value
 
 
@@ -53,10 +58,46 @@ def add_limit_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-reductions", action="store_true",
                    help="search the plain state graph: no rank symmetry, no partial-order reduction (slower)")
     g.add_argument("--time-limit", type=positive_float, metavar="SECONDS", help="stop a search after this many seconds")
+    g.add_argument("--max-memory", type=positive_int, metavar="MB",
+                   help=f"stop a search when its process has used this much memory (default: "
+                        f"{int(DEFAULT_MEMORY_SHARE * 100)}%% of the machine's, shared among --jobs)")
 
 
 def limit_overrides(args) -> dict:
-    return {"max_states": args.max_states, "max_depth": args.max_depth, "time_limit": args.time_limit}
+    """The limit flags, as `explorer.limits.Limits` fields (None: not given)."""
+    return {"max_states": args.max_states, "max_depth": args.max_depth, "time_limit": args.time_limit,
+            "max_memory_mb": args.max_memory}
+
+
+def limit_defaults(searches: int = 1) -> dict:
+    """What applies when neither a flag nor the scenario's [limits] says: the machine's memory
+    default, shared among `searches` running at once."""
+    memory = default_memory_mb(searches)
+    return {} if memory is None else {"max_memory_mb": memory}
+
+
+def check_output_path(flag: str, path: str) -> None:
+    """Refuse, before any search runs, a report path that cannot be written: a folder, a read-only
+    place, a full device. The path is opened for appending (nothing is truncated) and a zero-length
+    write is tried (a full device such as /dev/full refuses even that); for a regular file the free
+    space of its file system is looked at. A file this check created is removed again."""
+    if Path(path).is_dir():
+        raise InputError(f"{flag} {path}: is a folder; give the name of a file to write")
+    existed = os.path.lexists(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o666)
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot write the report there: {exc.strerror}") from None
+    try:
+        os.write(fd, b"")
+        if stat.S_ISREG(os.fstat(fd).st_mode) and os.fstatvfs(fd).f_bavail == 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot write the report there: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+        if not existed:
+            os.unlink(path)
 
 
 def add_protocol_flag(parser: argparse.ArgumentParser) -> None:

@@ -20,6 +20,7 @@ from prefetch_check.commands.common import (
 )
 from prefetch_check.commands.sampling_args import ranks_value
 from prefetch_check.sampling import with_ranks
+from prefetch_check.model.source.files import FileProblem, read_regular_file
 from prefetch_check.scenario import InputError
 from prefetch_check.scenario.errors import closest
 
@@ -38,13 +39,18 @@ def add_arguments(parser) -> None:
     parser.add_argument("--predicate", default="buggy", metavar="P", help="buggy (default), fixed or package.module:function")
 
 
+MAX_SCHEDULE_BYTES = 64 * 1024 * 1024  # a trace JSON of thousands of steps is a few MB
+
+
 def read_schedule(text: str) -> str:
     if text.startswith("@"):
         path = Path(text[1:])
-        try:
-            raw = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read the schedule file: {exc.strerror}") from None
+        try:  # only a regular file: `@fifo` would hang, `@/dev/zero` would fill memory
+            raw = read_regular_file(path, MAX_SCHEDULE_BYTES, "a schedule file").decode("utf-8")
+        except FileProblem as exc:
+            raise InputError(f"{path}: cannot read the schedule file: {exc}") from None
+        except UnicodeDecodeError:
+            raise InputError(f"{path}: cannot read the schedule file: it is not UTF-8 text") from None
         try:
             data = json.loads(raw)
         except ValueError:

@@ -14,13 +14,13 @@ from prefetch_check.explorer.report import Labels, print_report, summary
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.model.predicate_loader import load_predicate
 from prefetch_check.commands.common import (
-    add_limit_flags, add_protocol_flag, check_predicate, check_protocol, limit_overrides,
+    add_limit_flags, add_protocol_flag, check_predicate, check_protocol, limit_defaults, limit_overrides, output_console,
 )
 from prefetch_check.commands import run_outputs
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
 from prefetch_check.scenario.shipped import shipped_scenarios
-from prefetch_check.scenario.runner import entries, plan, run_tasks
+from prefetch_check.scenario.runner import Interrupted, entries, plan, run_tasks
 from prefetch_check.commands.never_fired import warn_never_fired
 
 HELP = "check scenario files (buggy vs fixed by default) and judge their expectations"
@@ -67,11 +67,18 @@ def execute(args) -> int:
     pages = run_outputs.traces_folder(args.traces_dir)
     scenarios = load_scenarios(args.paths or _default_paths())  # every file validated before anything runs
     _warn_about_shapes(predicates, scenarios)
+    _check_expectations(predicates, scenarios, chosen=bool(args.predicate or args.predicate_source))
     protocol = check_protocol(args.protocol)
-    tasks = plan(scenarios, predicates, limit_overrides(args), reductions=not args.no_reductions, protocol=protocol)
     jobs = args.jobs or os.cpu_count() or 1
-    with RunProgress(len(tasks), quiet=args.quiet) as progress:
-        results = run_tasks(tasks, jobs, progress)
+    searches = min(jobs, len(predicates) * sum(len(s.cases) for s in scenarios))  # at once, sharing the memory
+    tasks = plan(scenarios, predicates, limit_overrides(args), reductions=not args.no_reductions,
+                 defaults=limit_defaults(searches), protocol=protocol)
+    console = output_console()
+    try:
+        with RunProgress(len(tasks), quiet=args.quiet) as progress:
+            results = run_tasks(tasks, jobs, progress)
+    except Interrupted as stop:
+        return _partial_report(console, tasks, stop)
     report = entries(tasks, results)
 
     written = run_outputs.write_trace_pages(pages, tasks, report) if pages else {}
@@ -81,6 +88,41 @@ def execute(args) -> int:
     warn_never_fired(tasks, results)  # stderr: stdout stays the verdicts alone
     _say_reductions(tasks, results)
     return 1 if failed else 0
+
+
+def _check_expectations(predicates: list, scenarios: list, chosen: bool) -> None:
+    """An [expect.X] for a predicate the run does not check is never judged. When the predicates are
+    the defaults (the user did not choose), say so on stderr; when no expectation at all would be
+    judged although the scenarios state some, that is an error (exit 2) rather than a silent pass."""
+    if chosen:
+        return  # checking other predicates than the ones with expectations is what --predicate is for
+    stated = [(s, name) for s in scenarios for name in s.expect]
+    unjudged = [(s, name) for s, name in stated if name not in predicates]
+    if stated and len(unjudged) == len(stated):
+        names = ", ".join(sorted({name for _, name in unjudged}))
+        raise InputError(
+            f"nothing would be judged: the scenarios state expectations only for {names}, which this run "
+            f"({', '.join(predicates)}) does not check; run them with --predicate {unjudged[0][1]}"
+        )
+    for scenario, name in unjudged:
+        print(
+            f"prefetch-check: warning: {scenario.path}: [expect.\"{name}\"] is not judged: {name} is not among "
+            f"the predicates of this run ({', '.join(predicates)}); add --predicate {name} to check it",
+            file=sys.stderr,
+        )
+
+
+def _partial_report(console, tasks, stop: Interrupted) -> int:
+    """What finished before SIGINT / SIGTERM, then the exit status 130 / 143 (no report files are written)."""
+    done = [t for t in tasks if t.index in stop.results]
+    if done:
+        print_report(console, entries(done, [stop.results[t.index] for t in done]), LABELS)
+    print(
+        f"prefetch-check: interrupted ({stop}): {len(done)} of {len(tasks)} checks finished"
+        + (" (shown above)" if done else "") + "; no report file was written",
+        file=sys.stderr,
+    )
+    return stop.exit_status
 
 
 def _warn_about_shapes(predicates: list, scenarios: list) -> None:

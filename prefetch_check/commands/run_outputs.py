@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from prefetch_check.api import build_model
-from prefetch_check.commands.common import output_console
+from prefetch_check.commands.common import check_output_path, output_console
 from prefetch_check.explorer.report import Labels, to_json_text, to_junit, to_markdown
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.scenario import InputError
@@ -37,6 +37,8 @@ def requested(args) -> list[tuple]:
         folder = Path(path).parent
         if path != STDOUT and not folder.is_dir():
             raise InputError(f"{flag} {path}: the folder {folder} does not exist")
+        if path != STDOUT:
+            check_output_path(flag, path)  # a folder, a read-only place, a full device: say so now
     return wanted
 
 

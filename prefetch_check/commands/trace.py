@@ -11,8 +11,8 @@ from pathlib import Path
 
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.commands.common import (
-    add_case_flag, add_limit_flags, add_protocol_flag, check_predicate, check_property, check_protocol, limit_overrides, one_case, output_console,
-    positive_int,
+    add_case_flag, add_limit_flags, add_protocol_flag, check_predicate, check_property, check_protocol, limit_defaults,
+    limit_overrides, one_case, output_console, positive_int,
 )
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError
@@ -58,7 +58,7 @@ def execute(args) -> int:
     view = viewer()
     scenario, case = one_case(args.scenario, args.case)
     protocol = check_protocol(args.protocol) or scenario.protocol
-    limits = scenario.limits_for(predicate, limit_overrides(args))
+    limits = scenario.limits_for(predicate, limit_overrides(args), limit_defaults())
     with RunProgress(1, quiet=args.quiet) as progress:
         progress.start(0, f"{case.name} · {predicate}")
         result = run_check(case.config, predicate, limits, progress.callback(0), case.name, not args.no_reductions, protocol)

@@ -18,7 +18,7 @@ from prefetch_check.scenario.expectations import Expect, parse_expect
 from prefetch_check.scenario.limits import parse_limits, resolve
 from prefetch_check.scenario.matrix import case_label, check_matrix, expand
 from prefetch_check.scenario.parameters import ValueProblem, build_config
-from prefetch_check.scenario.schema import META, PARAMETERS, SHORTHAND, TOP_LEVEL
+from prefetch_check.scenario.schema import META, PARAMETERS, REQUESTS, SHORTHAND, TOP_LEVEL
 from prefetch_check.scenario.source import Source, read_source
 
 
@@ -45,8 +45,8 @@ class Scenario:
     protocol: str | None = None  # a built-in protocol's name or package.module:ClassName; None: the default
     limits: dict = field(default_factory=dict)  # None / predicate -> {limit: value}
 
-    def limits_for(self, predicate: str, overrides: dict | None = None) -> Limits:
-        return resolve(self.limits, predicate, overrides or {})
+    def limits_for(self, predicate: str, overrides: dict | None = None, defaults: dict | None = None) -> Limits:
+        return resolve(self.limits, predicate, overrides or {}, defaults)
 
     def expectation(self, predicate: str) -> Expect | None:
         return self.expect.get(predicate)
@@ -72,6 +72,11 @@ def _build(source: Source, doc: dict, stem: str) -> Scenario:
     requests = doc.get("request", [])
     if not isinstance(requests, list):
         raise ValueProblem(("request",), "requests with different contents are written as [[request]] tables")
+    if len(requests) > REQUESTS.high:
+        raise ValueProblem(
+            ("request", REQUESTS.high),
+            f"{len(requests)} [[request]] tables; at most {REQUESTS.high} are allowed (as for `requests`)",
+        )
     if requests:
         both = [k for k in SHORTHAND if k in doc]
         if both:
@@ -97,7 +102,9 @@ def _build(source: Source, doc: dict, stem: str) -> Scenario:
             config = build_config(values, requests, where)
         except ValueProblem as problem:
             if choice and problem.keypath[:1] == ("matrix",):
-                problem.message += f" (in the matrix case {case_label(choice)})"
+                label = case_label(choice)
+                label = label if len(label) <= 80 else label[:77] + "..."
+                problem.message += f" (in the matrix case {label})"
             raise
         cases.append(Case(name, case_label(choice), config))
     return Scenario(
@@ -121,8 +128,8 @@ def scenario_files(paths) -> list[Path]:
             if not found:
                 raise InputError(f"{p}: no scenario files (*.toml) in this folder")
             out += found
-        elif p.is_file():
-            out.append(p)
+        elif p.exists():
+            out.append(p)  # a FIFO or device is refused, with what it is, when read
         else:
             raise InputError(f"{p}: no such scenario file or folder")
     return list(dict.fromkeys(out))

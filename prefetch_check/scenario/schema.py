@@ -80,12 +80,13 @@ META = {
 TABLES = {
     "request": "[[request]] tables, one per request (pages, hits, failing)",
     "matrix": "[matrix]: parameter -> list of values; one run per combination",
-    "limits": "[limits]: max_states, max_depth, time_limit (and [limits.<predicate>])",
+    "limits": "[limits]: max_states, max_depth, time_limit, max_memory (and [limits.<predicate>])",
     "expect": "[expect.<predicate>]: violates, verifies, not_applicable, why",
 }
 TOP_LEVEL = tuple(META) + tuple(PARAMETERS) + tuple(TABLES)
 
-LIMIT_KEYS = {"max_states": (int, 1), "max_depth": (int, 1), "time_limit": (float, 0)}
+LIMIT_KEYS = {"max_states": (int, 1), "max_depth": (int, 1), "time_limit": (float, 0), "max_memory": (int, 1)}
+LIMIT_FIELDS = {"max_memory": "max_memory_mb"}  # a key's field of explorer.limits.Limits, where the names differ
 EXPECT_KEYS = ("violates", "verifies", "not_applicable", "why")
 EXPECT_VERDICTS = {"violates": "VIOLATED", "verifies": "VERIFIED", "not_applicable": "NOT APPLICABLE"}
 ALL = "all"

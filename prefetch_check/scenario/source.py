@@ -6,7 +6,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from prefetch_check.scenario.errors import InputError, ScenarioError, locate
+from prefetch_check.model.source.files import FileProblem, read_regular_file
+from prefetch_check.scenario.errors import InputError, ScenarioError
+from prefetch_check.scenario.positions import locate
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,11 @@ class Source:
         """The TOML document; a syntax error names the file, line and column."""
         try:
             return tomllib.loads(self.text)
+        except RecursionError:  # tomllib recurses once per level of nested arrays and inline tables
+            raise ScenarioError(
+                "arrays or inline tables are nested too deeply for the TOML reader "
+                "(a scenario needs two levels at most)", self.path,
+            ) from None
         except tomllib.TOMLDecodeError as exc:
             text = str(exc)
             line = None
@@ -36,11 +43,16 @@ class Source:
             raise ScenarioError(f"not valid TOML: {text}", self.path, line) from None
 
 
+MAX_SCENARIO_BYTES = 1024 * 1024  # the shipped scenarios are about 1 KB
+
+
 def read_source(path: Path) -> Source:
+    """The text of a scenario file: a regular file of at most MAX_SCENARIO_BYTES (a FIFO or a device
+    named *.toml must not hang or fill memory)."""
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the scenario file: {exc.strerror}") from None
+        raw = read_regular_file(path, MAX_SCENARIO_BYTES, "a scenario file")
+    except FileProblem as exc:
+        raise InputError(f"{path}: cannot read the scenario file: {exc}") from None
     try:
         return Source(str(path), raw.decode("utf-8"))
     except UnicodeDecodeError:

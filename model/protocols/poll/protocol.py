@@ -105,6 +105,38 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
         from here only the scheduler drains empty queues, round after round."""
         return summarize(rank).quiet and not rank.revoke_queue and not rank.release_queue
 
+    def possible_kinds(self) -> tuple[str, ...]:
+        """Leaves out what this configuration rules out: allocation failure where none may fail,
+        the clock without the timeout policy, waiting under best_effort, skips, revokes, publishes
+        and loads that no request's parameters allow, load failures where no page fails."""
+        cfg = self.config
+        requests = range(cfg.num_requests)
+        issued = [q for q in requests if cfg.is_issued_by_threshold(q)]
+        published = [q for q in issued if not cfg.is_revoked(q)]
+        loaded = [q for q in published if cfg.agreed_hit_pages(q) > 0]
+        out = set()
+        if not any(cfg.alloc_may_fail):
+            out.add("S.issue_alloc_failed")
+        if cfg.policy != "timeout" or not cfg.timeout_clock:
+            out.add("C.timeout")
+        if cfg.policy == "best_effort":
+            out |= {"S.keep_waiting", "S.terminate"}
+        if len(issued) == cfg.num_requests:
+            out.add("S.issue_skipped")
+        if len(published) == len(issued):
+            out.add("P.revoke")
+        if "S.issue_alloc_failed" in out and "S.issue_skipped" in out and "P.revoke" in out:
+            out.add("S.ready_without_prefetch")  # every request stays in ongoing_prefetch until checked
+        if not issued:
+            out |= {k for k in self.action_kinds() if not k.startswith(("S.issue_skipped", "S.drain", "S.ready"))}
+        if not published:
+            out |= {k for k in self.action_kinds() if k.startswith("I.")} | {"P.publish"}
+        if not loaded:
+            out |= {"I.write", "I.increment", "I.increment_refused"}
+        if not any(any(spec.failing) for spec in cfg.requests):
+            out.add("I.load_failed")
+        return tuple(k for k in self.action_kinds() if k not in out)
+
     # ---- the completion predicate ----
 
     def view_of(self, op) -> OperationView:
