@@ -12,11 +12,13 @@ from prefetch_check.model.protocols.poll.predicates import BUILTIN, Predicate, P
 from prefetch_check.model.source.predicate import is_source_spec, load_source_predicate
 
 
-def load_predicate(spec: str) -> tuple[str, Predicate]:
+def load_predicate(spec: str, builtin: dict | None = None) -> tuple[str, Predicate]:
     """Resolve `buggy`, `fixed`, `package.module:function` or `PATH.py:Class.method` (read from
-    source with `ast`, never imported) to (name, function)."""
-    if spec in BUILTIN:
-        return spec, BUILTIN[spec]
+    source with `ast`, never imported) to (name, function). `builtin` names a protocol's own
+    predicates (default: the predicate-poll protocol's)."""
+    builtin = BUILTIN if builtin is None else builtin
+    if spec in builtin:
+        return spec, builtin[spec]
     if is_source_spec(spec):
         return load_source_predicate(spec)
     if ":" not in spec:

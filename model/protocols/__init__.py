@@ -11,6 +11,7 @@ import importlib
 
 BUILTIN = {
     "predicate-poll": ("prefetch_check.model.protocols.poll.protocol", "PollProtocol"),
+    "ack-drain": ("prefetch_check.model.protocols.ack_drain.protocol", "AckDrainProtocol"),
 }
 DEFAULT = "predicate-poll"
 

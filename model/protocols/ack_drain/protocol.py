@@ -1,0 +1,250 @@
+"""The ack-drain protocol (SGLang 0.5.19 and later): completion through ACKs drained by the scheduler.
+
+Per rank a scheduler `S`, a prefetch thread `P`, an IO thread `I`, a sync thread `Y` and, under
+the timeout policy, a clock `C` (PROTOCOL-2026.md). Host memory is allocated when the
+scheduler drains the hit count, the IO thread sends a progress ACK per batch and then
+completed_req, the sync thread agrees on each progress ACK with a MIN over the ranks, and
+the scheduler applies them in its drain. The released shapes (UnifiedRadixCache, what the
+server builds, and HiRadixCache 0.5.19-0.5.20; ACK matching, the timeout deadline,
+exception handling) are options of the configuration (config.py, releases.py).
+
+What the reductions may assume:
+- Rank symmetry: ranks with identical parameters (hits, failing pages, exceptions, host
+  memory) are interchangeable. `Rank` lists the scheduler's fields last, and only the
+  scheduler loops forever: P, I and Y take irreversible steps (every queue item is taken
+  once), and the clock fires once per operation.
+- The partial-order reduction at rank granularity (model/engine/reduction.py): every
+  property is rank-local (data integrity, a double release, a death, early acceptance) or
+  stable once true of an idle system (delivery, agreement of the trees, leaks) or of a
+  collective mismatch; no solo steps are declared yet, so every interleaving of a rank's own
+  threads is explored.
+"""
+
+from __future__ import annotations
+
+from prefetch_check.model.interface import Collective, RankProtocol, Thread
+from prefetch_check.model.predicate_loader import load_predicate
+from prefetch_check.model.protocols.ack_drain import predicates
+from prefetch_check.model.protocols.ack_drain.cache import CacheOperations
+from prefetch_check.model.protocols.ack_drain.clock import ClockSteps
+from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request, uniform_ack_config
+from prefetch_check.model.protocols.ack_drain.io_thread import IOThreadSteps
+from prefetch_check.model.protocols.ack_drain.prefetch_thread import PrefetchThreadSteps
+from prefetch_check.model.protocols.ack_drain.properties import RankView, build_properties, summarize
+from prefetch_check.model.protocols.ack_drain.scheduler import SchedulerSteps
+from prefetch_check.model.protocols.ack_drain.state import (
+    C_ACK,
+    C_DRAIN,
+    C_HITS,
+    C_VOTE,
+    DEAD,
+    IO_ACK,
+    IO_READ,
+    NO_OP,
+    S_CHECK,
+    S_CRASHED,
+    S_DRAIN_WAIT,
+    S_ISSUE,
+    S_ROUND,
+    S_VOTE_WAIT,
+    initial_rank,
+)
+from prefetch_check.model.protocols.ack_drain.sync_thread import SyncThreadSteps
+from prefetch_check.model.protocols.poll.predicates import OperationView
+
+STAGES = ("queued", "querying", "hit queue", "loading", "revoked")
+
+
+class AckDrainProtocol(
+    SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, SyncThreadSteps, ClockSteps, CacheOperations, RankProtocol
+):
+    """The protocol of PROTOCOL-2026.md for one configuration and one completion predicate."""
+
+    protocol_name = "ack-drain"
+    threads = (
+        Thread("S", "scheduler"), Thread("P", "prefetch"), Thread("I", "io"), Thread("Y", "sync"), Thread("C", "clock"),
+    )
+    # the scheduler's group first: the partial-order reduction visits a rank's waits in this order
+    collectives = {
+        C_DRAIN: Collective("s_coll", min, "all_reduce(MIN [hits, ACKs, releases]) of the drain"),
+        C_VOTE: Collective("s_coll", max, "all_reduce(MAX should_terminate) of the check"),
+        C_HITS: Collective("p_coll", min, "all_reduce(MIN hits)"),
+        C_ACK: Collective("y_coll", min, "all_reduce(MIN completed_tokens) of a progress ACK"),
+    }
+    reductions_vouched = True
+    builtin_predicates = ("buggy", "fixed")
+
+    def __init__(self, config: AckConfig, predicate="fixed", name: str | None = None):
+        if isinstance(predicate, tuple):  # (name, function), as a loader gives it
+            name, predicate = predicate
+        if isinstance(predicate, str):
+            name, predicate = load_predicate(predicate, predicates.BUILTIN)
+        self.config = config
+        self.predicate = predicate
+        self.predicate_name = name or getattr(predicate, "__name__", "predicate")
+        bases, ops_of, request_of = [], [], []
+        for q, spec in enumerate(config.requests):
+            bases.append(len(request_of))
+            ops_of.append(tuple(range(len(request_of), len(request_of) + spec.generations)))
+            request_of += [q] * spec.generations
+        self.bases, self.ops_of, self.request_of = tuple(bases), tuple(ops_of), tuple(request_of)
+        self._decisions: dict = {}
+        self._hashes = tuple(tuple(f"h{i}" for i in range(n)) for n in range(max(q.pages for q in config.requests) + 1))
+        self._properties = build_properties(self)
+
+    def op_index(self, q: int, gen: int) -> int:
+        return self.bases[q] + gen
+
+    # ---- the protocol ----
+
+    def initial_rank(self, r: int):
+        return initial_rank(len(self.request_of), self.config.num_requests)
+
+    def rank_steps(self, r: int, rank) -> list:
+        return (
+            self.scheduler_steps(r, rank) + self.prefetch_steps(r, rank) + self.io_steps(r, rank)
+            + self.sync_steps(r, rank) + self.clock_steps(r, rank)
+        )
+
+    def rank_view(self, rank) -> RankView:
+        return summarize(self, rank)
+
+    def properties(self):
+        return self._properties
+
+    def quiescent(self, state) -> bool:
+        return all(summarize(self, rank).quiet for rank in state)
+
+    def rank_settled(self, rank) -> bool:
+        """Every thread idle, every queue empty, every request done, nothing queued for release:
+        from here the scheduler only drains empty queues, round after round."""
+        return summarize(self, rank).quiet and not rank.release_queue and rank.round > self.config.last_abort_round
+
+    # ---- the completion predicate ----
+
+    def view_of(self, op) -> OperationView:
+        return OperationView(
+            hash_value=self._hashes[op.hash_value],
+            completed_tokens=op.completed * self.config.page_size,
+            page_size=self.config.page_size,
+            terminated=op.terminated,
+            policy=self.config.policy,
+            timed_out=op.timed_out,
+        )
+
+    def decide_op(self, op) -> bool:
+        """The predicate's local answer (memoised: a predicate must be a pure function)."""
+        key = (op.hash_value, op.completed, op.terminated, op.timed_out)
+        known = self._decisions.get(key)
+        if known is None:
+            known = self._decisions[key] = bool(self.predicate(self.view_of(op)))
+        return known
+
+    def explain_predicate(self, op) -> str:
+        view, answer = self.view_of(op), self.decide_op(op)
+        explain = getattr(self.predicate, "explain", None)
+        if explain is not None:
+            return explain(view, answer)
+        return f"{self.predicate_name}(...) -> {'accept' if answer else 'wait'}"
+
+    # ---- what the reductions may assume ----
+
+    def rank_classes(self) -> tuple[tuple[int, ...], ...]:
+        cfg, groups = self.config, {}
+        for r in range(cfg.ranks):
+            signature = tuple(
+                (q.hits[r], tuple(sorted(q.failing[r])), q.query_raises[r], tuple(sorted(q.batch_raises[r])))
+                for q in cfg.requests
+            ) + (cfg.host_pages[r],)
+            groups.setdefault(signature, []).append(r)
+        return tuple(tuple(g) for g in groups.values())
+
+    @classmethod
+    def harness_configs(cls) -> tuple:
+        one = Request(pages=2, hits=(2, 1), failing=(frozenset(), frozenset()))
+        return (
+            uniform_ack_config(ranks=1, pages=2),
+            uniform_ack_config(ranks=2, pages=2, storage_batch_size=1),
+            uniform_ack_config(ranks=2, pages=1, requests=2),
+            uniform_ack_config(ranks=2, pages=2, failing={1: {0}}, storage_batch_size=1),
+            uniform_ack_config(ranks=2, pages=1, policy="timeout"),
+            uniform_ack_config(ranks=2, pages=1, policy="timeout", cache="hiradix"),
+            uniform_ack_config(ranks=2, pages=1, policy="best_effort"),
+            uniform_ack_config(ranks=1, pages=1, policy="best_effort", requests=1).with_(
+                requests=(Request(pages=1, hits=(1,), failing=(frozenset(),), readmits=1),), ack_match="rid"),
+            AckConfig(ranks=2, requests=(one,), storage_batch_size=1),
+            AckConfig(ranks=2, requests=(Request(pages=1, hits=(1, 1), failing=(frozenset(), frozenset()), abort_round=1),)),
+        )
+
+    # ---- for viewers ----
+
+    def fields(self, state) -> dict:
+        out = {}
+        ps = self.config.page_size
+        for r, rank in enumerate(state):
+            out[f"r{r}.scheduler"] = _scheduler_pc(rank.s_pc)
+            out[f"r{r}.prefetch"] = _thread_pc(rank.p_pc, "waiting in all_reduce(MIN hits)")
+            out[f"r{r}.io"] = _io_pc(rank.i_pc)
+            out[f"r{r}.sync"] = "idle" if not rank.y_pc else f"#{rank.y_pc[0]}: waiting in all_reduce(MIN) of an ACK"
+            out[f"r{r}.prefetch_queue"] = [f"#{i}" for i in rank.prefetch_queue]
+            out[f"r{r}.prefetch_hit_queue"] = [f"#{i}" for i in rank.hit_queue]
+            out[f"r{r}.prefetch_buffer"] = [f"#{i}" for i in rank.prefetch_buffer]
+            out[f"r{r}.prefetch_sync_queue"] = [_ack(a, ps) for a in rank.sync_queue]
+            out[f"r{r}.ack_prefetch_queue"] = [_ack(a, ps) for a in rank.ack_queue]
+            out[f"r{r}.host_mem_release_queue"] = rank.release_queue
+            for q, req in enumerate(rank.reqs):
+                p = f"r{r}.q{q}."
+                out[p + "ongoing_prefetch"] = "-" if req.ongoing == NO_OP else f"#{req.ongoing}"
+                out[p + "done"] = req.ready and req.gen + 1 >= self.config.requests[q].generations
+                out[p + "tree_tokens"] = req.tree * ps
+                if req.aborted:
+                    out[p + "aborted"] = True
+            for i, op in enumerate(rank.ops):
+                if not op.issued:
+                    continue
+                p = f"r{r}.#{i}."
+                out[p + "stage"] = STAGES[op.stage]
+                out[p + "hash_value"] = f"{op.hash_value} page(s)"
+                out[p + "host_slots"] = "".join(".RTX"[s] for s in op.slots) or "None"
+                out[p + "pages_written"] = op.written
+                out[p + "completed_tokens"] = op.completed * ps
+                out[p + "terminated"] = op.terminated
+                if self.config.policy == "timeout":
+                    out[p + "timed_out"] = op.timed_out
+        return out
+
+
+def _thread_pc(pc: int, waiting: str) -> str:
+    if pc == DEAD:
+        return "dead"
+    return "idle" if pc < 0 else f"#{pc}: {waiting}"
+
+
+def _ack(ack, page_size: int) -> str:
+    i, kind, pages = ack
+    return f"#{i} progress {pages * page_size}" if kind == 0 else f"#{i} completed_req"
+
+
+def _scheduler_pc(pc) -> str:
+    kind, q, _ = pc
+    return {
+        S_ISSUE: f"issue q{q}",
+        S_ROUND: "round start (aborts, drain)",
+        S_DRAIN_WAIT: "waiting in drain all_reduce(MIN)",
+        S_CHECK: f"check q{q}",
+        S_VOTE_WAIT: f"q{q}: waiting in all_reduce(MAX)",
+        S_CRASHED: "dead",
+    }[kind]
+
+
+def _io_pc(pc) -> str:
+    if not pc:
+        return "idle"
+    if pc == (DEAD,):
+        return "dead"
+    i, batch, page, counted, ok, phase = pc
+    if phase == IO_READ:
+        return f"#{i}: batch {batch}, read page {page}"
+    if phase == IO_ACK:
+        return f"#{i}: batch {batch} over ({counted} page(s)), send its ACK"
+    return f"#{i}: send completed_req"
