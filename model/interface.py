@@ -163,6 +163,8 @@ class RankProtocol:
     reductions_vouched: ClassVar[bool] = False
     # The predicates the protocol ships, by name (the soundness harness runs each).
     builtin_predicates: ClassVar[tuple[str, ...]] = ()
+    # The names of the properties `properties()` declares, in order (scenario files name them).
+    property_names: ClassVar[tuple[str, ...]] = ()
 
     config: object
     predicate_name: str = ""

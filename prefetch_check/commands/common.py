@@ -15,7 +15,6 @@ from prefetch_check.explorer.limits import DEFAULT_MEMORY_SHARE, default_memory_
 from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.model.predicate_loader import load_predicate
 from prefetch_check.model.protocols import ProtocolError, load_protocol
-from prefetch_check.model.protocols.poll.properties import NAMES as PROPERTY_NAMES
 from prefetch_check.scenario import Case, InputError, Scenario, load_scenario
 from prefetch_check.scenario.errors import did_you_mean
 
@@ -132,9 +131,11 @@ def check_predicate(spec: str) -> str:
     return spec
 
 
-def check_property(name: str) -> str:
-    if name not in PROPERTY_NAMES:
-        raise InputError(f"--property: unknown property {name!r}" + did_you_mean(name, PROPERTY_NAMES))
+def check_property(name: str, protocol=None) -> str:
+    """A property of the protocol (a built-in name, a variant, or None for the default)."""
+    names = load_protocol(protocol).property_names
+    if name not in names:
+        raise InputError(f"--property: unknown property {name!r}" + did_you_mean(name, names))
     return name
 
 

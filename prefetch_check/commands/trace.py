@@ -50,7 +50,6 @@ def viewer():
 
 def execute(args) -> int:
     predicate = check_predicate(args.predicate)
-    prop = check_property(args.property) if args.property else None
     if args.format in ("dot", "graphml") and not args.out:
         raise InputError(f"--format {args.format} writes a file: give it with --out FILE")
     if args.out and not Path(args.out).parent.is_dir():
@@ -58,6 +57,7 @@ def execute(args) -> int:
     view = viewer()
     scenario, case = one_case(args.scenario, args.case)
     protocol = check_protocol(args.protocol) or scenario.protocol
+    prop = check_property(args.property, protocol) if args.property else None
     limits = scenario.limits_for(predicate, limit_overrides(args), limit_defaults())
     with RunProgress(1, quiet=args.quiet) as progress:
         progress.start(0, f"{case.name} · {predicate}")

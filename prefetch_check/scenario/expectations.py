@@ -21,7 +21,6 @@ from prefetch_check.explorer.report.records import Expectation
 from prefetch_check.explorer.result import CheckResult
 from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.model.predicate_loader import load_predicate
-from prefetch_check.model.protocols.poll.properties import NAMES as PROPERTY_NAMES
 from prefetch_check.scenario.errors import did_you_mean
 from prefetch_check.scenario.parameters import ValueProblem
 from prefetch_check.scenario.schema import ALL, EXPECT_KEYS, EXPECT_VERDICTS
@@ -50,7 +49,7 @@ def check_predicate(spec: str, keypath: tuple) -> None:
         raise ValueProblem(keypath, str(exc)) from None
 
 
-def _names(value, keypath: tuple, allow_all: bool) -> list[str]:
+def _names(value, keypath: tuple, allow_all: bool, names: tuple) -> list[str]:
     if allow_all and value == ALL:
         return [ALL]
     if isinstance(value, str):
@@ -59,13 +58,14 @@ def _names(value, keypath: tuple, allow_all: bool) -> list[str]:
         form = 'a list of property names' + (' or "all"' if allow_all else "")
         raise ValueProblem(keypath, f"{keypath[-1]} must be {form}")
     for name in value:
-        if name not in PROPERTY_NAMES:
-            raise ValueProblem(keypath, f"unknown property {name!r} in {keypath[-1]}" + did_you_mean(name, PROPERTY_NAMES))
+        if name not in names:
+            raise ValueProblem(keypath, f"unknown property {name!r} in {keypath[-1]}" + did_you_mean(name, names))
     return value
 
 
-def parse_expect(table) -> dict[str, Expect]:
-    """Validate `[expect]` (predicate -> table); the predicates must load."""
+def parse_expect(table, names: tuple) -> dict[str, Expect]:
+    """Validate `[expect]` (predicate -> table) against the protocol's property names; the
+    predicates must load."""
     if not isinstance(table, dict):
         raise ValueProblem(("expect",), "expect must be a table of predicates: [expect.buggy], [expect.fixed], ...")
     out = {}
@@ -82,7 +82,7 @@ def parse_expect(table) -> dict[str, Expect]:
         for key in ("violates", "not_applicable", "verifies"):
             if key not in body:
                 continue
-            for name in _names(body[key], where + (key,), allow_all=key == "verifies"):
+            for name in _names(body[key], where + (key,), allow_all=key == "verifies", names=names):
                 if name == ALL:
                     wants_all = True
                     continue
@@ -90,7 +90,7 @@ def parse_expect(table) -> dict[str, Expect]:
                     raise ValueProblem(where + (key,), f"property {name!r} is listed under both {seen[name]} and {key}")
                 seen[name] = key
         if wants_all:
-            for name in PROPERTY_NAMES:
+            for name in names:
                 seen.setdefault(name, "verifies")
         if not seen:
             raise ValueProblem(where, f"[expect.{pred}] lists no property under violates, verifies or not_applicable")
@@ -98,8 +98,8 @@ def parse_expect(table) -> dict[str, Expect]:
         if not isinstance(why, dict) or not all(isinstance(v, str) for v in why.values()):
             raise ValueProblem(where + ("why",), 'why must be a table of one-line strings: why.<property> = "..."')
         for name in why:
-            if name != ALL and name not in PROPERTY_NAMES:
-                raise ValueProblem(where + ("why", name), f"why names an unknown property {name!r}" + did_you_mean(name, PROPERTY_NAMES + (ALL,)))
-        verdicts = tuple((p, EXPECT_VERDICTS[seen[p]]) for p in PROPERTY_NAMES if p in seen)
+            if name != ALL and name not in names:
+                raise ValueProblem(where + ("why", name), f"why names an unknown property {name!r}" + did_you_mean(name, names + (ALL,)))
+        verdicts = tuple((p, EXPECT_VERDICTS[seen[p]]) for p in names if p in seen)
         out[pred] = Expect(pred, verdicts, tuple(why.items()))
     return out

@@ -17,8 +17,11 @@ from prefetch_check.scenario.errors import InputError, did_you_mean
 from prefetch_check.scenario.expectations import Expect, parse_expect
 from prefetch_check.scenario.limits import parse_limits, resolve
 from prefetch_check.scenario.matrix import case_label, check_matrix, expand
-from prefetch_check.scenario.parameters import ValueProblem, build_config
-from prefetch_check.scenario.schema import META, PARAMETERS, REQUESTS, SHORTHAND, TOP_LEVEL
+from prefetch_check.scenario.parameters import ValueProblem
+from prefetch_check.scenario.protocol_schema import schema_for
+from prefetch_check.scenario.schema import META, REQUESTS
+
+ALL_PARAMETERS = set(schema_for(load_protocol("predicate-poll")).parameters) | set(schema_for(load_protocol("ack-drain")).parameters)
 from prefetch_check.scenario.source import Source, read_source
 
 
@@ -63,12 +66,18 @@ def load_scenario(path: str | Path) -> Scenario:
 
 
 def _build(source: Source, doc: dict, stem: str) -> Scenario:
-    for key in doc:
-        if key not in TOP_LEVEL:
-            raise ValueProblem((key,), f"unknown key {key!r}" + did_you_mean(key, TOP_LEVEL))
     for key in META:
         if key in doc and not isinstance(doc[key], str):
             raise ValueProblem((key,), f"{key} must be a string")
+    protocol = doc.get("protocol")
+    try:
+        schema = schema_for(load_protocol(protocol))
+    except ProtocolError as exc:
+        raise ValueProblem(("protocol",), str(exc)) from None
+    for key in doc:
+        if key not in schema.top_level:
+            others = "" if key not in ALL_PARAMETERS else f" (it is a parameter of another protocol; this scenario's is {schema.protocol})"
+            raise ValueProblem((key,), f"unknown key {key!r}{others}" + did_you_mean(key, schema.top_level))
     requests = doc.get("request", [])
     if not isinstance(requests, list):
         raise ValueProblem(("request",), "requests with different contents are written as [[request]] tables")
@@ -78,28 +87,22 @@ def _build(source: Source, doc: dict, stem: str) -> Scenario:
             f"{len(requests)} [[request]] tables; at most {REQUESTS.high} are allowed (as for `requests`)",
         )
     if requests:
-        both = [k for k in SHORTHAND if k in doc]
+        both = [k for k in schema.shorthand if k in doc]
         if both:
             raise ValueProblem(
                 (both[0],),
                 f"{both[0]!r} is set at the top level and [[request]] tables describe the requests; "
                 "with [[request]] tables, put pages, hits and failing inside each table (their number is the request count)",
             )
-    top = {k: v for k, v in doc.items() if k in PARAMETERS}
-    matrix = check_matrix(doc.get("matrix", {}), top, bool(requests))
-    protocol = doc.get("protocol")
-    if protocol is not None:
-        try:
-            load_protocol(protocol)
-        except ProtocolError as exc:
-            raise ValueProblem(("protocol",), str(exc)) from None
+    top = {k: v for k, v in doc.items() if k in schema.parameters}
+    matrix = check_matrix(doc.get("matrix", {}), top, bool(requests), schema)
     name = doc.get("name", stem)
     cases = []
     for choice in expand(matrix):
         values = {**top, **choice}
         where = lambda key, choice=choice: ("matrix", key) if key in choice else (key,)  # noqa: E731
         try:
-            config = build_config(values, requests, where)
+            config = schema.build(values, requests, where)
         except ValueProblem as problem:
             if choice and problem.keypath[:1] == ("matrix",):
                 label = case_label(choice)
@@ -112,7 +115,7 @@ def _build(source: Source, doc: dict, stem: str) -> Scenario:
         path=source.path,
         description=doc.get("description", ""),
         cases=tuple(cases),
-        expect=parse_expect(doc.get("expect", {})),
+        expect=parse_expect(doc.get("expect", {}), schema.properties),
         limits=parse_limits(doc.get("limits", {})),
         protocol=protocol,
     )

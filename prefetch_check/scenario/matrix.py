@@ -13,23 +13,23 @@ from __future__ import annotations
 import itertools
 
 from prefetch_check.scenario.parameters import ValueProblem
-from prefetch_check.scenario.schema import MAX_CASES, PARAMETERS, SHORTHAND
+from prefetch_check.scenario.schema import MAX_CASES
 from prefetch_check.scenario.errors import did_you_mean
 
 
-def check_matrix(matrix, top: dict, has_request_tables: bool) -> dict:
+def check_matrix(matrix, top: dict, has_request_tables: bool, schema) -> dict:
     """Validate the shape of `[matrix]` (the values themselves are checked per case)."""
     if not isinstance(matrix, dict):
         raise ValueProblem(("matrix",), "matrix must be a table: [matrix] followed by `parameter = [values]` lines")
     size = 1
     for key, values in matrix.items():
-        if key not in PARAMETERS:
-            raise ValueProblem(("matrix", key), f"unknown parameter {key!r} in [matrix]" + did_you_mean(key, PARAMETERS))
+        if key not in schema.parameters:
+            raise ValueProblem(("matrix", key), f"unknown parameter {key!r} in [matrix]" + did_you_mean(key, schema.parameters))
         if key in top:
             raise ValueProblem(
                 ("matrix", key), f"{key!r} is set both at the top level and in [matrix]; keep one (the matrix sweeps it)"
             )
-        if has_request_tables and key in SHORTHAND:
+        if has_request_tables and key in schema.shorthand:
             raise ValueProblem(
                 ("matrix", key), f"[matrix] cannot sweep {key!r} when [[request]] tables describe the requests"
             )

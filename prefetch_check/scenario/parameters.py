@@ -77,7 +77,7 @@ def scalar(param: Param, value, keypath: tuple):
 def per_rank(param: Param, value, keypath: tuple, ranks: int, check_one: Callable, default) -> tuple:
     """A value for every rank: one value for all ranks, or a table keyed by rank (others get `default`)."""
     if not isinstance(value, dict):
-        if param.kind == "per_rank_pages":
+        if param.kind in ("per_rank_pages", "per_rank_batches"):
             raise _bad(keypath, param, value)
         return (check_one(value, keypath),) * ranks
     out = [default] * ranks

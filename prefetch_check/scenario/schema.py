@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 from prefetch_check.model.protocols.poll.config import POLICIES, SHAPES, Config
-from prefetch_check.model.protocols.poll.properties import NAMES as PROPERTY_NAMES
 
 _CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Config) if f.default is not dataclasses.MISSING}
 
@@ -40,6 +39,10 @@ class Param:
             return f"an integer in {self.low}..pages (same on every rank), or a table keyed by rank, e.g. {{ 1 = 0 }}"
         if self.kind == "per_rank_bool":
             return "true or false (every rank), or a table keyed by rank, e.g. { 1 = true }"
+        if self.kind == "per_rank_count":
+            return f"an integer in {self.low}..{self.high} (same on every rank), or a table keyed by rank, e.g. {{ 1 = 1 }}"
+        if self.kind == "per_rank_batches":
+            return "a table keyed by rank of batch-index lists, e.g. { 1 = [0] } (the read of batch 0 raises on rank 1)"
         return "a table keyed by rank of page-index lists, e.g. { 1 = [0] } (page 0 fails on rank 1)"
 
 
@@ -109,10 +112,6 @@ def type_name(value) -> str:
     if isinstance(value, dict):
         return "a table"
     return type(value).__name__
-
-
-def describe_properties() -> str:
-    return ", ".join(PROPERTY_NAMES)
 
 
 def default_of(name: str) -> Optional[object]:

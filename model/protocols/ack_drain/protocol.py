@@ -30,7 +30,7 @@ from prefetch_check.model.protocols.ack_drain.clock import ClockSteps
 from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request, uniform_ack_config
 from prefetch_check.model.protocols.ack_drain.io_thread import IOThreadSteps
 from prefetch_check.model.protocols.ack_drain.prefetch_thread import PrefetchThreadSteps
-from prefetch_check.model.protocols.ack_drain.properties import RankView, build_properties, summarize
+from prefetch_check.model.protocols.ack_drain.properties import NAMES, RankView, build_properties, summarize
 from prefetch_check.model.protocols.ack_drain.scheduler import SchedulerSteps
 from prefetch_check.model.protocols.ack_drain.state import (
     C_ACK,
@@ -73,6 +73,7 @@ class AckDrainProtocol(
     }
     reductions_vouched = True
     builtin_predicates = ("buggy", "fixed")
+    property_names = NAMES
 
     def __init__(self, config: AckConfig, predicate="fixed", name: str | None = None):
         if isinstance(predicate, tuple):  # (name, function), as a loader gives it
@@ -119,6 +120,33 @@ class AckDrainProtocol(
         """Every thread idle, every queue empty, every request done, nothing queued for release:
         from here the scheduler only drains empty queues, round after round."""
         return summarize(self, rank).quiet and not rank.release_queue and rank.round > self.config.last_abort_round
+
+    def possible_kinds(self) -> tuple[str, ...]:
+        """Leaves out the steps of what this configuration does not have: skips below the
+        threshold, aborts, readmissions, the vote (only HiRadixCache, or the timeout policy),
+        failing or raising storage calls, the clock."""
+        cfg = self.config
+        specs = cfg.requests
+        out = set()
+        if all(cfg.is_issued_by_threshold(q) for q in range(cfg.num_requests)):
+            out.add("S.issue_skipped")
+        if all(s.abort_round < 0 for s in specs):
+            out.add("S.abort")
+        if all(s.readmits == 0 for s in specs):
+            out.add("S.readmit")
+        if cfg.cache == "unified" and cfg.policy != "timeout":
+            out |= {"S.vote", "S.terminate", "S.keep_waiting"}
+        if cfg.cache == "hiradix":
+            out |= {"S.accept", "S.wait"}
+        if cfg.exceptions == "caught" or not any(any(s.query_raises) for s in specs):
+            out.add("P.query_raises")
+        if not any(any(s.batch_raises) for s in specs):
+            out.add("I.batch_raises")
+        if not any(any(s.failing) for s in specs):
+            out.add("I.read_short")
+        if cfg.policy != "timeout" or not cfg.timeout_clock:
+            out.add("C.timeout")
+        return tuple(k for k in self.action_kinds() if k not in out)
 
     # ---- the completion predicate ----
 

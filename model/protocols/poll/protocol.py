@@ -31,7 +31,7 @@ from prefetch_check.model.protocols.poll.config import Config
 from prefetch_check.model.protocols.poll.io_thread import IOThreadSteps
 from prefetch_check.model.protocols.poll.predicates import OperationView, Predicate
 from prefetch_check.model.protocols.poll.prefetch_thread import PrefetchThreadSteps
-from prefetch_check.model.protocols.poll.properties import RankView, build_properties, summarize
+from prefetch_check.model.protocols.poll.properties import NAMES, RankView, build_properties, summarize
 from prefetch_check.model.protocols.poll.scheduler import SchedulerSteps
 from prefetch_check.model.protocols.poll.state import (
     C_COMPLETED,
@@ -66,6 +66,7 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
     INCREMENT_PRIORITY = 4
     reductions_vouched = True
     builtin_predicates = ("buggy", "fixed")
+    property_names = NAMES
 
     def __init__(self, config: Config, predicate: Predicate | str = "fixed", name: str | None = None):
         if isinstance(predicate, tuple):  # (name, function), as a loader gives it

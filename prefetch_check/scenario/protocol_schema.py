@@ -1,0 +1,53 @@
+"""What a scenario file may say depends on its protocol: each protocol's parameters and how they
+become its configuration, in one value the loader reads (`schema_for`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from prefetch_check.model.protocols import builtin_ancestor, protocol_label
+from prefetch_check.scenario.schema import META, TABLES, Param
+
+
+@dataclass(frozen=True)
+class ProtocolSchema:
+    """global_params: keys that hold for the whole scenario (`ranks` first);
+    request_params: the keys of a request ([[request]] tables, or top-level shorthand);
+    requests: the `requests` count key; build(values, request_tables, where) -> configuration;
+    properties: the property names an [expect] table may name."""
+
+    protocol: str
+    global_params: tuple[Param, ...]
+    request_params: tuple[Param, ...]
+    requests: Param
+    build: Callable
+    properties: tuple[str, ...]
+
+    @property
+    def parameters(self) -> dict:
+        return {p.name: p for p in self.global_params + (self.requests,) + self.request_params}
+
+    @property
+    def shorthand(self) -> tuple[str, ...]:
+        """Keys excluded when [[request]] tables describe the requests."""
+        return (self.requests.name,) + tuple(p.name for p in self.request_params)
+
+    @property
+    def request_keys(self) -> dict:
+        return {p.name: p for p in self.request_params}
+
+    @property
+    def top_level(self) -> tuple[str, ...]:
+        return tuple(META) + tuple(self.parameters) + tuple(TABLES)
+
+
+def schema_for(protocol_class) -> ProtocolSchema:
+    """The schema of a protocol class: its built-in protocol's (a variant takes its base's)."""
+    base = builtin_ancestor(protocol_class) or protocol_class
+    name = protocol_label(base)
+    if name == "ack-drain":
+        from prefetch_check.scenario import ack_drain_params as params
+    else:
+        from prefetch_check.scenario import poll_params as params
+    return ProtocolSchema(name, params.GLOBAL, params.REQUEST, params.REQUESTS, params.build_config, base.property_names)
