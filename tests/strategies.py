@@ -34,3 +34,45 @@ def configs(draw, min_ranks: int = 1, max_ranks: int = 2):
         alloc_may_fail=tuple(draw(st.booleans()) for _ in range(ranks)),
         shape=draw(st.sampled_from(SHAPES)),
     )
+
+
+@st.composite
+def ack_configs(draw, min_ranks: int = 1, max_ranks: int = 2):
+    """Small random ack-drain configurations: every option and failure of the protocol random."""
+    from prefetch_check.model.protocols.ack_drain.config import (
+        ACK_MATCHES, CACHES, DEADLINES, EXCEPTIONS, POLICIES as ACK_POLICIES, AckConfig, Request,
+    )
+
+    ranks = draw(st.integers(min_ranks, max_ranks))
+    requests = []
+    for _ in range(draw(st.integers(1, 2))):
+        pages = draw(st.integers(1, 2))
+        requests.append(Request(
+            pages=pages,
+            hits=tuple(draw(st.integers(0, pages)) for _ in range(ranks)),
+            failing=tuple(frozenset(draw(st.sets(st.integers(0, pages - 1), max_size=1))) for _ in range(ranks)),
+            query_raises=tuple(draw(st.booleans()) and draw(st.booleans()) for _ in range(ranks)),
+            batch_raises=tuple(frozenset(draw(st.sets(st.integers(0, 1), max_size=1))) if draw(st.booleans()) else frozenset()
+                               for _ in range(ranks)),
+            readmits=draw(st.integers(0, 1)),
+            abort_round=draw(st.sampled_from([-1, -1, 1, 2])),
+        ))
+    deterministic = draw(st.booleans())
+    host = draw(st.sampled_from([None, 1, 2]))
+    host_pages = (host,) * ranks if deterministic else tuple(draw(st.sampled_from([None, 1])) for _ in range(ranks))
+    return AckConfig(
+        ranks=ranks,
+        requests=tuple(requests),
+        page_size=draw(st.integers(1, 2)),
+        storage_batch_size=draw(st.integers(1, 2)),
+        prefetch_threshold=draw(st.integers(0, 2)),
+        policy=draw(st.sampled_from(ACK_POLICIES)),
+        timeout_clock=draw(st.booleans()),
+        host_pages=host_pages,
+        alloc_deterministic=deterministic,
+        cache=draw(st.sampled_from(CACHES)),
+        ack_match=draw(st.sampled_from(ACK_MATCHES)),
+        deadline=draw(st.sampled_from(DEADLINES)),
+        exceptions=draw(st.sampled_from(EXCEPTIONS)),
+        admission_limit=draw(st.integers(0, 1)),
+    )

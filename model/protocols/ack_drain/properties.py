@@ -80,7 +80,7 @@ def summarize(protocol, rank) -> RankView:
     disturbed = []
     for q, req in enumerate(rank.reqs):
         ops = [rank.ops[i] for i in protocol.ops_of[q]]
-        disturbed.append(req.aborted or any(op.disturbed or op.timed_out for op in ops))
+        disturbed.append(req.cut or any(op.disturbed or op.timed_out for op in ops))
     dead = tuple(
         name for name, gone in (("scheduler", rank.s_pc[0] == S_CRASHED), ("prefetch", rank.p_pc == DEAD), ("io", rank.i_pc == (DEAD,)))
         if gone

@@ -16,8 +16,21 @@ What the reductions may assume:
 - The partial-order reduction at rank granularity (model/engine/reduction.py): every
   property is rank-local (data integrity, a double release, a death, early acceptance) or
   stable once true of an idle system (delivery, agreement of the trees, leaks) or of a
-  collective mismatch; no solo steps are declared yet, so every interleaving of a rank's own
-  threads is explored.
+  collective mismatch.
+- Steps that are persistent sets on their own (`solo_steps`): each commutes with every step
+  of every other thread, no other step disables it, and it changes nothing a property reads
+  in a way that matters:
+    S.keep_waiting  leaves the vote collective: only this scheduler's pc and register (and,
+                    under the admission deadline, starts the clock: that only enables C.timeout)
+    I.take          pops the head of prefetch_buffer (the drain appends at the tail)
+    I.ack, I.done   append an ACK to prefetch_sync_queue (the sync thread pops the head; nobody
+                    reads its length); they read only the IO thread's own counter and the
+                    operation's allocated length, which nobody changes once allocated
+  Not solo: P.publish and C.timeout change what the predicate reads; I.write races with a
+  termination (the IO thread checks the flag per page); Y.pass and Y.forward append to
+  ack_prefetch_queue, whose length the drain's all_reduce reads (when an ACK reaches the drain
+  decides whether it is still current: a late completed_req is how a stale one finds a newer
+  prefetch); the drain reads and writes what every thread shares.
 """
 
 from __future__ import annotations
@@ -71,6 +84,7 @@ class AckDrainProtocol(
         C_HITS: Collective("p_coll", min, "all_reduce(MIN hits)"),
         C_ACK: Collective("y_coll", min, "all_reduce(MIN completed_tokens) of a progress ACK"),
     }
+    solo_steps = {"S.keep_waiting": 0, "I.take": 1, "I.ack": 2, "I.done": 3}
     reductions_vouched = True
     builtin_predicates = ("buggy", "fixed")
     property_names = NAMES

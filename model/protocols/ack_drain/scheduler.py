@@ -99,7 +99,8 @@ class SchedulerSteps:
         drop it from ongoing_prefetch and queue [0, completed_tokens) for release (the tail is
         given back when its completed_req is drained)."""
         req = rank.reqs[q]
-        rank = set_req(rank, q, req._replace(aborted=True, ready=True))
+        done = req.ready and req.gen + 1 >= self.config.requests[q].generations
+        rank = set_req(rank, q, req._replace(aborted=True, ready=True, cut=not done))
         i = req.ongoing
         if i == NO_OP:
             return rank

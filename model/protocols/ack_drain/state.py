@@ -77,7 +77,8 @@ class Req(NamedTuple):
     ongoing: int = NO_OP  # the operation ongoing_prefetch[rid] holds, or NO_OP
     ready: bool = False  # the scheduler admitted it: the check said done (and nothing is pending)
     tree: int = 0  # pages of the request in the host radix tree
-    aborted: bool = False
+    aborted: bool = False  # its abort was processed (release_aborted_request)
+    cut: bool = False  # the abort came while the request was not done
 
 
 class Rank(NamedTuple):
