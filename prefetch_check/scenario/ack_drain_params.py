@@ -108,5 +108,5 @@ def build_config(values: dict, request_tables: list, where) -> AckConfig:
     try:
         return AckConfig(requests=requests, **kwargs)
     except ValueError as exc:  # e.g. host_pages differing while alloc_deterministic holds
-        keypath = ("host_pages",) if "host_pages" in str(exc) else ()
+        keypath = where("host_pages") if "host_pages" in str(exc) else ()
         raise ValueProblem(keypath, f"inconsistent parameters: {exc}") from None

@@ -158,6 +158,8 @@ class AckDrainProtocol(
             out.add("I.batch_raises")
         if not any(any(s.failing) for s in specs):
             out.add("I.read_short")
+        if cfg.policy == "wait_complete" and all(s.abort_round < 0 for s in specs):
+            out.add("I.stop")  # nothing terminates an operation with host memory before its last ACK
         if cfg.policy != "timeout" or not cfg.timeout_clock:
             out.add("C.timeout")
         return tuple(k for k in self.action_kinds() if k not in out)
