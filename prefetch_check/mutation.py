@@ -16,16 +16,15 @@ also keeps every kill's counterexample shortest.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.result import BOUNDED, VIOLATED, CheckResult
 from prefetch_check.explorer.trace import Trace
-from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
-from prefetch_check.model.protocols.poll.mutants import CATALOGUE, Mutant
-from prefetch_check.model.protocols.poll.properties import NAMES
-from prefetch_check.model.protocols import builtin_ancestor, protocol_label
+from prefetch_check.model.protocols.mutant import MutantInfo as Mutant
+from prefetch_check.model.protocols import BUILTIN, builtin_ancestor, protocol_label
 from prefetch_check.model.protocols.poll.protocol import PollProtocol
 from prefetch_check.api import check
 
@@ -40,27 +39,17 @@ class NamedConfig:
     """One configuration to run every mutant in: a built-in one, or a case of a scenario file."""
 
     name: str
-    config: Config
+    config: object  # the configuration of the mutants' protocol
     limits: Limits = Limits()
 
 
-def _uneven_hits(hits: tuple[int, ...], pages: int = 1, **params) -> Config:
-    spec = RequestSpec(pages=pages, hits=hits, failing=tuple(frozenset() for _ in hits))
-    return Config(ranks=len(hits), requests=(spec,), **params)
-
-
-# Small configurations, each exercising one part of the protocol; together they kill the
-# whole catalogue in a few seconds. Used when no scenario files are given.
-BUILTIN_CONFIGS: tuple[NamedConfig, ...] = (
-    NamedConfig("one-rank", uniform_config(ranks=1, requests=1, pages=2)),
-    NamedConfig("two-ranks", uniform_config(ranks=2, requests=1, pages=2)),
-    NamedConfig("partial-hits", uniform_config(ranks=1, requests=1, pages=2, hits=1)),
-    NamedConfig("revoke-two-ranks", uniform_config(ranks=2, requests=2, pages=1, hits=0)),
-    NamedConfig("load-failure-two-ranks", uniform_config(ranks=2, requests=1, pages=2, failing={1: {0}})),
-    NamedConfig("timeout", uniform_config(ranks=1, requests=1, pages=2, policy="timeout")),
-    NamedConfig("uneven-hits", _uneven_hits((1, 0))),
-    NamedConfig("two-token-pages", uniform_config(ranks=1, requests=1, pages=2, page_size=2, hits=1)),
-)
+def catalogue(protocol: str = "predicate-poll") -> tuple[tuple, tuple]:
+    """(mutants, built-in configurations) of a built-in protocol: its `mutants` module's
+    CATALOGUE and CONFIGS (small configurations, each exercising one part of the protocol;
+    together they kill the whole catalogue in seconds)."""
+    module_name = BUILTIN[protocol][0].rsplit(".", 1)[0] + ".mutants"
+    module = importlib.import_module(module_name)
+    return module.CATALOGUE, as_named_configs(module.CONFIGS)
 
 
 @dataclass(frozen=True)
@@ -142,14 +131,14 @@ class MutationRun:
         return not self.gaps and not self.wrong_equivalences
 
 
-def as_named_configs(items: Iterable) -> tuple[NamedConfig, ...]:
+def as_named_configs(items: Iterable) -> tuple["NamedConfig", ...]:
     """Accept NamedConfig values or (name, Config) / (name, Config, Limits) tuples."""
     return tuple(item if isinstance(item, NamedConfig) else NamedConfig(*item) for item in items)
 
 
 def run_mutants(
-    scenarios: Iterable = BUILTIN_CONFIGS,
-    mutants: Sequence[type[Mutant]] = CATALOGUE,
+    scenarios: Iterable = None,
+    mutants: Sequence[type[Mutant]] = None,
     predicate="fixed",
     reductions: bool = True,
     progress=None,
@@ -159,6 +148,10 @@ def run_mutants(
     `progress` is optional and has RunProgress's methods: start(key, label),
     callback(key) -> on_progress, finish(key, result).
     """
+    if mutants is None or scenarios is None:
+        default_mutants, default_configs = catalogue()
+        mutants = default_mutants if mutants is None else mutants
+        scenarios = default_configs if scenarios is None else scenarios
     scenarios = as_named_configs(scenarios)
     name, predicate = _named(predicate)
     counter = iter(range(1 << 30))
@@ -222,7 +215,7 @@ def _check(model_class, sc: NamedConfig, pred_name: str, predicate, reductions: 
 
 def _kills(scenario: str, result: CheckResult, baseline: CheckResult) -> list[Kill]:
     out = []
-    for prop in NAMES:
+    for prop in result.results:
         r = result.results.get(prop)
         if r is None or r.verdict != VIOLATED:
             continue
@@ -230,3 +223,6 @@ def _kills(scenario: str, result: CheckResult, baseline: CheckResult) -> list[Ki
             continue
         out.append(Kill(scenario, prop, r.reason, r.trace))
     return out
+
+
+BUILTIN_CONFIGS = catalogue()[1]  # the predicate-poll protocol's, as before a second protocol came

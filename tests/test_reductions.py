@@ -34,24 +34,24 @@ SHIPPED_STATE_BUDGET = 200_000  # distinct states of the plain search; above it 
 RANDOM_STATE_BUDGET = 20_000
 
 SCENARIOS = load_scenarios([SCENARIO_DIR])
-PAIRS = [(s.path, case, p) for s in SCENARIOS for case in s.cases for p in PREDICATES]
+PAIRS = [(s.path, case, p) for s in SCENARIOS for case in s.cases for p in PREDICATES]  # every protocol
 
 
 @functools.lru_cache(maxsize=None)
 def plain(index: int):
     _, case, predicate = PAIRS[index]
-    return check(case.config, predicate, Limits(max_states=SHIPPED_STATE_BUDGET), reductions=False)
+    return check(case.config, predicate, Limits(max_states=SHIPPED_STATE_BUDGET), reductions=False, protocol=case.protocol)
 
 
 def verdicts(result) -> dict:
     return {name: r.verdict for name, r in result.results.items()}
 
 
-def assert_same_verdicts(config, predicate, reduced, reference, where: str) -> None:
+def assert_same_verdicts(config, predicate, reduced, reference, where: str, protocol=None) -> None:
     assert reduced.stats.complete, f"{where}: the reduced search did not finish"
     assert verdicts(reduced) == verdicts(reference), f"{where}: a reduction changed a verdict"
     assert set(reduced.violated) == set(reference.violated), where
-    model = build_model(config, predicate)
+    model = build_model(config, predicate, protocol)
     for name in reduced.violated:
         trace = reduced.trace(name)
         again = replay(model, trace.schedule)
@@ -71,8 +71,8 @@ def test_a_shipped_scenario_has_the_same_verdicts_with_and_without_reductions(in
     if not reference.stats.complete:
         pytest.skip(f"{case.name} / {predicate}: more than {SHIPPED_STATE_BUDGET:,} states without reductions, "
                     "too large to search in full for the comparison")
-    reduced = check(case.config, predicate, reductions=True)
-    assert_same_verdicts(case.config, predicate, reduced, reference, f"{case.name} / {predicate}")
+    reduced = check(case.config, predicate, reductions=True, protocol=case.protocol)
+    assert_same_verdicts(case.config, predicate, reduced, reference, f"{case.name} / {predicate}", case.protocol)
     assert reduced.stats.states <= reference.stats.states
 
 

@@ -22,19 +22,19 @@ SMALL = 5000  # states: the shipped cases up to this size take a fraction of a s
 
 def small_cases() -> list:
     return [
-        pytest.param(case.config, id=case.name)
+        pytest.param(case.config, case.protocol, id=case.name)
         for path in sorted(SCENARIOS.glob("*.toml"))
         for case in load_scenario(path).cases
     ]
 
 
 @pytest.mark.parametrize("predicate", ["buggy", "fixed"])
-@pytest.mark.parametrize("config", small_cases())
-def test_stopping_at_settled_states_changes_no_census_figure(config, predicate):
+@pytest.mark.parametrize("config, protocol", small_cases())
+def test_stopping_at_settled_states_changes_no_census_figure(config, protocol, predicate):
     """`settled` lets a run stop where only the schedulers' empty drain rounds are left; the
     exact census of the full chain (which goes round those loops forever) must agree exactly."""
-    full = search_model(config, predicate)
-    stopping = sampling_model(config, predicate)
+    full = search_model(config, predicate, protocol)
+    stopping = sampling_model(config, predicate, protocol)
     try:
         a = exact_census(full, full.canonicalizer(), SMALL)
         b = exact_census(stopping, stopping.canonicalizer(), SMALL)

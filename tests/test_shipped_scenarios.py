@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from prefetch_check.model.protocols.poll.properties import NAMES
+from prefetch_check.model.protocols import load_protocol
 from prefetch_check.cli import main
 from prefetch_check.scenario import load_scenario
 from prefetch_check.scenario.schema import ALL
@@ -45,7 +45,7 @@ def test_every_expectation_says_why_for_both_predicates(path):
     judged_fully = 0
     for expect in scenario.expect.values():
         judged = [p for p, _ in expect.verdicts]
-        if judged != list(NAMES):
+        if judged != list(load_protocol(scenario.protocol).property_names):
             # only a search the file deliberately bounds may leave properties unjudged (they
             # are reported BOUNDED), and then only the ones it does not find violated
             bounded = scenario.limits_for(expect.predicate)

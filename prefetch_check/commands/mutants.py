@@ -7,10 +7,8 @@ scenario kills and nobody explained) or an equivalence claim a scenario refutes,
 from __future__ import annotations
 
 from prefetch_check.explorer.limits import Limits
-from prefetch_check.model.protocols.poll.mutants import BY_NAME, CATALOGUE
 from prefetch_check.commands.common import add_limit_flags, check_protocol, limit_overrides, output_console
 from prefetch_check.mutation import (
-    BUILTIN_CONFIGS,
     EQUIVALENT,
     GAP,
     KILLED,
@@ -18,9 +16,10 @@ from prefetch_check.mutation import (
     MutationRun,
     NamedConfig,
     as_mutant,
+    catalogue,
     run_mutants,
 )
-from prefetch_check.model.protocols import load_protocol
+from prefetch_check.model.protocols import BUILTIN, builtin_ancestor, load_protocol, protocol_label
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
 from prefetch_check.scenario.errors import did_you_mean
@@ -36,6 +35,8 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--builtin", action="store_true", help="also run the built-in small configurations")
     parser.add_argument("--mutant", action="append", metavar="NAME", help="only this mutant (repeatable)")
+    parser.add_argument("--catalogue", choices=("all",) + tuple(BUILTIN), default="all",
+                        help="the protocol whose mutants to run (default: every protocol's catalogue)")
     parser.add_argument("--list", action="store_true", help="list the catalogue and exit")
     parser.add_argument("--no-traces", action="store_true", help="omit the counterexample steps")
     parser.add_argument("--markdown", action="store_true", help="print only the score table, as Markdown (for the README)")
@@ -49,44 +50,71 @@ def add_arguments(parser) -> None:
 def execute(args) -> int:
     if args.protocol and args.mutant:
         raise InputError("--protocol and --mutant: choose one (a variant of yours, or mutants of the catalogue)")
-    mutants = [as_mutant(load_protocol(check_protocol(args.protocol)))] if args.protocol else _chosen(args.mutant)
     console = output_console()
+    batches = _batches(args)
     if args.list:
-        for line in catalogue_lines(mutants):
-            console.print(line, highlight=False, soft_wrap=True)
+        for protocol, mutants in batches:
+            console.print(f"{protocol}:", highlight=False)
+            for line in catalogue_lines(mutants):
+                console.print(line, highlight=False, soft_wrap=True)
         return 0
-    configs = _configs(args)
-    with RunProgress((len(mutants) + 1) * len(configs), quiet=args.quiet or args.markdown) as progress:
-        run = run_mutants(configs, mutants, PREDICATE, reductions=not args.no_reductions, progress=progress)
-    lines = markdown_lines(run) if args.markdown else report_lines(run, traces=not args.no_traces)
-    for line in lines:
-        console.print(line, highlight=False, soft_wrap=True)
-    return 0 if run.complete else 1
+    runs = []
+    for protocol, mutants in batches:
+        configs = _configs(args, protocol)
+        with RunProgress((len(mutants) + 1) * len(configs), quiet=args.quiet or args.markdown) as progress:
+            runs.append(run_mutants(configs, mutants, PREDICATE, reductions=not args.no_reductions, progress=progress))
+    for (protocol, _), run in zip(batches, runs):
+        if len(runs) > 1:
+            console.print(f"{'### ' if args.markdown else '== '}the {protocol} protocol", highlight=False)
+            console.print("", highlight=False)
+        lines = markdown_lines(run) if args.markdown else report_lines(run, traces=not args.no_traces)
+        for line in lines:
+            console.print(line, highlight=False, soft_wrap=True)
+        if len(runs) > 1:
+            console.print("", highlight=False)
+    return 0 if all(run.complete for run in runs) else 1
 
 
-def _chosen(names) -> list:
-    if not names:
-        return list(CATALOGUE)
-    for name in names:
-        if name not in BY_NAME:
-            raise InputError(f"--mutant: no mutant {name!r}" + did_you_mean(name, list(BY_NAME)))
-    return [BY_NAME[n] for n in dict.fromkeys(names)]
+def _batches(args) -> list[tuple[str, list]]:
+    """(protocol, mutants) to run: a variant of the user's, the mutants named, or the catalogues."""
+    if args.protocol:
+        variant = load_protocol(check_protocol(args.protocol))
+        return [(protocol_label(builtin_ancestor(variant) or variant), [as_mutant(variant)])]
+    protocols = list(BUILTIN) if args.catalogue == "all" else [args.catalogue]
+    catalogues = {p: catalogue(p)[0] for p in protocols}
+    if not args.mutant:
+        return [(p, list(mutants)) for p, mutants in catalogues.items()]
+    by_name = {m.name: (p, m) for p, mutants in catalogues.items() for m in mutants}
+    for name in args.mutant:
+        if name not in by_name:
+            raise InputError(f"--mutant: no mutant {name!r}" + did_you_mean(name, list(by_name)))
+    chosen: dict = {}
+    for name in dict.fromkeys(args.mutant):
+        protocol, mutant = by_name[name]
+        chosen.setdefault(protocol, []).append(mutant)
+    return list(chosen.items())
 
 
-def _configs(args) -> list[NamedConfig]:
+def _configs(args, protocol: str) -> list[NamedConfig]:
+    """The scenario cases of this protocol (from the paths given), and its built-in configurations."""
     overrides = limit_overrides(args)
     configs = []
     if args.paths:
         for scenario in load_scenarios(args.paths):  # every file validated before anything runs
+            base = load_protocol(scenario.protocol)
+            if protocol_label(builtin_ancestor(base) or base) != protocol:
+                continue
             limits = scenario.limits_for(PREDICATE, overrides)
             configs += [NamedConfig(case.name, case.config, limits) for case in scenario.cases]
     if args.builtin or not args.paths:
         limits = Limits(**{k: v for k, v in overrides.items() if v is not None})
-        configs += [NamedConfig(c.name, c.config, limits) for c in BUILTIN_CONFIGS]
+        configs += [NamedConfig(c.name, c.config, limits) for c in catalogue(protocol)[1]]
     names = [c.name for c in configs]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
         raise InputError(f"two scenarios are named {clash[0]!r}; scenario names must differ to tell kills apart")
+    if not configs:
+        raise InputError(f"no scenario of the {protocol} protocol among the paths given (add --builtin for its built-in configurations)")
     return configs
 
 

@@ -31,7 +31,8 @@ class Case:
 
     scenario: str
     label: str  # "ranks=2, policy=timeout", or "" without a matrix
-    config: Config
+    config: object  # the configuration of the scenario's protocol
+    protocol: str | None = None  # the scenario's protocol key (None: the default protocol)
 
     @property
     def name(self) -> str:
@@ -109,7 +110,7 @@ def _build(source: Source, doc: dict, stem: str) -> Scenario:
                 label = label if len(label) <= 80 else label[:77] + "..."
                 problem.message += f" (in the matrix case {label})"
             raise
-        cases.append(Case(name, case_label(choice), config))
+        cases.append(Case(name, case_label(choice), config, protocol))
     return Scenario(
         name=name,
         path=source.path,

@@ -31,7 +31,13 @@ class CacheOperations:
             return rank
         if by != NO_OP:
             rank = self.noted_stale(rank, by, req.ongoing)
+        if not self.revoke_drops_entry():
+            return rank
         return set_req(rank, q, req._replace(ongoing=NO_OP))
+
+    def revoke_drops_entry(self) -> bool:
+        """_revoke_pending_prefetch pops the request's entry from ongoing_prefetch."""
+        return True
 
     def noted_stale(self, rank, i: int, entry: int):
         """Operation i acts on ongoing_prefetch's entry `entry`, an operation of another prefetch of
@@ -56,10 +62,14 @@ class CacheOperations:
             return rank._replace(s_pc=(S_CRASHED, q, 0), s_coll=())
         pages = min(rank.ops[i].completed, len(held.slots))
         matched = min(req.tree, pages)
-        slots = give_back(held.slots, 0, matched, RELEASED)
+        slots = give_back(held.slots, *self.freed_at_insert(matched, pages), RELEASED)
         slots = give_back(slots, matched, pages, IN_TREE)
         rank = set_op(rank, entry, held._replace(slots=slots))
         return set_req(rank, q, req._replace(ongoing=NO_OP, tree=max(req.tree, pages)))
+
+    def freed_at_insert(self, matched: int, pages: int) -> tuple[int, int]:
+        """The slots _handle_prefetch_result frees directly: [0, matched), the part already in the tree."""
+        return 0, matched
 
     def release_tail(self, rank, i: int):
         """The host memory of operation i beyond completed_tokens, given back when its completed_req

@@ -90,10 +90,17 @@ class IOThreadSteps:
             pc = (i, 0, 0, counted, ok, IO_DONE)
         elif ok:
             pc = (i, nxt, nxt * self.config.storage_batch_size, counted, True, IO_READ)
-        else:
+        elif self.acks_after_short_batch():
             pc = (i, nxt, 0, counted, False, IO_ACK)  # no more reads, but an ACK per batch all the same
+        else:
+            pc = (i, 0, 0, counted, False, IO_DONE)
         moved = rank._replace(sync_queue=rank.sync_queue + ((i, PROGRESS, counted),), i_pc=pc)
         return [Step(I, "ack", self.request_of[i], moved)]
+
+    def acks_after_short_batch(self) -> bool:
+        """After a short batch the IO thread keeps sending a progress ACK per remaining batch
+        (upstream: so that every rank sends as many as the others)."""
+        return True
 
     @formats("I.ack")
     def format_i_ack(self, before, after, a):

@@ -63,9 +63,13 @@ class PrefetchThreadSteps:
         agreed = result(rank, "p_coll", (C_HITS, i))
         if agreed is None:
             return []
-        (hits,) = agreed
-        op = rank.ops[i]._replace(stage=HIT, hash_value=hits)
+        op = rank.ops[i]._replace(stage=HIT, hash_value=self.published_hits(agreed, r, i))
         return [Step(P, "publish", self.request_of[i], set_op(rank, i, op, p_pc=-1, p_coll=(), hit_queue=rank.hit_queue + (i,)))]
+
+    def published_hits(self, agreed: tuple, r: int, i: int) -> int:
+        """The hit count the operation carries to the drain: the all_reduce(MIN) result."""
+        (hits,) = agreed
+        return hits
 
     @formats("P.publish")
     def format_p_publish(self, before, after, a):

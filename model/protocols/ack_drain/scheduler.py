@@ -91,6 +91,10 @@ class SchedulerSteps:
         for q, spec in enumerate(self.config.requests):
             if spec.abort_round == rank.round and not rank.reqs[q].aborted:
                 return [Step(S, "abort", q, self.aborted(rank, q))]
+        return self.drain_start(r, rank)
+
+    def drain_start(self, r, rank):
+        """check_hicache_events: arrive in all_reduce(MIN) with the sizes of the queues the drain pops."""
         sizes = (len(rank.hit_queue), len(rank.ack_queue), rank.release_queue)
         return [Step(S, "drain_arrive", -1, rank._replace(s_pc=(S_DRAIN_WAIT, 0, 0)), (DRAIN_TAG, sizes))]
 
@@ -108,9 +112,13 @@ class SchedulerSteps:
         rank = set_op(rank, i, op)
         if op.stage != LOADING:
             return self.revoke_pending(rank, q)
-        head = min(op.completed, len(op.slots))
+        head = min(op.completed, len(op.slots)) if self.abort_releases_completed() else 0
         rank = set_op(rank, i, op._replace(slots=give_back(op.slots, 0, head, RELEASED)), release_queue=rank.release_queue + head)
         return set_req(rank, q, rank.reqs[q]._replace(ongoing=NO_OP))
+
+    def abort_releases_completed(self) -> bool:
+        """release_aborted_request queues the slots [0, completed_tokens) for release."""
+        return True
 
     @formats("S.abort")
     def format_abort(self, before, after, a):
@@ -136,8 +144,11 @@ class SchedulerSteps:
         agreed = result(rank, "s_coll", DRAIN_TAG)
         if agreed is None:
             return []
+        return [Step(S, "drain", -1, self.drained(r, rank._replace(s_coll=()), agreed))]
+
+    def drained(self, r, rank, agreed):
+        """Pop exactly the agreed numbers of hits, ACKs and releases, in upstream's order; the round's walk follows."""
         n_hit, n_ack, n_release = agreed
-        rank = rank._replace(s_coll=())
         hits, rank = rank.hit_queue[:n_hit], rank._replace(hit_queue=rank.hit_queue[n_hit:])
         for i in hits:
             rank = self.drain_hit(r, rank, i)
@@ -145,11 +156,11 @@ class SchedulerSteps:
         for ack in acks:
             rank = self.drain_ack(rank, ack)
             if rank.s_pc[0] == S_CRASHED:
-                return [Step(S, "drain", -1, rank)]
+                return rank
         rank = rank._replace(release_queue=rank.release_queue - n_release)
         if rank.round <= self.config.last_abort_round:
             rank = rank._replace(round=rank.round + 1)
-        return [Step(S, "drain", -1, rank._replace(s_pc=self.next_in_walk(rank, -1, 0)))]
+        return rank._replace(s_pc=self.next_in_walk(rank, -1, 0))
 
     def drain_hit(self, r: int, rank, i: int):
         """One operation off prefetch_hit_queue: its request gone -> skip; terminated or below the
@@ -184,7 +195,13 @@ class SchedulerSteps:
 
     @formats("S.drain")
     def format_drain(self, before, after, a):
-        n_hit, n_ack, n_release = before.s_coll[2]
+        if not before.s_coll:  # a variant that drains without the collective
+            agreed = (len(before.hit_queue), len(before.ack_queue), before.release_queue)
+            head = f"drain without all_reduce, this rank's own sizes {list(agreed)}: "
+        else:
+            agreed = before.s_coll[2]
+            head = f"drain: all_reduce(MIN) -> {list(agreed)}: "
+        n_hit, n_ack, n_release = agreed
         parts = []
         for i in before.hit_queue[:n_hit]:
             op = after.ops[i]
@@ -208,7 +225,7 @@ class SchedulerSteps:
                     parts.append(f"_handle_prefetch_result on ongoing_prefetch[q{q}] without host memory: the scheduler thread dies")
         if n_release:
             parts.append(f"free {n_release} released slot(s)")
-        return f"drain: all_reduce(MIN) -> {list(before.s_coll[2])}: " + ("; ".join(parts) or "nothing to pop")
+        return head + ("; ".join(parts) or "nothing to pop")
 
     # ---- the walk over the waiting requests ----
 

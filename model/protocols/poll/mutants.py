@@ -15,28 +15,15 @@ irreversible: the rank-symmetry reduction the mutation run uses relies on both.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from prefetch_check.model.interface import Collective, Step, formats, result
+from prefetch_check.model.protocols.mutant import MutantInfo
+from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
 from prefetch_check.model.protocols.poll.protocol import PollProtocol
 from prefetch_check.model.protocols.poll.state import C_HITS, C_TERMINATE, PUBLISHED, RELEASED, give_back, set_op
 
 
-class Mutant(PollProtocol):
-    """A protocol with one deliberate change; class attributes document it."""
-
-    name: str = ""
-    description: str = ""  # what the developer changed, in their words
-    upstream: str = ""  # where the change would be made upstream
-    touches: tuple[str, ...] = ()  # step kinds the change affects (marked in traces)
-    expected: str = ""  # the property that should catch it
-    equivalent: Optional[str] = None  # why no property can catch it, for an equivalent mutant
-
-    def describe(self, before, after, action) -> str:
-        text = super().describe(before, after, action)
-        if action.kind in self.touches:
-            text += f"   <- mutated ({self.name})"
-        return text
+class Mutant(MutantInfo, PollProtocol):
+    """A predicate-poll protocol with one deliberate change; class attributes document it."""
 
 
 # ---- IO thread ----
@@ -290,3 +277,18 @@ CATALOGUE: tuple[type[Mutant], ...] = (
 )
 
 BY_NAME: dict[str, type[Mutant]] = {m.name: m for m in CATALOGUE}
+
+_NONE = (frozenset(), frozenset())
+
+# Small configurations, each exercising one part of the protocol; together they kill the whole
+# catalogue in a few seconds (the mutation run's default when no scenario files are given).
+CONFIGS: tuple[tuple[str, Config], ...] = (
+    ("one-rank", uniform_config(ranks=1, requests=1, pages=2)),
+    ("two-ranks", uniform_config(ranks=2, requests=1, pages=2)),
+    ("partial-hits", uniform_config(ranks=1, requests=1, pages=2, hits=1)),
+    ("revoke-two-ranks", uniform_config(ranks=2, requests=2, pages=1, hits=0)),
+    ("load-failure-two-ranks", uniform_config(ranks=2, requests=1, pages=2, failing={1: {0}})),
+    ("timeout", uniform_config(ranks=1, requests=1, pages=2, policy="timeout")),
+    ("uneven-hits", Config(ranks=2, requests=(RequestSpec(pages=1, hits=(1, 0), failing=_NONE),))),
+    ("two-token-pages", uniform_config(ranks=1, requests=1, pages=2, page_size=2, hits=1)),
+)

@@ -1,0 +1,156 @@
+"""Mutants of the ack-drain protocol: plausible upstream mistakes, each one hook of a step changed.
+
+Checked like the predicate-poll catalogue (`prefetch-check mutants`), with the fixed predicate,
+in the small configurations below (each exercising one part of the protocol) or in scenario
+files of this protocol.
+"""
+
+from __future__ import annotations
+
+from prefetch_check.model.interface import Collective, Step
+from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request, uniform_ack_config
+from prefetch_check.model.protocols.ack_drain.protocol import AckDrainProtocol
+from prefetch_check.model.protocols.ack_drain.state import C_ACK, NO_OP
+from prefetch_check.model.protocols.mutant import MutantInfo
+
+
+class Mutant(MutantInfo, AckDrainProtocol):
+    """An ack-drain protocol with one deliberate change; class attributes document it."""
+
+
+# ---- the scheduler's drain ----
+
+
+class AckAppliedToAnyOperation(Mutant):
+    name = "ack_applied_to_any_operation"
+    description = "the ACK drain applies an ACK whenever the request id is in ongoing_prefetch, whichever operation it belongs to"
+    upstream = "unified_radix_cache.py, _drain_ack_prefetch: `is_current = info.operation is operation` reduced to `info is not None`"
+    touches = ("S.drain",)
+    expected = "data_integrity"
+
+    def is_current(self, rank, i: int) -> bool:
+        return rank.reqs[self.request_of[i]].ongoing != NO_OP
+
+
+class TailKeptAtCompletedReq(Mutant):
+    name = "tail_kept_at_completed_req"
+    description = "draining completed_req no longer gives back the host slots beyond completed_tokens"
+    upstream = "unified_radix_cache.py, _drain_ack_prefetch: `append_host_mem_release(host_indices[completed_tokens:])` removed"
+    touches = ("S.drain",)
+    expected = "host_memory"
+
+    def release_tail(self, rank, i: int):
+        return rank
+
+
+class ResultFreesInsertedPages(Mutant):
+    name = "result_frees_inserted_pages"
+    description = "_handle_prefetch_result frees every loaded slot, not only the prefix the tree already held"
+    upstream = "unified_radix_cache.py, _handle_prefetch_result: `free(host_indices[:matched_length])` written as `[:completed_tokens]`"
+    touches = ("S.drain", "S.accept", "S.terminate")
+    expected = "host_memory"
+
+    def freed_at_insert(self, matched: int, pages: int) -> tuple[int, int]:
+        return 0, pages
+
+
+class RevokeKeepsEntry(Mutant):
+    name = "revoke_keeps_entry"
+    description = "_revoke_pending_prefetch releases the anchor but leaves the request in ongoing_prefetch"
+    upstream = "unified_radix_cache.py, revoke_pending_prefetch: `self.ongoing_prefetch.pop(request)` removed"
+    touches = ("S.drain", "S.accept", "S.terminate", "S.abort")
+    expected = "progress"
+
+    def revoke_drops_entry(self) -> bool:
+        return False
+
+
+class DrainOwnSizes(Mutant):
+    name = "drain_own_sizes"
+    description = "check_hicache_events pops each rank's own queue sizes, without the all_reduce(MIN) over ranks"
+    upstream = "unified_radix_cache.py, drain_storage_control_queues: the `_all_reduce(..., MIN)` of the queue sizes removed"
+    touches = ("S.drain",)
+    expected = "tp_agreement"
+
+    def drain_start(self, r, rank):
+        sizes = (len(rank.hit_queue), len(rank.ack_queue), rank.release_queue)
+        return [Step("S", "drain", -1, self.drained(r, rank, sizes))]
+
+
+class AbortKeepsCompletedPrefix(Mutant):
+    name = "abort_keeps_completed_prefix"
+    description = "release_aborted_request terminates and forgets the operation without queuing its loaded slots for release"
+    upstream = "unified_radix_cache.py, release_aborted_request: `append_host_mem_release(host_indices[:completed_tokens])` removed"
+    touches = ("S.abort",)
+    expected = "host_memory"
+
+    def abort_releases_completed(self) -> bool:
+        return False
+
+
+# ---- the storage threads ----
+
+
+class HitsPublishedWithoutAgreement(Mutant):
+    name = "hits_published_without_agreement"
+    description = "the prefetch thread publishes its own storage hit count, not the all_reduce(MIN) result"
+    upstream = "cache_controller.py, prefetch_thread_func: `storage_hit_count = storage_hit_count_tensor.item()` dropped"
+    touches = ("P.publish",)
+    expected = "progress"
+
+    def published_hits(self, agreed, r, i):
+        return self.config.requests[self.request_of[i]].hits[r]
+
+
+class AcksStopAfterShortBatch(Mutant):
+    name = "acks_stop_after_short_batch"
+    description = "after a short batch the IO thread sends completed_req at once, without a progress ACK for each batch left"
+    upstream = "cache_controller.py, _page_transfer: `break` after a short batch instead of looping on to emit the ACKs"
+    touches = ("I.ack", "I.done")
+    expected = "progress"
+
+    def acks_after_short_batch(self) -> bool:
+        return False
+
+
+class SyncReducesWithMax(Mutant):
+    name = "sync_reduces_with_max"
+    description = "the sync thread reduces a progress ACK with MAX instead of MIN"
+    upstream = "cache_controller.py, _reduce_prefetch_ack: `ReduceOp.MIN` written as `ReduceOp.MAX`"
+    touches = ("Y.forward",)
+    expected = "data_integrity"
+    collectives = {
+        **AckDrainProtocol.collectives,
+        C_ACK: Collective("y_coll", max, "all_reduce(MAX, was MIN, completed_tokens) of a progress ACK"),
+    }
+
+
+CATALOGUE: tuple[type[Mutant], ...] = (
+    AckAppliedToAnyOperation,
+    TailKeptAtCompletedReq,
+    ResultFreesInsertedPages,
+    RevokeKeepsEntry,
+    DrainOwnSizes,
+    AbortKeepsCompletedPrefix,
+    HitsPublishedWithoutAgreement,
+    AcksStopAfterShortBatch,
+    SyncReducesWithMax,
+)
+
+BY_NAME: dict[str, type[Mutant]] = {m.name: m for m in CATALOGUE}
+
+_TWO = (frozenset(), frozenset())
+
+# Small configurations, each exercising one part of the protocol; together they kill the catalogue.
+CONFIGS: tuple[tuple[str, AckConfig], ...] = (
+    ("one-rank", uniform_ack_config(ranks=1, pages=2)),
+    ("two-ranks", uniform_ack_config(ranks=2, pages=2)),
+    ("missing-page", uniform_ack_config(ranks=2, pages=2, storage_batch_size=1, failing={1: {0}})),
+    ("uneven-hits", AckConfig(ranks=2, requests=(Request(pages=2, hits=(2, 1), failing=_TWO),), storage_batch_size=1)),
+    ("below-threshold", uniform_ack_config(ranks=1, pages=2, hits=1, prefetch_threshold=2)),
+    ("hiradix-timeout", uniform_ack_config(ranks=2, pages=1, policy="timeout", cache="hiradix")),
+    ("abort", AckConfig(ranks=1, requests=(Request(pages=2, hits=(2,), failing=(frozenset(),), abort_round=2),),
+                        storage_batch_size=1)),
+    ("readmit", AckConfig(ranks=1, requests=(Request(pages=1, hits=(1,), failing=(frozenset(),), readmits=1),),
+                          policy="best_effort")),
+)
