@@ -92,7 +92,7 @@ class NoMarkTerminateAfterShortBatch(Mutant):
 
 # ---- prefetch thread ----
 
-ENQUEUED = 4  # stage of this mutant only: on prefetch_buffer, hash_value not yet set
+ENQUEUED = 6  # stage of this mutant only: on prefetch_buffer, hash_value not yet set
 
 
 class PublishBeforeHashValue(Mutant):
@@ -208,7 +208,8 @@ class DrainWithoutAgreement(Mutant):
     expected = "tp_agreement"
 
     def s_drain_arrive(self, r, rank):
-        return [Step("S", "drain", -1, self.drained(rank, len(rank.revoke_queue), rank.release_queue))]
+        own = self.drained(r, rank, len(rank.revoke_queue), rank.release_queue, len(rank.hit_queue))
+        return [Step("S", "drain", -1, own)]
 
 
 class DrainReleaseUnagreed(Mutant):
