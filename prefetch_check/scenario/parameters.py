@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from prefetch_check.model.protocols.poll.config import Config, RequestSpec
+from prefetch_check.model.protocols.poll.config import Config, RequestSpec, ShapeError
 from prefetch_check.model.protocols.poll.releases import options as release_options
 from prefetch_check.scenario.schema import GLOBAL, PARAMETERS, RELEASE, REQUEST_KEYS, SHORTHAND, Param, type_name
 from prefetch_check.scenario.errors import closest, did_you_mean
@@ -170,5 +170,11 @@ def build_config(values: dict, request_tables: list, where: Where) -> Config:
         requests = (request_spec(shorthand, ranks, where, 0),) * n
     try:
         return Config(requests=requests, **kwargs)
+    except ShapeError as exc:  # shape options no release combines: point at the key to change
+        if exc.request is not None and request_tables:
+            keypath = ("request", exc.request, exc.key)
+        else:
+            keypath = where(exc.key)
+        raise ValueProblem(keypath, str(exc)) from None
     except ValueError as exc:  # the checks above should make this unreachable; say it plainly if not
         raise ValueProblem((), f"inconsistent parameters: {exc}") from None

@@ -35,6 +35,15 @@ COMPLETED_MIN = ("always", "except_wait_complete")
 TAIL_RELEASES = (1, 2)
 
 
+class ShapeError(ValueError):
+    """Shape options no release combines and the model does not define; `key` names the option
+    to change (and `request` the request, for a per-request one), so a scenario error can point at it."""
+
+    def __init__(self, key: str, message: str, request: Optional[int] = None):
+        super().__init__(message)
+        self.key, self.request = key, request
+
+
 @dataclass(frozen=True)
 class RequestSpec:
     """What storage holds for one request, seen from every rank.
@@ -124,27 +133,35 @@ class Config:
     def _check_shape(self) -> None:
         """Combinations of shape options that no release has and the model does not define."""
         if self.threshold_test == "drain" and self.alloc_at != "hit":
-            raise ValueError('threshold_test = "drain" needs alloc_at = "hit" (the drain tests the threshold on prefetch_hit_queue)')
+            raise ShapeError("threshold_test", 'threshold_test = "drain" needs alloc_at = "hit" (the drain tests the threshold on prefetch_hit_queue)')
         if self.alloc_at == "hit":
             if self.queue_unallocated:
-                raise ValueError('queue_unallocated is about the allocation at issue; with alloc_at = "hit" nothing is allocated at issue')
+                raise ShapeError("queue_unallocated", 'queue_unallocated is about the allocation at issue; with alloc_at = "hit" nothing is allocated at issue')
             if any(self.alloc_may_fail):
-                raise ValueError(
+                raise ShapeError(
+                    "alloc_may_fail",
                     'alloc_may_fail is the allocation at issue; with alloc_at = "hit" the allocation outcome is '
                     "alloc_pages, per request and rank"
                 )
-        elif any(a != q.pages for q in self.requests for a in q.alloc_pages):
-            raise ValueError('alloc_pages is the hit-time allocation (alloc_at = "hit"); at issue, use alloc_may_fail')
+        else:
+            for i, q in enumerate(self.requests):
+                if any(a != q.pages for a in q.alloc_pages):
+                    raise ShapeError(
+                        "alloc_pages", 'alloc_pages is the hit-time allocation (alloc_at = "hit"); at issue, use alloc_may_fail', i
+                    )
         if self.alloc_deterministic:
             for i, q in enumerate(self.requests):
                 if len(set(q.alloc_pages)) > 1:
-                    raise ValueError(
+                    raise ShapeError(
+                        "alloc_pages",
                         f"request {i}: alloc_pages differ across ranks {list(q.alloc_pages)}, but alloc_deterministic "
                         "is on (upstream's assumption that the hit-time allocation reaches the same outcome on every "
-                        "rank); turn it off to check what happens without it"
+                        "rank); set alloc_deterministic = false to check what happens without it",
+                        i,
                     )
         if self.queue_unallocated and any(self.alloc_may_fail) and self.effective_threshold == 0:
-            raise ValueError(
+            raise ShapeError(
+                "queue_unallocated",
                 "queue_unallocated with a threshold of 0 is not modelled: upstream's prefetch thread would publish "
                 "an operation without host slots and fail on host_indices None (TypeError)"
             )
