@@ -84,3 +84,21 @@ def test_the_options_of_a_detected_family_agree_with_its_features(detected):
     name = refine(detected, features["tail_release"])
     config = uniform_config(pages=1, **options(name))
     assert {k: getattr(config, k) for k in expected_options(features)} == expected_options(features)
+
+
+def test_every_family_has_a_shipped_scenario_and_the_staged_ones_run_at_tp_1_2_and_8():
+    from pathlib import Path
+
+    from prefetch_check.scenario import load_scenarios
+
+    scenarios = load_scenarios([Path(__file__).parent.parent / "scenarios"])
+    shipped: dict = {}
+    for scenario in scenarios:
+        for case in scenario.cases:
+            for name in FAMILIES:
+                config = uniform_config(ranks=case.config.ranks, pages=1, **options(name))
+                if all(getattr(case.config, k) == getattr(config, k) for k in options(name)) and options(name):
+                    shipped.setdefault(name, set()).add(case.config.ranks)
+    assert set(shipped) == set(FAMILIES) - {"late2025"}  # late2025, the defaults, is every other scenario
+    for name in ("staged", "staged-drain-threshold"):
+        assert {1, 2, 8} <= shipped[name], name

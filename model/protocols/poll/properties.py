@@ -128,7 +128,7 @@ def build_properties(protocol) -> list:
             if any(v.disturbed[q] for v in views):
                 continue
             for r, v in enumerate(views):
-                if v.issued[q] and v.inserted[q] != expected[q]:
+                if v.issued[q] and max(v.inserted[q], 0) != expected[q]:  # nothing inserted is 0 tokens
                     got = "nothing" if v.inserted[q] == NOT_INSERTED else f"{v.inserted[q]} tokens"
                     if cfg.alloc_at == "issue":
                         agreed = f"the ranks agreed on {expected[q]} hit tokens"
