@@ -403,6 +403,8 @@ def test_alloc_pages_is_only_for_the_hit_time_allocation():
         (uniform_config(pages=2, **DRAIN_TEST), {"P.record_hits"}, {"P.revoke", "P.publish"}),
         (uniform_config(pages=2, hits=1, prefetch_threshold=2, **DRAIN_TEST), {"S.ready_without_prefetch"}, set()),
         (uniform_config(pages=2, policy="timeout", **STAGED), {"I.increment_refused"}, set()),
+        (uniform_config(ranks=2, pages=2, alloc_pages={1: 0}, alloc_deterministic=False, **STAGED),
+         {"I.write", "S.terminate_unallocated"}, {"S.terminate", "S.insert"}),
     ],
 )
 def test_possible_kinds_follow_the_shape(config, possible, impossible):

@@ -162,8 +162,10 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
             out |= {k for k in self.action_kinds() if not k.startswith(("S.issue_skipped", "S.drain", "S.ready"))}
         if not published:
             out |= {k for k in self.action_kinds() if k.startswith("I.")} | {"P.publish"}
-            if hit_alloc:  # terminate and insert need host slots; without them it is terminate_unallocated
-                out |= {"S.terminate", "S.insert"}
+        if hit_alloc and not any(None not in got[q] for q in passes):
+            # terminate and insert need host slots on every rank: before they have them it is
+            # terminate_unallocated, and a rank that revoked in its drain never joins the vote again
+            out |= {"S.terminate", "S.insert"}
         if not loaded:
             out |= {"I.write", "I.increment", "I.increment_refused"}
         if hit_alloc and cfg.policy == "wait_complete" and not any(any(spec.failing) for spec in cfg.requests):
