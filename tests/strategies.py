@@ -76,3 +76,37 @@ def ack_configs(draw, min_ranks: int = 1, max_ranks: int = 2):
         exceptions=draw(st.sampled_from(EXCEPTIONS)),
         admission_limit=draw(st.integers(0, 1)),
     )
+
+
+@st.composite
+def release_configs(draw, min_ranks: int = 1, max_ranks: int = 2):
+    """Small random configurations of every release shape (model/protocols/poll/releases.py): a
+    family's options, one option of it maybe flipped, and (hit-time allocation) random room per
+    request, equal on every rank or not (the alloc_deterministic assumption on or off)."""
+    from hypothesis import assume
+
+    from prefetch_check.model.protocols.poll.config import ShapeError
+    from prefetch_check.model.protocols.poll.releases import FAMILIES
+
+    base = draw(configs(min_ranks, max_ranks))
+    shape = dict(FAMILIES[draw(st.sampled_from(sorted(FAMILIES)))].options)
+    flip = draw(st.sampled_from([None, "count_before_write", "direct_release", "queue_unallocated"]))
+    if flip is not None:
+        shape[flip] = not shape.get(flip, False)
+    shape.setdefault("shape", base.shape)
+    requests, alloc_may_fail, deterministic = base.requests, base.alloc_may_fail, True
+    if shape.get("alloc_at") == "hit":
+        alloc_may_fail = (False,) * base.ranks
+        deterministic = draw(st.booleans())
+        requests = []
+        for spec in base.requests:
+            if deterministic:
+                room = (draw(st.integers(0, spec.pages)),) * base.ranks
+            else:
+                room = tuple(draw(st.integers(0, spec.pages)) for _ in range(base.ranks))
+            requests.append(RequestSpec(spec.pages, spec.hits, spec.failing, room))
+        requests = tuple(requests)
+    try:
+        return base.with_(requests=requests, alloc_may_fail=alloc_may_fail, alloc_deterministic=deterministic, **shape)
+    except ShapeError:
+        assume(False)

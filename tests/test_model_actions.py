@@ -11,7 +11,9 @@ import pytest
 
 from prefetch_check.explorer.bfs import explore
 from models import ACTION_KINDS
+from test_model_release_shapes import SHAPE_KINDS
 from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
+from prefetch_check.model.protocols.poll.releases import options
 from prefetch_check.model.protocols.poll.state import (
     C_COMPLETED,
     C_HITS,
@@ -44,7 +46,7 @@ COVERED = {
     "S.ready_without_prefetch", "S.check", "S.keep_waiting", "S.terminate", "S.insert",
     "P.take", "P.revoke", "P.publish", "I.take", "I.write", "I.load_failed", "I.increment",
     "I.increment_refused", "I.release", "C.timeout",
-}
+} | SHAPE_KINDS  # the release shapes' own steps: tests/test_model_release_shapes.py
 
 DRAIN_AND_CHECK = "S0.drain_arrive S0.drain S0.check.q0"
 
@@ -67,6 +69,8 @@ def test_every_action_kind_fires_in_some_small_configuration(proto):
         uniform_config(ranks=2, pages=2, alloc_may_fail=(True, False), failing={1: {1}}),
         uniform_config(pages=2, hits=0, policy="timeout"),
         uniform_config(pages=1, prefetch_threshold=2),
+        uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False), **options("seed")),
+        uniform_config(pages=2, **options("staged")),
     ]
     fired = set()
     for predicate in ("buggy", "fixed"):

@@ -6,6 +6,7 @@ from prefetch_check.explorer.bfs import explore
 from prefetch_check.explorer.replay import replay
 from models import ACTION_KINDS
 from prefetch_check.model.protocols.poll.config import uniform_config
+from prefetch_check.model.protocols.poll.releases import options
 from models import readable
 
 
@@ -36,6 +37,8 @@ def test_every_action_kind_has_its_own_description():
         uniform_config(pages=2, hits=0, policy="timeout"),
         uniform_config(pages=1, prefetch_threshold=2),
         uniform_config(pages=1, policy="best_effort"),
+        uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False), **options("seed")),
+        uniform_config(pages=2, **options("staged")),
     ]
     seen = set()
     for predicate in ("buggy", "fixed"):

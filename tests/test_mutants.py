@@ -11,7 +11,15 @@ from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.replay import Divergence, replay
 from prefetch_check.model.protocols.poll.config import uniform_config
-from prefetch_check.model.protocols.poll.mutants import BY_NAME, CATALOGUE, DrainReleaseUnagreed, Mutant, TerminationMin
+from prefetch_check.model.protocols.poll.mutants import (
+    BY_NAME,
+    CATALOGUE,
+    STAGED_CATALOGUE,
+    STAGED_CONFIGS,
+    DrainReleaseUnagreed,
+    Mutant,
+    TerminationMin,
+)
 from prefetch_check.model.protocols.poll.properties import NAMES
 from models import readable
 from prefetch_check.commands import mutants as command
@@ -36,7 +44,7 @@ def run():
 
 def test_catalogue_is_documented():
     assert len(KILLABLE) >= 10
-    assert len(BY_NAME) == len(CATALOGUE)  # names are unique
+    assert len(BY_NAME) == len(CATALOGUE) and set(STAGED_CATALOGUE) <= set(CATALOGUE)  # names are unique
     for m in CATALOGUE:
         assert m.name and m.description and m.upstream and m.touches
         assert m.equivalent or m.expected in NAMES
@@ -210,3 +218,34 @@ def test_mutant_base_marks_only_touched_steps():
     action, nxt = model.successors(state)[0]
     assert action.kind == "S.issue"
     assert "mutated" not in model.describe(state, action, nxt)
+
+
+# ---- the staged shapes' own catalogue (alloc_at = "hit") ----
+
+
+@pytest.fixture(scope="module")
+def staged_run():
+    return run_mutants(STAGED_CONFIGS, STAGED_CATALOGUE)
+
+
+def test_the_staged_catalogue_is_documented_and_runs_on_staged_configurations(staged_run):
+    assert len(STAGED_CATALOGUE) >= 3
+    for m in STAGED_CATALOGUE:
+        assert m.name and m.description and m.upstream and m.touches and m.expected in NAMES
+    assert all(c.alloc_at == "hit" for _, c in STAGED_CONFIGS)
+    for name, result in staged_run.baseline.items():
+        assert result.all_verified, (name, result.violated)
+
+
+@pytest.mark.parametrize("mutant", STAGED_CATALOGUE, ids=lambda m: m.name)
+def test_a_staged_mutant_is_killed_by_its_expected_property_through_its_step(staged_run, mutant):
+    outcome = staged_run.outcome(mutant.name)
+    assert outcome.status == KILLED and outcome.killed_by(mutant.expected)
+    kinds = [step.action.kind for step in outcome.best.trace.steps]
+    assert set(mutant.touches) & set(kinds)
+
+
+def test_a_staged_mutant_changes_nothing_in_the_late2025_shape():
+    """Its change is in steps only hit-time allocation takes: on the default shape it is the protocol."""
+    run = run_mutants(BUILTIN_CONFIGS[:3], STAGED_CATALOGUE)
+    assert all(o.status == GAP for o in run.outcomes)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from prefetch_check.model.protocols.poll.config import Config, RequestSpec
-from prefetch_check.scenario.schema import GLOBAL, PARAMETERS, REQUEST_KEYS, SHORTHAND, Param, type_name
+from prefetch_check.model.protocols.poll.config import Config, RequestSpec, ShapeError
+from prefetch_check.model.protocols.poll.releases import options as release_options
+from prefetch_check.scenario.schema import GLOBAL, PARAMETERS, RELEASE, REQUEST_KEYS, SHORTHAND, Param, type_name
 from prefetch_check.scenario.errors import closest, did_you_mean
 
 # where(key) -> the key path in the file, so errors point at the line that set the value
@@ -122,17 +123,31 @@ def request_spec(values: dict, ranks: int, where: Where, q: int) -> RequestSpec:
                 )
         return frozenset(v)
 
+    def one_room(v, keypath):
+        if not _is_int(v) or v < 0:
+            raise _bad(keypath, REQUEST_KEYS["alloc_pages"], v)
+        if v > pages:
+            raise ValueProblem(
+                keypath,
+                f"request {q}: alloc_pages = {v}{on_rank(keypath)} is larger than pages = {pages} "
+                f"(the host pages the hit-time allocation can get for it: 0..{pages})",
+            )
+        return v
+
     hits = per_rank(hits_param, values.get("hits", pages), where("hits"), ranks, one_hit, pages)
     failing = per_rank(REQUEST_KEYS["failing"], values.get("failing", {}), where("failing"), ranks, one_failing, frozenset())
-    return RequestSpec(pages=pages, hits=hits, failing=failing)
+    room = per_rank(REQUEST_KEYS["alloc_pages"], values.get("alloc_pages", pages), where("alloc_pages"), ranks, one_room, pages)
+    return RequestSpec(pages=pages, hits=hits, failing=failing, alloc_pages=room)
 
 
 def build_config(values: dict, request_tables: list, where: Where) -> Config:
     """The Config for one combination of values (top level merged with one matrix choice)."""
     ranks = scalar(PARAMETERS["ranks"], values.get("ranks", PARAMETERS["ranks"].default), where("ranks"))
     kwargs = {"ranks": ranks}
+    if RELEASE in values:  # the release family's shape first: keys set beside it override it
+        kwargs.update(release_options(scalar(PARAMETERS[RELEASE], values[RELEASE], where(RELEASE))))
     for param in GLOBAL:
-        if param.name == "ranks" or param.name not in values:
+        if param.name in ("ranks", RELEASE) or param.name not in values:
             continue
         if param.kind == "per_rank_bool":
             one_bool = lambda v, keypath, param=param: scalar(param, v, keypath)  # noqa: E731
@@ -155,5 +170,11 @@ def build_config(values: dict, request_tables: list, where: Where) -> Config:
         requests = (request_spec(shorthand, ranks, where, 0),) * n
     try:
         return Config(requests=requests, **kwargs)
+    except ShapeError as exc:  # shape options no release combines: point at the key to change
+        if exc.request is not None and request_tables:
+            keypath = ("request", exc.request, exc.key)
+        else:
+            keypath = where(exc.key)
+        raise ValueProblem(keypath, str(exc)) from None
     except ValueError as exc:  # the checks above should make this unreachable; say it plainly if not
         raise ValueProblem((), f"inconsistent parameters: {exc}") from None

@@ -10,7 +10,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
-from prefetch_check.model.protocols.poll.config import POLICIES, SHAPES, Config
+from prefetch_check.model.protocols.poll.config import ALLOC_AT, COMPLETED_MIN, POLICIES, SHAPES, THRESHOLD_TESTS, Config
+from prefetch_check.model.protocols.poll.releases import FAMILIES
 
 _CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Config) if f.default is not dataclasses.MISSING}
 
@@ -59,15 +60,43 @@ GLOBAL = (
     _config("clamp_threshold", "bool", "the prefetch thread compares hits against max(threshold, page_size)"),
     _config("policy", "choice", "completion policy of the scheduler", choices=POLICIES),
     _config("timeout_clock", "bool", "under policy timeout: the clock may fire (false: it never does)"),
-    _config("shape", "choice", "upstream protocol version (see PROTOCOL.md, Version note)", choices=SHAPES),
     Param("alloc_may_fail", "per_rank_bool", "host allocation at issue may fail on these ranks", default=False),
 )
+
+# The predicate-poll protocol's release shapes (docs/model.md, "Release shapes"): one list, so
+# that it can move to the protocol when the schema becomes per protocol. `release` sets the
+# others from a release family (model/protocols/poll/releases.py); keys set beside it win.
+RELEASE = "release"
+POLL_SHAPE = (
+    Param(RELEASE, "choice", "the release family whose steps to model: sets the shape keys below "
+          "(a key set beside it wins)", choices=tuple(FAMILIES)),
+    _config("shape", "choice", "termination shape: seed (MIN of can_terminate, a short batch just stops) or "
+            "late2025 (MAX of [not can_terminate, terminated], mark_terminate after a short batch)", choices=SHAPES),
+    _config("count_before_write", "bool", "the IO thread counts a page (increment) before writing its data (0.5.1.x)"),
+    _config("direct_release", "bool", "host slots are freed at once by the thread that gives them back, not queued "
+            "for the scheduler's drain (0.5.1.x)"),
+    _config("tail_releases", "int", "how often the IO thread gives back the tail [completed_tokens, hits) "
+            "(2: 0.5.1.post3, 0.5.2-0.5.5)", low=1, high=2),
+    _config("completed_min", "choice", "when the scheduler agrees on completed_tokens before insert "
+            "(except_wait_complete: 0.5.1.x)", choices=COMPLETED_MIN),
+    _config("queue_unallocated", "bool", "a failed host allocation at issue still queues the operation, without "
+            "host slots; check then says ready without removing it (0.5.1.x)"),
+    _config("alloc_at", "choice", "where host slots are reserved: at issue, or at hit time in the scheduler's "
+            "drain (0.5.16+)", choices=ALLOC_AT),
+    _config("threshold_test", "choice", "where hits below the threshold are revoked: by the prefetch thread "
+            "(clamped threshold), or by the drain (raw threshold, 0.5.18)", choices=THRESHOLD_TESTS),
+    _config("alloc_deterministic", "bool", "assumption (upstream's): the hit-time allocation has the same outcome "
+            "on every rank, so alloc_pages must be equal on all ranks; false lets them differ"),
+)
+GLOBAL += POLL_SHAPE
 
 # What storage holds for each request; top-level shorthand (every request alike) or [[request]] tables.
 REQUEST = (
     Param("pages", "int", "pages per request", 1, 64, default=2),
     Param("hits", "per_rank_int", "leading pages present in storage, per rank (default: all pages)", 0, 64),
     Param("failing", "per_rank_pages", "page indices whose load fails, per rank (default: none)"),
+    Param("alloc_pages", "per_rank_int", "alloc_at = \"hit\": host pages the drain's allocation can get for the "
+          "request (after evict_host), per rank (default: all pages)", 0, 64),
 )
 REQUESTS = Param("requests", "int", "number of requests (all alike; use [[request]] tables to vary them)", 1, 8, default=1)
 

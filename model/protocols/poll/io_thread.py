@@ -1,17 +1,22 @@
 """IO thread I[r]: load published pages one by one, write then increment, release the rest.
 
 Per page two steps, in this order: `write` the data into the host slots, then
-`increment(page_size)` under the op lock (refused once the operation is terminated).
+`increment(page_size)` under the op lock (refused once the operation is terminated);
+0.5.1.x counts first and writes after (`Config.count_before_write`; 0.5.1 even counts a
+whole batch before writing its pages: counting page by page keeps the window in which a
+counted page is not yet written, which is what the data-integrity verdict needs).
 A failing page or a refused increment ends the batch short: the late2025 shape then
 calls `mark_terminate`; the seed shape just stops. Storage batches do not change what
 a thread can observe (every page is still written, then counted, in order), so the
-batch size shows in descriptions only.
+batch size shows in descriptions only. When it stops, the thread gives back the tail
+[completed_tokens, hits): once, or twice where a release did it in two places
+(`Config.tail_releases`: 0.5.1.post3 and 0.5.2-0.5.5).
 """
 
 from __future__ import annotations
 
 from prefetch_check.model.interface import Step, formats
-from prefetch_check.model.protocols.poll.state import IO_COUNT, IO_READ, IO_RELEASE, RELEASED, give_back, set_op
+from prefetch_check.model.protocols.poll.state import IO_COUNT, IO_READ, IO_RELEASE, set_op
 
 I = "I"  # noqa: E741  (the thread's letter)
 
@@ -44,8 +49,8 @@ class IOThreadSteps:
 
     def write_then_count(self) -> bool:
         """The page's data is written into host memory before `increment` counts it (what makes
-        a counted page safe to read)."""
-        return True
+        a counted page safe to read); `count_before_write` turns it round."""
+        return not self.config.count_before_write
 
     def refuses_increment(self, op) -> bool:
         """`increment` returns False once the operation is terminated."""
@@ -89,6 +94,8 @@ class IOThreadSteps:
     @formats("I.write")
     def format_i_write(self, before, after, a):
         page = before.i_pc[1]
+        if not self.write_then_count():
+            return f"{self._batch(before)}: write page {page} of q{a.q} into its host slots (counted already)"
         return f"{self._batch(before)}: read page {page} of q{a.q} from storage, write it into its host slots"
 
     @formats("I.load_failed")
@@ -102,7 +109,11 @@ class IOThreadSteps:
         ps = self.config.page_size
         old, new = before.ops[a.q], after.ops[a.q]
         ignored = " (terminated, counted anyway)" if old.terminated else ""
-        return f"increment(page_size) on q{a.q}: completed_tokens {old.completed * ps} -> {new.completed * ps}{ignored}"
+        text = f"increment(page_size) on q{a.q}: completed_tokens {old.completed * ps} -> {new.completed * ps}{ignored}"
+        if not self.write_then_count():
+            page = before.i_pc[1]
+            return f"{self._batch(before)}: read page {page} of q{a.q} from storage; {text}, before its data is written"
+        return text
 
     @formats("I.increment_refused")
     def format_i_increment_refused(self, before, after, a):
@@ -116,14 +127,16 @@ class IOThreadSteps:
         return op.completed, op.hash_value
 
     def i_release(self, rank, q):
-        op = rank.ops[q]
-        first, last = self.io_release_range(op, q)
-        slots = give_back(op.slots, first, last, RELEASED)
-        moved = set_op(rank, q, op._replace(slots=slots), i_pc=(), release_queue=rank.release_queue + max(0, last - first))
+        first, last = self.io_release_range(rank.ops[q], q)
+        op, queued = self.released(rank.ops[q], first, last, self.config.tail_releases)
+        moved = set_op(rank, q, op, i_pc=(), release_queue=rank.release_queue + queued)
         return [Step(I, "release", q, moved)]
 
     @formats("I.release")
     def format_i_release(self, before, after, a):
         ps = self.config.page_size
         first, last = self.io_release_range(before.ops[a.q], a.q)
-        return f"release host_indices[completed_tokens:] = [{first * ps}, {last * ps}) of q{a.q}"
+        text = f"{self.release_words} host_indices[completed_tokens:] = [{first * ps}, {last * ps}) of q{a.q}"
+        if self.config.tail_releases == 2:
+            text += " in the page transfer, and the same range again after it"
+        return text

@@ -19,7 +19,7 @@ from prefetch_check.model.interface import Collective, Step, formats, result
 from prefetch_check.model.protocols.mutant import MutantInfo
 from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
 from prefetch_check.model.protocols.poll.protocol import PollProtocol
-from prefetch_check.model.protocols.poll.state import C_HITS, C_TERMINATE, PUBLISHED, RELEASED, give_back, set_op
+from prefetch_check.model.protocols.poll.state import C_HITS, C_TERMINATE, DROPPED, PUBLISHED, RELEASED, give_back, set_op
 
 
 class Mutant(MutantInfo, PollProtocol):
@@ -79,7 +79,7 @@ class NoMarkTerminateAfterShortBatch(Mutant):
 
 # ---- prefetch thread ----
 
-ENQUEUED = 4  # stage of this mutant only: on prefetch_buffer, hash_value not yet set
+ENQUEUED = 6  # stage of this mutant only: on prefetch_buffer, hash_value not yet set
 
 
 class PublishBeforeHashValue(Mutant):
@@ -195,7 +195,8 @@ class DrainWithoutAgreement(Mutant):
     expected = "tp_agreement"
 
     def s_drain_arrive(self, r, rank):
-        return [Step("S", "drain", -1, self.drained(rank, len(rank.revoke_queue), rank.release_queue))]
+        own = self.drained(r, rank, len(rank.revoke_queue), rank.release_queue, len(rank.hit_queue))
+        return [Step("S", "drain", -1, own)]
 
 
 class DrainReleaseUnagreed(Mutant):
@@ -257,6 +258,72 @@ class InsertLocalCompleted(Mutant):
         return op.completed * self.config.page_size
 
 
+# ---- the staged shapes (alloc_at = "hit", 0.5.16-0.5.18) ----
+# Their changes touch steps only the staged shapes take, so they are caught only in staged
+# configurations: they form a catalogue of their own, run on STAGED_CONFIGS (or on staged
+# scenario files with `prefetch-check mutants --mutant NAME FILE`).
+
+
+class CheckUnallocatedFirst(Mutant):
+    name = "check_unallocated_first"
+    description = (
+        "check_prefetch_progress resolves an operation without host slots before it asks the predicate "
+        "(0.5.1's early return for host_indices None, kept in the staged design)"
+    )
+    upstream = "hiradix_cache.py, check_prefetch_progress: the `host_indices is None` branch moved above `can_terminate_prefetch`"
+    touches = ("S.terminate_unallocated",)
+    expected = "wait_complete_delivers"
+
+    def s_check(self, r, rank, q):
+        op = rank.ops[q]
+        if op.ongoing and not op.allocated:
+            return [self._terminate_unallocated(rank, q)]
+        return super().s_check(r, rank, q)
+
+
+class HitDrainUnagreed(Mutant):
+    name = "hit_drain_unagreed"
+    description = "drain pops this rank's whole prefetch_hit_queue, not the count all ranks agreed on"
+    upstream = "hiradix_cache.py, drain_storage_control_queues: `n_storage_hit` taken from the local qsize, not the reduced one"
+    touches = ("S.drain",)
+    expected = "tp_agreement"
+
+    def drained(self, r, rank, n_revoke, n_release, n_hit=0):
+        return super().drained(r, rank, n_revoke, n_release, len(rank.hit_queue))
+
+
+class DrainRevokeKeepsOngoing(Mutant):
+    name = "drain_revoke_keeps_ongoing"
+    description = "the drain skips an operation whose hits are below the threshold without revoking it (it stays in ongoing_prefetch)"
+    upstream = "hiradix_cache.py, _drain_and_alloc_storage_hit: `_revoke_pending_prefetch(req_id)` missing before `continue` in the threshold branch"
+    touches = ("S.drain",)
+    expected = "progress"
+
+    def hit_drained(self, r, q, op):
+        cfg = self.config
+        if op.ongoing and not op.terminated and cfg.threshold_test == "drain" and cfg.below_threshold(op.hash_value):
+            return op._replace(stage=DROPPED)
+        return super().hit_drained(r, q, op)
+
+
+STAGED_CATALOGUE: tuple[type[Mutant], ...] = (CheckUnallocatedFirst, HitDrainUnagreed, DrainRevokeKeepsOngoing)
+
+
+def _staged_configs():
+    from prefetch_check.model.protocols.poll.config import uniform_config
+    from prefetch_check.model.protocols.poll.releases import options
+
+    staged, drain = options("staged"), options("staged-drain-threshold")
+    return (
+        ("staged-two-ranks", uniform_config(ranks=2, pages=2, **staged)),
+        ("staged-timeout", uniform_config(ranks=2, pages=1, policy="timeout", **staged)),
+        ("drain-threshold-one-page-short", uniform_config(ranks=1, pages=2, hits=1, prefetch_threshold=2, **drain)),
+    )
+
+
+# (name, Config) pairs in which the staged catalogue is killed (mutation.run_mutants takes them)
+STAGED_CONFIGS = _staged_configs()
+
 CATALOGUE: tuple[type[Mutant], ...] = (
     IncrementIgnoresTerminated,
     CountBeforeWrite,
@@ -274,7 +341,7 @@ CATALOGUE: tuple[type[Mutant], ...] = (
     CheckIgnoresTerminated,
     TerminateWithoutMark,
     InsertLocalCompleted,
-)
+) + STAGED_CATALOGUE
 
 BY_NAME: dict[str, type[Mutant]] = {m.name: m for m in CATALOGUE}
 
@@ -291,4 +358,4 @@ CONFIGS: tuple[tuple[str, Config], ...] = (
     ("timeout", uniform_config(ranks=1, requests=1, pages=2, policy="timeout")),
     ("uneven-hits", Config(ranks=2, requests=(RequestSpec(pages=1, hits=(1, 0), failing=_NONE),))),
     ("two-token-pages", uniform_config(ranks=1, requests=1, pages=2, page_size=2, hits=1)),
-)
+) + STAGED_CONFIGS

@@ -2,7 +2,9 @@
 
 Per rank a scheduler `S`, a prefetch thread `P`, an IO thread `I` and, under the timeout
 policy, a clock `C` (PROTOCOL.md); the shapes of the releases it covers are options of the
-configuration (`Config.shape`). The steps live in one module per thread, each with its
+configuration (`Config`: `shape`, `alloc_at`, `threshold_test`, `count_before_write`,
+`direct_release`, `tail_releases`, `completed_min`, `queue_unallocated`; `releases.py`
+maps each release family to them). The steps live in one module per thread, each with its
 description beside it; this class puts them together and says what the reductions may
 assume:
 
@@ -11,11 +13,16 @@ assume:
   can loop forever: the prefetch and IO threads and the clock take irreversible steps.
 - Steps that are persistent sets on their own (`solo_steps`):
     S.drain, S.keep_waiting  leave a collective: only this scheduler's own pc and register
-                             (drain pops queue heads and subtracts counts: commutes with appends)
+                             (drain pops queue heads and subtracts counts: commutes with appends;
+                             with alloc_at = "hit" it also fills in operations that no other
+                             thread touches while they sit on prefetch_hit_queue, and appends
+                             them to prefetch_buffer, whose head is all the IO thread reads)
     I.take                   pops the head of prefetch_buffer (publish appends at the tail)
     I.write                  sets `written`, read by no thread; the tree only takes pages below
                              completed_tokens, and the IO thread counts a page only after writing
-                             it, so no insert can overtake a pending write
+                             it, so no insert can overtake a pending write. Not with
+                             `count_before_write`: there the insert of a counted page may come
+                             before its write, so the write is no persistent set on its own
   and an `I.increment` that cannot change any answer (`increment_commutes`).
 - Every property is rank-local (early acceptance, data integrity, a double release) or stable
   once violated (different inserts, ranks stuck in different collectives, a leak or a short
@@ -28,6 +35,7 @@ from prefetch_check.model.interface import Collective, RankProtocol, Thread
 from prefetch_check.model.predicate_loader import load_predicate
 from prefetch_check.model.protocols.poll.clock import ClockSteps
 from prefetch_check.model.protocols.poll.config import Config
+from prefetch_check.model.protocols.poll.host_slots import HostSlots
 from prefetch_check.model.protocols.poll.io_thread import IOThreadSteps
 from prefetch_check.model.protocols.poll.predicates import OperationView, Predicate
 from prefetch_check.model.protocols.poll.prefetch_thread import PrefetchThreadSteps
@@ -41,6 +49,7 @@ from prefetch_check.model.protocols.poll.state import (
     S_CHECK,
     S_DRAIN,
     S_DRAIN_WAIT,
+    S_INSERT,
     S_ISSUE,
     S_MAX_WAIT,
     S_MIN_WAIT,
@@ -50,7 +59,7 @@ from prefetch_check.model.protocols.poll.state import (
 )
 
 
-class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockSteps, RankProtocol):
+class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockSteps, HostSlots, RankProtocol):
     """The protocol of PROTOCOL.md for one configuration and one completion predicate."""
 
     protocol_name = "predicate-poll"
@@ -79,6 +88,8 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
         self._decisions: dict = {}
         self._hashes = tuple(tuple(f"h{i}" for i in range(n)) for n in range(max(q.pages for q in config.requests) + 1))
         self._steady = self._requests_without_interrupts()
+        queues = config.drain_queues()
+        self._release_at = queues.index("release") if "release" in queues else None
         self._properties = build_properties(self)
 
     # ---- the protocol ----
@@ -90,7 +101,7 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
         return self.scheduler_steps(r, rank) + self.prefetch_steps(r, rank) + self.io_steps(r, rank) + self.clock_steps(r, rank)
 
     def rank_view(self, rank) -> RankView:
-        return summarize(rank)
+        return summarize(rank, self._release_at, self.config.alloc_at == "issue")
 
     def properties(self):
         return self._properties
@@ -99,41 +110,69 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
         """Every request resolved and every thread idle with nothing queued for it, on every rank.
         The scheduler then only drains, round after round; where it is in that loop does not
         matter (and must not: the reduced search visits only some loop positions)."""
-        return all(summarize(rank).quiet for rank in state)
+        return all(self.rank_view(rank).quiet for rank in state)
 
     def rank_settled(self, rank) -> bool:
-        """Every thread idle, every request resolved, nothing left on the revoke or release queue:
+        """Every thread idle, every request resolved, nothing left on the revoke, hit or release queue:
         from here only the scheduler drains empty queues, round after round."""
-        return summarize(rank).quiet and not rank.revoke_queue and not rank.release_queue
+        return self.rank_view(rank).quiet and not rank.revoke_queue and not rank.release_queue
 
     def possible_kinds(self) -> tuple[str, ...]:
         """Leaves out what this configuration rules out: allocation failure where none may fail,
         the clock without the timeout policy, waiting under best_effort, skips, revokes, publishes
-        and loads that no request's parameters allow, load failures where no page fails."""
+        and loads that no request's parameters allow, load failures where no page fails, and the
+        steps of the other release shapes."""
         cfg = self.config
-        requests = range(cfg.num_requests)
+        ranks, requests = range(cfg.ranks), range(cfg.num_requests)
+        hit_alloc = cfg.alloc_at == "hit"
         issued = [q for q in requests if cfg.is_issued_by_threshold(q)]
-        published = [q for q in issued if not cfg.is_revoked(q)]
-        loaded = [q for q in published if cfg.agreed_hit_pages(q) > 0]
+        passes = [q for q in issued if not cfg.below_threshold(cfg.agreed_hit_pages(q))]
+        if hit_alloc:  # the pages each rank's drain reserves (None: revoked there)
+            got = {q: [cfg.hit_alloc_pages(q, r, cfg.agreed_hit_pages(q)) for r in ranks] for q in passes}
+        else:
+            got = {q: [cfg.agreed_hit_pages(q)] for q in passes}
+        published = [q for q in passes if any(p is not None for p in got[q])]
+        loaded = [q for q in published if any(p for p in got[q])]
+        alloc_fails = any(cfg.alloc_may_fail)
+        # an operation the prefetch thread counts 0 hits for, whatever storage holds
+        zero_hits = hit_alloc or (cfg.queue_unallocated and alloc_fails)
         out = set()
-        if not any(cfg.alloc_may_fail):
+        if not alloc_fails:
             out.add("S.issue_alloc_failed")
+        if not (cfg.queue_unallocated and alloc_fails):
+            out.add("S.ready_unallocated")
+        if not hit_alloc:
+            out |= {"S.terminate_unallocated", "P.record_hits"}
+        else:
+            out.add("P.publish")
         if cfg.policy != "timeout" or not cfg.timeout_clock:
             out.add("C.timeout")
         if cfg.policy == "best_effort":
             out |= {"S.keep_waiting", "S.terminate"}
         if len(issued) == cfg.num_requests:
             out.add("S.issue_skipped")
-        if len(published) == len(issued):
+        if not cfg.revoke_queue_exists or (len(passes) == len(issued) and not zero_hits):
             out.add("P.revoke")
-        if "S.issue_alloc_failed" in out and "S.issue_skipped" in out and "P.revoke" in out:
+        # a revoke that drops a request from ongoing_prefetch before its scheduler resolved it (with
+        # hit-time allocation, the scheduler resolves a terminated operation itself, before the
+        # prefetch thread's revoke of it is drained)
+        static_revoke = passes != issued or (hit_alloc and any(None in got[q] for q in passes))
+        if "S.issue_alloc_failed" in out and "S.issue_skipped" in out and not static_revoke and (hit_alloc or "P.revoke" in out):
             out.add("S.ready_without_prefetch")  # every request stays in ongoing_prefetch until checked
         if not issued:
             out |= {k for k in self.action_kinds() if not k.startswith(("S.issue_skipped", "S.drain", "S.ready"))}
         if not published:
             out |= {k for k in self.action_kinds() if k.startswith("I.")} | {"P.publish"}
+        if hit_alloc and not any(None not in got[q] for q in passes):
+            # terminate and insert need host slots on every rank: before they have them it is
+            # terminate_unallocated, and a rank that revoked in its drain never joins the vote again
+            out |= {"S.terminate", "S.insert"}
         if not loaded:
             out |= {"I.write", "I.increment", "I.increment_refused"}
+        if hit_alloc and cfg.policy == "wait_complete" and not any(any(spec.failing) for spec in cfg.requests):
+            # hash_value is set before the IO thread gets the operation, so neither built-in predicate
+            # accepts a load before it completes: nothing terminates an operation while it loads
+            out.add("I.increment_refused")
         if not any(any(spec.failing) for spec in cfg.requests):
             out.add("I.load_failed")
         return tuple(k for k in self.action_kinds() if k not in out)
@@ -174,13 +213,14 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
 
     def rank_classes(self) -> tuple[tuple[int, ...], ...]:
         """Ranks to whom storage looks the same (hits and failing pages of every request) and
-        whose host allocation may fail alike."""
+        whose host allocation may fail alike (at issue) or finds the same room (at hit)."""
         cfg, groups = self.config, {}
         for r in range(cfg.ranks):
             signature = (
                 tuple(q.hits[r] for q in cfg.requests),
                 tuple(tuple(sorted(q.failing[r])) for q in cfg.requests),
                 cfg.alloc_may_fail[r],
+                tuple(q.alloc_pages[r] for q in cfg.requests),
             )
             groups.setdefault(signature, []).append(r)
         return tuple(tuple(g) for g in groups.values())
@@ -188,13 +228,17 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
     def solo_priority(self, rank, action):
         if action.kind == "I.increment" and self.increment_commutes(rank, action.q):
             return self.INCREMENT_PRIORITY
+        if action.kind == "I.write" and not self.write_then_count():
+            return None  # the page is counted already: an insert may take it before this write
         return self.solo_steps.get(action.kind)
 
     @classmethod
     def harness_configs(cls) -> tuple:
         from prefetch_check.model.protocols.poll.config import RequestSpec, uniform_config
+        from prefetch_check.model.protocols.poll.releases import options
 
         uneven = RequestSpec(pages=2, hits=(2, 1), failing=(frozenset(), frozenset()))
+        room_differs = RequestSpec(pages=2, hits=(2, 2), failing=(frozenset(), frozenset()), alloc_pages=(2, 1))
         return (
             uniform_config(ranks=1, pages=2),
             uniform_config(ranks=2, pages=2),
@@ -209,6 +253,18 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
             uniform_config(ranks=1, pages=2, prefetch_threshold=0, clamp_threshold=False, hits=0),
             uniform_config(ranks=2, pages=2, shape="seed", failing={0: {1}}),
             Config(ranks=2, requests=(uneven,)),
+            # the release shapes (releases.py), each where its options change a step
+            uniform_config(ranks=2, pages=2, failing={1: {1}}, **options("seed")),
+            uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False), **options("seed")),
+            uniform_config(ranks=1, requests=2, pages=2, hits=1, **options("seed-guarded")),
+            uniform_config(ranks=2, pages=2, failing={0: {0}}, **options("late2025-tail-twice")),
+            uniform_config(ranks=2, pages=2, count_before_write=True),
+            uniform_config(ranks=2, pages=2, alloc_pages=1, prefetch_threshold=1, **options("staged")),
+            uniform_config(ranks=2, requests=2, pages=1, hits=0, policy="timeout", **options("staged")),
+            uniform_config(ranks=2, pages=2, failing={1: {0}}, **options("staged")),
+            uniform_config(ranks=2, pages=1, policy="best_effort", **options("staged-drain-threshold")),
+            uniform_config(ranks=1, pages=2, hits=0, prefetch_threshold=0, **options("staged-drain-threshold")),
+            Config(ranks=2, requests=(room_differs,), alloc_deterministic=False, **options("staged")),
         )
 
     def _requests_without_interrupts(self) -> frozenset:
@@ -245,13 +301,15 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
             out[f"r{r}.prefetch_queue"] = list(rank.prefetch_queue)
             out[f"r{r}.prefetch_buffer"] = list(rank.prefetch_buffer)
             out[f"r{r}.revoke_queue"] = list(rank.revoke_queue)
+            if self.config.alloc_at == "hit":
+                out[f"r{r}.prefetch_hit_queue"] = list(rank.hit_queue)
             out[f"r{r}.host_mem_release_queue"] = rank.release_queue
             out[f"r{r}.scheduler_collective"] = self._register(rank.s_coll)
             out[f"r{r}.prefetch_collective"] = self._register(rank.p_coll)
             for q, op in enumerate(rank.ops):
                 p = f"r{r}.q{q}."
                 out[p + "issued"] = op.issued
-                out[p + "stage"] = ("queued", "queried", "revoked", "published")[op.stage]
+                out[p + "stage"] = STAGE_NAMES.get(op.stage, str(op.stage))
                 out[p + "in_ongoing_prefetch"] = op.ongoing
                 out[p + "ready"] = op.ready
                 out[p + "hash_value"] = f"{op.hash_value} page(s)"
@@ -261,7 +319,7 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
                 out[p + "io_failed"] = op.io_failed
                 if self.config.policy == "timeout":
                     out[p + "timed_out"] = op.timed_out
-                out[p + "host_slots"] = "".join(".RTX"[s] for s in op.slots) or "-"
+                out[p + "host_slots"] = "".join(".RTX"[s] for s in op.slots) or ("-" if op.allocated or not op.issued else "none (host_indices is None)")
                 out[p + "inserted_tokens"] = "-" if op.inserted < 0 else op.inserted
         return out
 
@@ -274,6 +332,9 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
         return f"{name} done: {list(reg[2])}"
 
 
+STAGE_NAMES = {0: "queued", 1: "queried", 2: "revoked", 3: "published", 4: "on prefetch_hit_queue", 5: "dropped at the drain"}
+
+
 def _scheduler_pc(pc) -> str:
     kind, q = pc
     return {
@@ -283,6 +344,7 @@ def _scheduler_pc(pc) -> str:
         S_CHECK: f"check q{q}",
         S_MAX_WAIT: f"q{q}: waiting in all_reduce(MAX)",
         S_MIN_WAIT: f"q{q}: waiting in all_reduce(MIN completed)",
+        S_INSERT: f"insert q{q} (own completed_tokens)",
     }[kind]
 
 

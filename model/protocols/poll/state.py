@@ -17,7 +17,7 @@ from prefetch_check.model.interface import DONE, WAITING  # noqa: F401  (the reg
 
 # ---- host slot status, one entry per page of an issued operation ----
 HELD = 0  # reserved at issue, not yet given back
-RELEASED = 1  # put on host_mem_release_queue (or freed) exactly once
+RELEASED = 1  # put on host_mem_release_queue, or freed at once (direct_release), exactly once
 IN_TREE = 2  # handed to the radix tree by insert
 DOUBLE = 3  # given back twice: a host-memory violation
 
@@ -25,7 +25,9 @@ DOUBLE = 3  # given back twice: a host-memory violation
 QUEUED = 0  # on prefetch_queue (or never issued)
 QUERIED = 1  # taken, hits queried, waiting in all_reduce(MIN) of hits
 REVOKED = 2
-PUBLISHED = 3
+PUBLISHED = 3  # on prefetch_buffer (host slots reserved), for the IO thread
+HIT_QUEUED = 4  # alloc_at = "hit": hash_value set, on prefetch_hit_queue, no host slots yet
+DROPPED = 5  # alloc_at = "hit": popped off prefetch_hit_queue after leaving ongoing_prefetch (skipped)
 
 # ---- scheduler program counter: (kind, request) ----
 S_ISSUE = 0  # about to issue request q
@@ -34,6 +36,7 @@ S_DRAIN_WAIT = 2  # arrived in the drain all_reduce(MIN)
 S_CHECK = 3  # about to run check_prefetch_progress(q)
 S_MAX_WAIT = 4  # arrived in the all_reduce(MAX) of [not can_terminate, terminated]
 S_MIN_WAIT = 5  # terminated q, arrived in the all_reduce(MIN) of completed_tokens
+S_INSERT = 6  # terminated q, about to insert its own completed_tokens (completed_min = "except_wait_complete")
 
 # ---- IO thread phase within a page ----
 IO_READ = 0  # read page from storage, then write it into its host slots
@@ -42,7 +45,7 @@ IO_RELEASE = 2  # loop over: release host slots [completed_tokens, hits)
 
 # ---- collective kinds; a tag is (kind, request), a register () or (tag, WAITING | DONE, value) ----
 C_HITS = 0  # prefetch thread: MIN of hit pages
-C_DRAIN = 1  # scheduler: MIN of (revoke queue size, release queue size)
+C_DRAIN = 1  # scheduler: MIN of the sizes of the queues it drains (`Config.drain_queues`)
 C_TERMINATE = 2  # scheduler: MAX of (not can_terminate, terminated)
 C_COMPLETED = 3  # scheduler: MIN of completed tokens
 
@@ -64,6 +67,7 @@ class Op(NamedTuple):
     io_failed: bool = False  # the IO thread met a failing page
     slots: tuple[int, ...] = ()  # per page: HELD / RELEASED / IN_TREE / DOUBLE
     inserted: int = NOT_INSERTED  # tokens handed to the radix tree
+    allocated: bool = False  # host_indices is set (at issue, or by the drain with alloc_at = "hit")
 
 
 class Rank(NamedTuple):
@@ -80,6 +84,7 @@ class Rank(NamedTuple):
     prefetch_queue: tuple[int, ...]
     prefetch_buffer: tuple[int, ...]
     revoke_queue: tuple[int, ...]
+    hit_queue: tuple[int, ...]  # prefetch_hit_queue (alloc_at = "hit"), popped by the drain
     release_queue: int  # entries (pages) on host_mem_release_queue
     p_coll: tuple  # prefetch-thread collective register
     ops: tuple[Op, ...]
@@ -96,6 +101,7 @@ def initial_rank(requests: int) -> Rank:
         prefetch_queue=(),
         prefetch_buffer=(),
         revoke_queue=(),
+        hit_queue=(),
         release_queue=0,
         s_coll=(),
         p_coll=(),
@@ -108,11 +114,12 @@ def set_op(rank: Rank, q: int, op: Op, **rank_changes) -> Rank:
     return rank._replace(ops=ops, **rank_changes)
 
 
-def give_back(slots: tuple[int, ...], first: int, last: int, status: int) -> tuple[int, ...]:
-    """Mark pages [first, last) as released or handed to the tree; twice is DOUBLE."""
+def give_back(slots: tuple[int, ...], first: int, last: int, status: int, times: int = 1) -> tuple[int, ...]:
+    """Mark pages [first, last) as released or handed to the tree, `times` times; twice is DOUBLE."""
     if first >= last:
         return slots
     out = list(slots)
-    for p in range(first, last):
-        out[p] = status if out[p] == HELD else DOUBLE
+    for _ in range(times):
+        for p in range(first, last):
+            out[p] = status if out[p] == HELD else DOUBLE
     return tuple(out)
