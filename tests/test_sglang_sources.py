@@ -194,18 +194,3 @@ def test_commits_in_a_range_are_read_without_touching_the_work_tree(tmp_path):
         commits_touching(repo, base)
     with pytest.raises(SglangSourceError, match="git log failed"):
         commits_touching(repo, "nosuch..HEAD")
-
-
-def test_thin_front_prints_the_detection_table_and_says_verdicts_are_not_wired(tmp_path, capsys, monkeypatch):
-    import argparse
-    from prefetch_check.commands import sglang as command
-    parser = argparse.ArgumentParser()
-    command.add_arguments(parser)
-    monkeypatch.setenv("COLUMNS", "250")
-    args = parser.parse_args([str(FIXTURES / "late2025"), "--cache-dir", str(tmp_path)])
-    assert command.execute(args) == 0
-    out = capsys.readouterr().out
-    assert "verdicts are not yet wired" in out
-    assert "late2025" in out and "HiRadixCache.can_terminate_prefetch" in out
-    with pytest.raises(SglangSourceError, match="exactly one SPEC"):
-        command.execute(parser.parse_args(["0.5.1", "--commits", "a..b", "--cache-dir", str(tmp_path)]))
