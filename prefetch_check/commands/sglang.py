@@ -100,7 +100,7 @@ def execute(args) -> int:
     for line in footnotes + ([""] if footnotes else []) + [f"changed: {c.describe()}" for c in found] + report.left_out(rows):
         console.print(line, soft_wrap=True)
     console.print(_summary(rows, from_cache, searched, cache))
-    _write(outputs, rows, found, status)
+    _write(outputs, rows, found, status, searched, from_cache)
     return status
 
 
@@ -161,9 +161,12 @@ def _table_console(outputs) -> Console:
     return console if console.is_terminal else output_console(sys.stderr)
 
 
-def _write(outputs, rows, found, status: int) -> None:
+def _write(outputs, rows, found, status: int, searched: int, from_cache: int) -> None:
     for flag, path in outputs:
-        text = report.to_json(rows, found, status) if flag == "--json" else report.to_markdown(rows, found)
+        if flag == "--json":
+            text = report.to_json(rows, found, status, searched, from_cache)
+        else:
+            text = report.to_markdown(rows, found)
         if path == STDOUT:
             sys.stdout.write(text)
             sys.stdout.flush()

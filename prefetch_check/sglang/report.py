@@ -147,12 +147,14 @@ def row_json(row: ReleaseCheck) -> dict:
     return out
 
 
-def to_json(rows: list[ReleaseCheck], changes: list[Change], status: int) -> str:
+def to_json(rows: list[ReleaseCheck], changes: list[Change], status: int, searched: int, from_cache: int) -> str:
     doc = {
         "tool": "prefetch-check sglang",
         "version": __version__,
         "checker": verdict_cache.checker_fingerprint(),
         "exit_status": status,
+        "searches": searched,  # checks searched in this run (each distinct check once)
+        "from_cache": from_cache,  # checks answered from the verdict cache
         "releases": [row_json(r) for r in rows],
     }
     if changes:
