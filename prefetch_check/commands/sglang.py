@@ -29,12 +29,12 @@ from prefetch_check.scenario.runner import Interrupted
 from prefetch_check.scenario.shipped import shipped_scenarios
 from prefetch_check.sglang import report
 from prefetch_check.sglang.cache import CACHE_ENV, cache_root
-from prefetch_check.sglang.checks import CHECKED, Tree, choose_cases, exit_status, plan, run_all
+from prefetch_check.sglang.checks import CHECKED, choose_cases, exit_status, plan, run_all
 from prefetch_check.sglang.errors import SglangSourceError
-from prefetch_check.sglang.fetch import fetch_release
 from prefetch_check.sglang.history import changes, commit_trees
 from prefetch_check.sglang.index import list_releases
 from prefetch_check.sglang.spec import PathSpec, expand, parse_spec
+from prefetch_check.sglang.trees import Tree, read_trees
 
 HELP = "check the prefetch protocol of SGLang releases, checkouts or the installed one (verdicts per release)"
 DEFAULT_SCENARIOS = "scenarios"
@@ -124,15 +124,7 @@ def _release_trees(args, cache: Path, notes: list[str]) -> list[Tree]:
         return listed[0]
 
     listed: list = []
-    trees = []
-    for target in expand(args.specs, releases):
-        try:
-            srt = target.srt if target.srt is not None else fetch_release(target.version, cache)
-        except SglangSourceError as exc:
-            trees.append(Tree(target.label, error=str(exc)))
-            continue
-        trees.append(Tree(target.label, srt))
-    return trees
+    return read_trees(expand(args.specs, releases), cache)
 
 
 def _commit_trees(args, cache: Path) -> list[Tree]:

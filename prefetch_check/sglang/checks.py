@@ -30,18 +30,10 @@ from prefetch_check.scenario.runner import Task, run_tasks
 from prefetch_check.sglang import verdict_cache
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.protocols import release_protocol
+from prefetch_check.sglang.trees import Tree
 
 TRANSCRIPTION = "fixed"  # our transcription of the releases' predicate, in each protocol
 CHECKED, NO_SCENARIOS, NOT_READ = "checked", "no scenarios", "not read"
-
-
-@dataclass(frozen=True)
-class Tree:
-    """One SGLang tree to check: its label, its sglang/srt folder, or why it could not be read."""
-
-    label: str
-    srt: Optional[Path] = None
-    error: str = ""
 
 
 @dataclass

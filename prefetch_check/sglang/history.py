@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from prefetch_check.sglang.checks import ReleaseCheck, Tree
+from prefetch_check.sglang.checks import ReleaseCheck
+from prefetch_check.sglang.trees import Tree
 from prefetch_check.sglang.git import commits_touching, files_at, resolve
 
 FOLDER = "commits"
