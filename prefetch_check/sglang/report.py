@@ -16,6 +16,7 @@ from rich.table import Table
 
 from prefetch_check import __version__
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VIOLATED
+from prefetch_check.model.source.detect import UNKNOWN
 from prefetch_check.sglang.checks import CHECKED, TRANSCRIPTION, PropertyVerdict, ReleaseCheck
 from prefetch_check.sglang.history import Change
 from prefetch_check.sglang import verdict_cache
@@ -51,7 +52,7 @@ def verdict_text(v: Optional[PropertyVerdict], notes: Footnotes, same_as: Option
 
 def shape_lines(row: ReleaseCheck) -> list[str]:
     head = row.family or "-"
-    if row.protocol:
+    if row.protocol and row.family != UNKNOWN:
         head += f" ({row.protocol})"
     lines = [head]
     if row.release and row.release.modelled:
