@@ -18,7 +18,7 @@ from prefetch_check.sglang.locate import find_srt, read_protocol_files
 ROOT = Path(__file__).parent / "fixtures" / "sglang"
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
 POLL = [str(SCENARIOS / "tp2.toml")]
-ACK = [str(ROOT / "scenarios" / "ack-drain" / name) for name in ("ack-tp2.toml", "ack-timeout.toml")]
+ACK = [str(ROOT / "scenarios" / "ack-drain" / name) for name in ("fixture-ack-tp2.toml", "fixture-ack-timeout.toml")]
 LATE_ONCE = ("late2025", "late2025-tail-once")
 GUARD = "len(operation.hash_value) > 0 and "
 
@@ -66,7 +66,7 @@ def test_a_row_per_release_family(tmp_path, capsys):
     assert {o["name"]: o["value"] for o in unified["options"]} == {
         "cache": "unified", "ack_match": "operation", "deadline": "issue", "exceptions": "caught"}
     assert all(o["evidence"] for o in unified["options"])
-    assert {r["case"] for r in unified["runs"]} == {"ack-tp2", "ack-timeout"}
+    assert {r["case"] for r in unified["runs"]} == {"fixture-ack-tp2", "fixture-ack-timeout"}
     assert {r["predicate"] for r in unified["runs"]} == {unified["predicate_source"], "fixed"}
     assert all(v["release"]["verdict"] in ("VERIFIED", "NOT APPLICABLE") for v in unified["properties"].values())
     assert {o["name"]: o["value"] for o in rows["deadline"]["options"]}["deadline"] == "admission"

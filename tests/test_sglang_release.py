@@ -33,7 +33,7 @@ def test_real_release_from_the_index_is_the_seed_shape():
 # ---- the ack-drain releases: their own predicates from their own files, and the command end to end
 
 ACK_RELEASES = ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
-ACK_TP2 = Path(__file__).parent / "fixtures" / "sglang" / "scenarios" / "ack-drain" / "ack-tp2.toml"
+ACK_TP2 = Path(__file__).parent / "fixtures" / "sglang" / "scenarios" / "ack-drain" / "fixture-ack-tp2.toml"
 POLL_TP2 = Path(__file__).parents[1] / "scenarios" / "tp2.toml"
 
 

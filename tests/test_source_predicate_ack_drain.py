@@ -131,14 +131,14 @@ def test_run_refuses_an_ack_drain_predicate_on_a_predicate_poll_scenario(capsys)
 
 def test_run_refuses_a_predicate_poll_predicate_on_an_ack_drain_scenario(capsys):
     late = f"{FIXTURES / 'hiradix_after_fix.py'}:HiRadixCache.can_terminate_prefetch"
-    assert main(["run", str(ACK_SCENARIOS / "ack-tp2.toml"), "--predicate-source", late, "--quiet"]) == 2
+    assert main(["run", str(ACK_SCENARIOS / "fixture-ack-tp2.toml"), "--predicate-source", late, "--quiet"]) == 2
     assert "belongs to the predicate-poll protocol" in capsys.readouterr().err
 
 
 def test_run_judges_it_on_an_ack_drain_scenario(capsys):
-    assert main(["run", str(ACK_SCENARIOS / "ack-tp2.toml"), "--predicate-source", UNIFIED, "--quiet"]) == 0
+    assert main(["run", str(ACK_SCENARIOS / "fixture-ack-tp2.toml"), "--predicate-source", UNIFIED, "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "ack-tp2" in out and "VERIFIED" in out and "VIOLATED" not in out
+    assert "fixture-ack-tp2" in out and "VERIFIED" in out and "VIOLATED" not in out
 
 
 def test_trace_refuses_the_pairing_too(capsys):
