@@ -5,7 +5,7 @@ to a protocol and its options (protocols.py), loads the release's own completion
 from its own file, and lists the runs: every chosen scenario case of that protocol, with the
 release's options applied on top of the case's own parameters, under the release's predicate
 and under our transcription of it (the protocol's built-in `fixed`). `run_all` answers the
-runs of many trees at once: runs with the same key (same checker, protocol, options, case,
+runs of many trees at once: runs with the same key (same checker, protocol, configuration,
 limits and predicate code) are searched once, and answers from the verdict cache are not
 searched at all. A scenario's own expectations are not judged here: the verdicts are reported.
 """
@@ -142,7 +142,7 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
         number = index + 1 if len(scenario.cases) > 1 else None
         for spec, ident, runs in ((row.predicate_spec, own_id, row.own), (TRANSCRIPTION, TRANSCRIPTION, row.ours)):
             limits = scenario.limits_for(spec, {}, limit_defaults)
-            key = verdict_cache.task_key(release.protocol, ident, scenario.path, index, release.options, limits)
+            key = verdict_cache.task_key(release.protocol, ident, config, limits)
             runs.append(Run(key, scenario, applied, number, spec, release.options, limits))
     return row
 

@@ -1,17 +1,19 @@
 """Verdicts kept between runs, so that a second run of the same release is fast.
 
-A check's verdicts are a pure function of the checker's code, the protocol, the options, the
-scenario case, the limits and the predicate's code. The key hashes exactly those: the
-checker by its version and the text of its model and explorer sources (an edited checker
-never reads stale verdicts), the scenario by its file's bytes and the case's position, a
-predicate read from source by the syntax trees of its function and the helpers it calls (so
-releases whose predicate is the same code share their verdicts). Files are small JSON
+A check's verdicts are a pure function of the checker's code, the protocol, the configuration
+(a scenario case with the release's options applied), the limits and the predicate's code.
+The key hashes exactly those: the checker by its version and the text of its model and
+explorer sources (an edited checker never reads stale verdicts), the configuration by its
+content (so cases that the release's options make alike are searched once), a predicate read
+from source by the syntax trees of its function and the helpers it calls (so releases whose
+predicate is the same code share their verdicts). Files are small JSON
 documents in `<cache>/verdicts/`, written whole through a temporary file.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import json
 from functools import lru_cache
@@ -47,16 +49,28 @@ def predicate_identity(spec: str, predicate) -> str:
     return "source:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def task_key(protocol: str, predicate_id: str, scenario_path: str, case_index: int, options: dict, limits) -> str:
+def config_text(config) -> str:
+    """A configuration's content as canonical JSON (sets sorted)."""
+    def plain(v):
+        if isinstance(v, (set, frozenset)):
+            return sorted(plain(x) for x in v)
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    return json.dumps(plain(dataclasses.asdict(config)), sort_keys=True)
+
+
+def task_key(protocol: str, predicate_id: str, config, limits) -> str:
     """The key of one check. Of the limits only those that shape a finished search count: a
     search the machine's memory cut is BOUNDED, and BOUNDED results are never stored."""
     digest = hashlib.sha256()
     shaping = (limits.max_states, limits.max_depth)
-    for part in (checker_fingerprint(), protocol, predicate_id, str(case_index),
-                 json.dumps(options, sort_keys=True), repr(shaping)):
+    for part in (checker_fingerprint(), protocol, predicate_id, config_text(config), repr(shaping)):
         digest.update(part.encode())
         digest.update(b"\0")
-    digest.update(Path(scenario_path).read_bytes())
     return digest.hexdigest()
 
 
