@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from prefetch_check.model.source.detect import classify, detect_shape
 from prefetch_check.sglang.errors import SglangSourceError
 from prefetch_check.sglang.fetch import fetch_release
 from prefetch_check.sglang.git import commits_touching, files_at
 from prefetch_check.sglang.index import list_releases, parse_index_output
 from prefetch_check.sglang.locate import find_srt, installed_sglang, read_protocol_files
 from prefetch_check.sglang.spec import Installed, PathSpec, Range, Release, expand, parse_spec
-from prefetch_check.sglang.table import detect_rows
+from prefetch_check.sglang.trees import read_trees
 from prefetch_check.sglang.versions import in_range, sort_versions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sglang"
@@ -123,9 +124,10 @@ def test_fetch_offline_says_so_and_cached_releases_still_run(tmp_path):
     offline = FakePip(online=False)
     with pytest.raises(SglangSourceError, match=r"cannot download sglang==0.5.20 .*cached in .*: 0.5.2"):
         fetch_release("0.5.20", cache, offline)
-    rows = detect_rows(expand(["0.5.2", "0.5.20"], lambda: ()), cache, offline)
-    assert [(r.label, r.family) for r in rows] == [("0.5.2", "late2025"), ("0.5.20", "not read")]
-    assert "cannot download" in rows[1].error
+    trees = read_trees(expand(["0.5.2", "0.5.20"], lambda: ()), cache, offline)
+    assert [(t.label, t.srt is not None) for t in trees] == [("0.5.2", True), ("0.5.20", False)]
+    assert classify(detect_shape(read_protocol_files(trees[0].srt))) == "late2025"
+    assert "cannot download" in trees[1].error
 
 
 def test_find_srt_in_each_tree_kind(tmp_path):
@@ -186,7 +188,7 @@ def test_commits_in_a_range_are_read_without_touching_the_work_tree(tmp_path):
 
     touched = commits_touching(repo, f"{base}..HEAD")
     assert [sha for sha, _ in touched] == [second]  # the docs-only commit is left out
-    from prefetch_check.model.source.detect import classify, detect_shape
+
     assert classify(detect_shape(files_at(repo, base))) == "seed"
     assert classify(detect_shape(files_at(repo, second))) == "late2025"
     assert (srt / "mem_cache/hiradix_cache.py").read_text() == "# uncommitted edit\n"  # work tree untouched
@@ -194,18 +196,3 @@ def test_commits_in_a_range_are_read_without_touching_the_work_tree(tmp_path):
         commits_touching(repo, base)
     with pytest.raises(SglangSourceError, match="git log failed"):
         commits_touching(repo, "nosuch..HEAD")
-
-
-def test_thin_front_prints_the_detection_table_and_says_verdicts_are_not_wired(tmp_path, capsys, monkeypatch):
-    import argparse
-    from prefetch_check.commands import sglang as command
-    parser = argparse.ArgumentParser()
-    command.add_arguments(parser)
-    monkeypatch.setenv("COLUMNS", "250")
-    args = parser.parse_args([str(FIXTURES / "late2025"), "--cache-dir", str(tmp_path)])
-    assert command.execute(args) == 0
-    out = capsys.readouterr().out
-    assert "verdicts are not yet wired" in out
-    assert "late2025" in out and "HiRadixCache.can_terminate_prefetch" in out
-    with pytest.raises(SglangSourceError, match="exactly one SPEC"):
-        command.execute(parser.parse_args(["0.5.1", "--commits", "a..b", "--cache-dir", str(tmp_path)]))

@@ -1,8 +1,14 @@
 """The stand-ins a source predicate runs on: `self`, the operation, `torch`, `time`, `logger`.
 
-Each supplies exactly the names upstream's `can_terminate_prefetch` reads (`SUPPLIED`);
-the sandbox (`model/source/interpreter.py`) serves nothing else of them. What each one
-means for the model is explained in `model/source/predicate.py`.
+Each supplies exactly the names upstream's `can_terminate_prefetch` (0.5.1-0.5.20) and
+`UnifiedRadixCache._can_terminate_prefetch` (0.5.19+) read (`SUPPLIED`); the sandbox
+(`model/source/interpreter.py`) serves nothing else of them. What each one means for the
+model is explained in `model/source/predicate.py`.
+
+Every all_reduce (`torch.distributed.all_reduce`, `self._all_reduce_attn_groups`,
+`self._all_reduce`) goes to one `reduce` callable: `stop_at_collective` ends the run there
+(what the checker evaluates), `PassThrough` lets it go on as a reduction over one rank would
+(the tensor unchanged), which is how the loader learns how the function reads the result.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from prefetch_check.model.protocols.poll.predicates import OperationView
 from prefetch_check.model.source.interpreter import MAX_ITEMS, Bound, Stop, Supplied, Unsupplied
 
 WORLD_SIZE = 2  # what `self.tp_world_size` reads: the multi-rank path, which reaches the collective
+PP_RANK = 0  # what `self.pp_rank` reads: the pipeline stage that decides (the model has one stage)
 LATE = 1.0e12  # the adapter's clock once the model's timeout fired (start_time is 0)
 TIMEOUT_SETTINGS = {  # any finite positive timeout behaves alike under the two clock readings
     "prefetch_timeout": 1.0,
@@ -25,9 +32,12 @@ SELF_SUPPLIED = (
     "page_size",
     "tp_world_size",
     "tp_group",
+    "pp_rank",
     "_all_reduce_attn_groups",
+    "_all_reduce",
     "is_prefetch_timeout",
     "_prefetch_timeout_check_linear_func",
+    "_prefetch_deadline_expired",
     "prefetch_timeout_config",
 ) + tuple(TIMEOUT_SETTINGS)
 OPERATION_SUPPLIED = ("hash_value", "completed_tokens", "is_terminated", "start_time", "_terminated_flag")
@@ -99,9 +109,21 @@ class ReduceOp(_Refusing):
     SUM, MIN, MAX, PRODUCT = "SUM", "MIN", "MAX", "PRODUCT"
 
 
-def collective(tensor, op="SUM", *args, **kwargs):
+def stop_at_collective(tensor, op="SUM", *args, **kwargs):
     """Any all_reduce: stop the run and hand over what this rank brings (see model/source/predicate.py)."""
     raise CollectiveReached(tensor, kwargs.get("op", op))
+
+
+class PassThrough:
+    """Any all_reduce as over one rank: the tensor stays as it is and the run goes on; `seen`
+    records (tensor values, op) so the loader can compare them with what the function returns."""
+
+    def __init__(self):
+        self.seen: list[tuple[list, str]] = []
+
+    def __call__(self, tensor, op="SUM", *args, **kwargs):
+        values = list(tensor.values) if isinstance(tensor, FakeTensor) else tensor
+        self.seen.append((values, kwargs.get("op", op)))
 
 
 class _Distributed(_Refusing):
@@ -109,8 +131,11 @@ class _Distributed(_Refusing):
     LABEL = "torch.distributed"
     ReduceOp = ReduceOp()
 
+    def __init__(self, reduce):
+        self._reduce = reduce
+
     def all_reduce(self, tensor, op="SUM", *args, **kwargs):
-        collective(tensor, op, *args, **kwargs)
+        self._reduce(tensor, op, *args, **kwargs)
 
 
 class _Torch(_Refusing):
@@ -118,8 +143,10 @@ class _Torch(_Refusing):
     LABEL = "torch"
     int = int32 = int64 = "int"
     bool = "bool"
-    distributed = _Distributed()
     tensor = FakeTensor
+
+    def __init__(self, reduce):
+        self.distributed = _Distributed(reduce)
 
 
 class _Logger(Supplied):
@@ -181,28 +208,31 @@ class _Cache(_Refusing):
 
     LABEL = "self"
 
-    def __init__(self, view: OperationView, helpers: dict):
+    def __init__(self, view: OperationView, helpers: dict, reduce):
         self.SUPPLIED = frozenset(SELF_SUPPLIED) | frozenset(helpers)
         self.prefetch_stop_policy = view.policy
         self.page_size = view.page_size
         self.tp_world_size = WORLD_SIZE
         self.tp_group = "tp_group"
+        self.pp_rank = PP_RANK
         self.prefetch_timeout_config = _TimeoutConfig()
         for name, value in TIMEOUT_SETTINGS.items():
             setattr(self, name, value)
         timed_out = view.timed_out
         self.is_prefetch_timeout = lambda operation: timed_out
         self._prefetch_timeout_check_linear_func = lambda operation: timed_out
-        self._all_reduce_attn_groups = collective
+        self._prefetch_deadline_expired = lambda operation: timed_out
+        self._all_reduce_attn_groups = reduce
+        self._all_reduce = reduce
         for name, fn in helpers.items():
             setattr(self, name, Bound(fn, self))
 
 
-def supplied_globals(timed_out: Optional[bool]) -> dict:
+def supplied_globals(timed_out: Optional[bool], reduce=stop_at_collective) -> dict:
     """The module globals the function sees: torch, logger, and a clock on the right side of the timeout."""
-    return {"torch": _Torch(), "logger": _Logger(), "time": _Clock(LATE if timed_out else 0.0)}
+    return {"torch": _Torch(reduce), "logger": _Logger(), "time": _Clock(LATE if timed_out else 0.0)}
 
 
-def stand_ins(view: OperationView, helpers: dict) -> tuple:
+def stand_ins(view: OperationView, helpers: dict, reduce=stop_at_collective) -> tuple:
     """(self, operation) for one operation view."""
-    return _Cache(view, helpers), _Operation(view)
+    return _Cache(view, helpers, reduce), _Operation(view)

@@ -8,23 +8,50 @@ runs) on small stand-ins (an adapter, `model/source/adapter.py`) that supply exa
 the upstream function reads:
 
 - `self.prefetch_stop_policy`, `self.page_size` -> the model's policy and page size;
-- `self.is_prefetch_timeout(op)` / `self._prefetch_timeout_check_linear_func(op)` -> the
-  model's `timed_out` flag; a clock read inline (`time.monotonic() - op.start_time > ...`)
-  sees 0 before the model's clock fired and a far-away time after;
+  `self.pp_rank` -> 0 (PP rank 0 decides; the model has one pipeline stage);
+- `self.is_prefetch_timeout(op)` / `self._prefetch_timeout_check_linear_func(op)` /
+  `self._prefetch_deadline_expired(op)` (0.5.23) -> the model's `timed_out` flag (the
+  model's clock implements when it may fire: from issue, or under the admission deadline
+  from the first waiting check and never once the pages have landed); a clock read inline
+  (`time.monotonic() - op.start_time > ...`) sees 0 before the model's clock fired and a
+  far-away time after;
 - the operation: `hash_value` (a list of page hashes), `completed_tokens`,
   `is_terminated()`, `start_time`;
-- the collective (`torch.tensor(...)` then `self._all_reduce_attn_groups(...)` or
-  `torch.distributed.all_reduce(...)`): the run STOPS there and reads what this rank brings.
+- the collective (`torch.tensor(...)` then `self._all_reduce_attn_groups(...)`,
+  `self._all_reduce(...)` or `torch.distributed.all_reduce(...)`): the run STOPS there and
+  reads what this rank brings.
 
-Why stopping at the collective gives the model's local predicate: upstream computes the
-local `can_terminate`, then reduces `[1 - int(can_terminate), int(is_terminated())]` with
-MAX over the ranks (the seed shape: `int(can_terminate)` with MIN) and decides on the
-reduced values. The model's scheduler performs that very collective itself (see
-`model/scheduler.py`, `termination_vote`), so the predicate it needs is exactly what a rank
-brings into it: `not tensor[0]` for MAX, `tensor[0]` for MIN. The adapter reports
-`tp_world_size = 2` so that a function guarded by `if self.tp_world_size > 1` takes the
-path that reaches its collective. A function that returns before any collective (best
-effort, or no collective at all) gives its return value.
+Why stopping at the collective gives the model's local predicate: the model's scheduler
+performs that very collective itself, so the predicate it needs is exactly what a rank brings
+into it. Which reading is right depends on the protocol the function belongs to:
+
+| the function | protocol (shape) | local answer |
+|---|---|---|
+| reduces `[1 - int(can_terminate), int(is_terminated())]` with MAX (0.5.2-0.5.18) | predicate-poll (late2025) | `tensor[0] == 0` |
+| reduces `int(can_terminate)` with MIN (0.5.1.x) | predicate-poll (seed) | `tensor[0] == 1` |
+| reduces `[1 - int(can_terminate)]` with MAX and reads `tensor[0] == 0` | predicate-poll (seed) | `tensor[0] == 0` |
+| reduces `int(should_terminate)` with MAX and reads `tensor[0] == 1`, only under timeout (UnifiedRadixCache 0.5.19+) | ack-drain (unified) | `tensor[0] == 1` |
+| reaches no collective and never accepts under wait_complete (HiRadixCache 0.5.19-0.5.20: the check around it votes) | ack-drain (hiradix) | its return value |
+| reaches no collective and can accept under wait_complete | either (the model votes) | its return value |
+
+How a one-element MAX is read is learnt from the function itself: the loader runs it once
+more with the collective passing the tensor through (a reduction over one rank) and compares
+what it returns with what it brought. Whether wait_complete can ever accept is read off the
+probe grid. The file name never decides. `SourcePredicate.protocol` and `.shape` hold the
+result, `.membership` says what settled it, and `protocol_mismatch` is the refusal every
+command applies before pairing a function with a scenario of another protocol: a
+wait_complete that never accepts means completion comes through the ACK drain, which the
+predicate-poll protocol does not have, so judging it there would report a false progress
+violation.
+
+The adapter reports `tp_world_size = 2` so that a function guarded by `if self.tp_world_size
+> 1` takes the path that reaches its collective. A function that returns before any
+collective (best effort, or no collective at all) gives its return value.
+
+Decorators: `@staticmethod`, and `@rank_consensus(...)` (utils/rank_consensus_checker.py,
+0.5.19+): it is an assertion that compares the ranks' results when an environment variable
+switches it on and is the identity otherwise, not a step of the protocol. Any other
+decorator is refused, since what it does cannot be known without running it.
 
 Anything else the function reads is refused with the attribute (or name) and the source
 line: when loading (a static pass over the function and a run on a grid of operation
@@ -43,10 +70,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from prefetch_check.model.protocols import builtin_ancestor, load_protocol, protocol_label
 from prefetch_check.model.protocols.poll.config import POLICIES
 from prefetch_check.model.protocols.poll.predicates import OperationView, PredicateError
 from prefetch_check.model.source.adapter import (
-    GLOBALS_SUPPLIED, OPERATION_SUPPLIED, SELF_SUPPLIED, CollectiveReached, FakeTensor, stand_ins, supplied_globals,
+    GLOBALS_SUPPLIED, OPERATION_SUPPLIED, SELF_SUPPLIED, CollectiveReached, FakeTensor, PassThrough, stand_ins,
+    stop_at_collective, supplied_globals,
 )
 from prefetch_check.model.source.files import FileProblem, read_regular_file
 from prefetch_check.model.source.interpreter import BUILTINS, Function, Interpreter, Refused, Unsupplied
@@ -157,15 +186,32 @@ def _params(fn: ast.FunctionDef, in_class: bool, path: Path) -> tuple[Optional[s
     return (args[0] if has_self else None), args[need - 1]
 
 
+ASSERTION_DECORATORS = ("rank_consensus",)  # compare the ranks' results when switched on; the identity otherwise
+
+
+def _decorator_name(d: ast.expr) -> str:
+    """`staticmethod`, `rank_consensus` for `@rank_consensus(...)` or `@checker.rank_consensus`, else ''."""
+    target = d.func if isinstance(d, ast.Call) else d
+    if isinstance(target, ast.Name):
+        return target.id
+    return target.attr if isinstance(target, ast.Attribute) else ""
+
+
 def _check_decorators(fn: ast.FunctionDef, path: Path, lines: list[str]) -> None:
-    """Only @staticmethod: what another decorator does cannot be known without running it."""
+    """@staticmethod and the assertion @rank_consensus(...) only: what another decorator does
+    cannot be known without running it."""
     for d in fn.decorator_list:
-        if not (isinstance(d, ast.Name) and d.id == "staticmethod"):
-            raise SourcePredicateError(
-                f"{fn.name} is decorated with @{ast.unparse(d)}: the checker cannot know what a decorator does "
-                "without running it, so it checks only undecorated functions (and @staticmethod)",
-                str(path), d.lineno, _line(lines, d.lineno),
-            )
+        name = _decorator_name(d)
+        if isinstance(d, ast.Name) and name == "staticmethod":
+            continue
+        if name in ASSERTION_DECORATORS:
+            continue  # an assertion about the ranks' results, not a step: the function runs as written
+        raise SourcePredicateError(
+            f"{fn.name} is decorated with @{ast.unparse(d)}: the checker cannot know what a decorator does "
+            "without running it, so it checks only undecorated functions (and @staticmethod, and the "
+            "assertion @rank_consensus(...))",
+            str(path), d.lineno, _line(lines, d.lineno),
+        )
 
 
 def _check_sandbox(fn: ast.FunctionDef, path: Path, lines: list[str]) -> None:
@@ -263,6 +309,10 @@ def _bare(fn: ast.FunctionDef) -> ast.FunctionDef:
 
 # ---------------------------------------------------------------- evaluation
 
+POLL, ACK_DRAIN = "predicate-poll", "ack-drain"
+COVERS = {POLL: "SGLang 0.5.1 to 0.5.18", ACK_DRAIN: "SGLang 0.5.19 and later"}
+VOTE, NEGATED = "vote", "negated"  # a one-element MAX read back as tensor[0] == 1, or as tensor[0] == 0
+
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -283,7 +333,11 @@ class SourcePredicate:
             interpreter = Interpreter(supplied_globals(False))
             self._guarded(interpreter, lambda fn=fn: interpreter.prepare(fn), None)
         self.first_line = fn_node.lineno
-        self.shape: Optional[str] = None  # set by load_source_predicate: "late2025", "seed" or None
+        # set by `classify` (load_source_predicate): see the module doc's table
+        self.protocol: Optional[str] = None  # POLL, ACK_DRAIN, or None: a local predicate that fits either
+        self.shape: Optional[str] = None  # predicate-poll: "late2025" | "seed"; ack-drain: "unified" | "hiradix"
+        self.membership = ""  # what the function does that settled protocol and shape, in words
+        self.max_reading: Optional[str] = None  # how a one-element MAX is read back: VOTE or NEGATED
 
     def __call__(self, view: OperationView) -> bool:
         return self.evaluate(view).answer
@@ -297,20 +351,27 @@ class SourcePredicate:
         return f"{self.__name__}({inputs}) {e.how} -> {'accept' if e.answer else 'wait'}"
 
     def evaluate(self, view: OperationView) -> Evaluation:
-        interpreter = Interpreter(supplied_globals(view.timed_out))
-        cache, operation = stand_ins(view, self.helpers)
+        outcome = self._run(view)
+        if isinstance(outcome, CollectiveReached):
+            return self._at_collective(outcome, view)
+        return Evaluation(bool(outcome), f"returns {bool(outcome)}")
+
+    def _run(self, view: OperationView, reduce=stop_at_collective):
+        """What the function returns (a bool or int), or the `CollectiveReached` where it stopped."""
+        interpreter = Interpreter(supplied_globals(view.timed_out, reduce))
+        cache, operation = stand_ins(view, self.helpers, reduce)
         args = (cache, operation) if self.self_name else (operation,)
         try:
             value = self._guarded(interpreter, lambda: interpreter.run(self.main, args, {}), view)
         except CollectiveReached as reached:
-            return self._at_collective(reached, view)
+            return reached
         if isinstance(value, FakeTensor) or value is None or not isinstance(value, (bool, int)):
             raise SourcePredicateError(
                 f"{self.__name__} returned {value!r} for {_inputs(view)}; a completion predicate returns True or False",
                 str(self.path),
                 self.first_line,
             )
-        return Evaluation(bool(value), f"returns {bool(value)}")
+        return value
 
     def _guarded(self, interpreter: Interpreter, run, view: Optional[OperationView]):
         """run(), with what the interpreter refuses or the function raises as a SourcePredicateError."""
@@ -338,18 +399,24 @@ class SourcePredicate:
         bad = None
         if not isinstance(t, FakeTensor):
             bad = f"reduces {t!r}, not a torch.tensor of the local decision"
-        elif op == "MAX" and len(t) in (1, 2):
-            if len(t) == 2 and bool(t.values[1]) != view.terminated:
+        elif op == "MAX" and len(t) == 2:
+            if bool(t.values[1]) != view.terminated:
                 bad = f"brings {t.tolist()} to all_reduce(MAX), whose second element is not is_terminated()"
             else:
-                return Evaluation(t.values[0] == 0, f"brings {t.tolist()} to all_reduce(MAX) at line {line}", (op, len(t)))
+                return Evaluation(t.values[0] == 0, f"brings {t.tolist()} to all_reduce(MAX) at line {line}", (op, 2))
+        elif op == "MAX" and len(t) == 1:
+            vote = self.max_reading == VOTE
+            answer = t.values[0] == 1 if vote else t.values[0] == 0
+            read = ", read back as tensor[0] == 1" if vote else ""
+            return Evaluation(answer, f"brings {t.tolist()} to all_reduce(MAX) at line {line}{read}", (op, 1))
         elif op == "MIN" and len(t) == 1:
             return Evaluation(bool(t.values[0]), f"brings {t.tolist()} to all_reduce(MIN) at line {line}", (op, 1))
         else:
             bad = f"reduces {t.tolist()} with {op}"
         raise SourcePredicateError(
             f"the collective {bad}; the checker understands [1 - int(can_terminate), int(operation.is_terminated())] "
-            "or [1 - int(can_terminate)] with MAX, and int(can_terminate) with MIN",
+            "or [1 - int(can_terminate)] with MAX, int(should_terminate) with MAX read back as tensor[0] == 1, "
+            "and int(can_terminate) with MIN",
             str(self.path),
             line,
             _line(self.lines, line),
@@ -366,6 +433,91 @@ class SourcePredicate:
         else:
             message = f"fails on the checker's adapter: {type(exc).__name__}: {exc}"
         return SourcePredicateError(message, str(self.path), line, _line(self.lines, line))
+
+    # ---- which protocol the function belongs to (set once, when loading)
+
+    def classify(self) -> None:
+        """Run the probe grid, learn how a one-element MAX is read back, and settle protocol and shape."""
+        views = list(probe_views())
+        outcomes = [self._run(view) for view in views]
+        single_max = [
+            view for view, o in zip(views, outcomes)
+            if isinstance(o, CollectiveReached) and isinstance(o.tensor, FakeTensor) and o.op == "MAX" and len(o.tensor) == 1
+        ]
+        if single_max:
+            self.max_reading = self._learn_max_reading(single_max)
+        evaluations = [self.evaluate(view) for view in views]  # every reading checked (e.g. MAX's second element)
+        kinds = {e.collective for e in evaluations if e.collective}
+        wait_accepts = any(e.answer for view, e in zip(views, evaluations) if view.policy == "wait_complete")
+        self.protocol, self.shape, self.membership = _membership(kinds, self.max_reading, wait_accepts)
+
+    def _learn_max_reading(self, views: list) -> str:
+        """VOTE or NEGATED: what the function returns after a one-rank all_reduce, against what it brought."""
+        readings = {}
+        for view in views:
+            passing = PassThrough()
+            returned = bool(self._run(view, passing))
+            brought = passing.seen[0][0][0] if passing.seen and passing.seen[0][0] else None
+            if brought not in (0, 1):
+                raise SourcePredicateError(
+                    f"brings {brought!r} to a one-element all_reduce(MAX) on {_inputs(view)}; the checker understands "
+                    "0 or 1 there", str(self.path), self.first_line)
+            readings.setdefault(VOTE if returned == (brought == 1) else NEGATED, view)
+        if len(readings) > 1:
+            raise SourcePredicateError(
+                f"reads the result of its one-element all_reduce(MAX) as tensor[0] == 1 on "
+                f"{_inputs(readings[VOTE])} but as tensor[0] == 0 on {_inputs(readings[NEGATED])}; the checker "
+                "understands a vote (== 1) or a negated can_terminate (== 0), one of them",
+                str(self.path), self.first_line)
+        return next(iter(readings))
+
+
+def _membership(kinds: set, max_reading: Optional[str], wait_accepts: bool) -> tuple:
+    """(protocol, shape, why) from the collectives a function reaches and whether wait_complete accepts."""
+    if ("MAX", 2) in kinds:
+        return POLL, "late2025", "performs the MAX collective of [1 - can_terminate, is_terminated()] (0.5.2-0.5.18)"
+    if ("MIN", 1) in kinds:
+        return POLL, "seed", "performs the MIN collective of can_terminate (0.5.1.x)"
+    if ("MAX", 1) in kinds and max_reading == NEGATED:
+        return POLL, "seed", "performs a MAX collective of [1 - can_terminate] and reads tensor[0] == 0: all ranks must agree"
+    if ("MAX", 1) in kinds:
+        return ACK_DRAIN, "unified", (
+            "votes int(should_terminate) into a MAX collective and reads tensor[0] == 1: any rank may end the "
+            "wait (UnifiedRadixCache 0.5.19+, under the timeout policy)")
+    if not wait_accepts:
+        return ACK_DRAIN, "hiradix", (
+            "reaches no collective and never accepts under wait_complete: completion comes through the ACK drain "
+            "and the check around it votes (HiRadixCache 0.5.19-0.5.20)")
+    return None, None, "reaches no collective and can accept under wait_complete: the model performs the vote"
+
+
+def builtin_protocol(spec) -> Optional[str]:
+    """The built-in protocol a protocol spec is or derives from (None: the default), by name."""
+    cls = load_protocol(spec)
+    base = builtin_ancestor(cls)
+    return protocol_label(base) if base is not None else None
+
+
+def protocol_mismatch(name: str, predicate, protocol_spec) -> Optional[str]:
+    """Why a predicate must not be judged on a scenario of this protocol (a built-in name, a
+    variant's `package.module:Class`, or None for the default), or None when it may.
+
+    Only a predicate that knows its protocol (a source predicate, see the module doc) can be
+    refused; a plain function or a local predicate without a collective fits either."""
+    own = getattr(predicate, "protocol", None)
+    if own is None:
+        return None
+    protocol = builtin_protocol(protocol_spec)
+    if own is None or own == protocol or protocol not in COVERS:
+        return None
+    where = f"{predicate.path}, line {predicate.first_line}" if isinstance(predicate, SourcePredicate) else name
+    fix = ('protocol = "ack-drain"' if own == ACK_DRAIN else "no protocol key (predicate-poll)")
+    return (
+        f"{name} ({where}) belongs to the {own} protocol ({COVERS[own]}): it {predicate.membership}. "
+        f"It is not judged on a {protocol} scenario ({COVERS[protocol]}): the verdicts would be about steps the "
+        f"function was not written for (e.g. a false progress violation). Check it on scenarios with {fix}, "
+        "or check the whole release with `prefetch-check sglang`."
+    )
 
 
 def _inputs(view: OperationView) -> str:
@@ -417,15 +569,5 @@ def load_source_predicate(spec: str) -> tuple[str, SourcePredicate]:
                 todo.append(methods[name])
     name = f"{path.name}:{'.'.join(parts)}"
     predicate = SourcePredicate(name, path, fn, helpers, self_name, lines)
-    reached = {predicate.evaluate(view).collective for view in probe_views()}
-    predicate.shape = _shape(reached)
+    predicate.classify()
     return name, predicate
-
-
-def _shape(reached: set) -> Optional[str]:
-    """The protocol version (`Config.shape`) whose termination collective the function performs, if any."""
-    if ("MAX", 2) in reached:
-        return "late2025"
-    if ("MIN", 1) in reached or ("MAX", 1) in reached:
-        return "seed"
-    return None

@@ -5,4 +5,4 @@ A command module defines `HELP` (one line), `add_arguments(parser)` and
 `prefetch_check/commands/<name>.py` and add its name to COMMANDS.
 """
 
-COMMANDS = ("run", "trace", "replay", "simulate", "census", "mutants", "bench")
+COMMANDS = ("run", "trace", "replay", "simulate", "census", "mutants", "bench", "sglang")

@@ -13,6 +13,7 @@ from prefetch_check import __version__
 from prefetch_check.explorer.report import Labels, print_report, summary
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.model.predicate_loader import load_predicate
+from prefetch_check.model.source.predicate import builtin_protocol, protocol_mismatch
 from prefetch_check.commands.common import (
     add_limit_flags, add_protocol_flag, check_predicate, check_protocol, limit_defaults, limit_overrides, output_console,
 )
@@ -66,9 +67,10 @@ def execute(args) -> int:
     reports = run_outputs.requested(args)
     pages = run_outputs.traces_folder(args.traces_dir)
     scenarios = load_scenarios(args.paths or _default_paths())  # every file validated before anything runs
-    _warn_about_shapes(predicates, scenarios)
-    _check_expectations(predicates, scenarios, chosen=bool(args.predicate or args.predicate_source))
     protocol = check_protocol(args.protocol)
+    _refuse_other_protocols(predicates, scenarios, protocol)
+    _warn_about_shapes(predicates, scenarios, protocol)
+    _check_expectations(predicates, scenarios, chosen=bool(args.predicate or args.predicate_source))
     jobs = args.jobs or os.cpu_count() or 1
     searches = min(jobs, len(predicates) * sum(len(s.cases) for s in scenarios))  # at once, sharing the memory
     tasks = plan(scenarios, predicates, limit_overrides(args), reductions=not args.no_reductions,
@@ -125,15 +127,30 @@ def _partial_report(console, tasks, stop: Interrupted) -> int:
     return stop.exit_status
 
 
-def _warn_about_shapes(predicates: list, scenarios: list) -> None:
-    """A predicate read from source performs one protocol version's termination collective; a
-    scenario of the other version checks a mix of the two: say so (stderr), once per pair."""
+def _refuse_other_protocols(predicates: list, scenarios: list, protocol) -> None:
+    """A predicate read from source knows the protocol it belongs to (model/source/predicate.py);
+    pairing it with a scenario of the other protocol is bad input (exit 2), never a verdict."""
     for spec in predicates:
         name, predicate = load_predicate(spec)
-        shape = getattr(predicate, "shape", None)
-        if shape is None:
-            continue
         for scenario in scenarios:
+            why = protocol_mismatch(name, predicate, protocol or scenario.protocol)
+            if why:
+                raise InputError(f"{scenario.path}: {why}")
+
+
+def _warn_about_shapes(predicates: list, scenarios: list, protocol) -> None:
+    """Inside the predicate-poll protocol a predicate from source performs one shape's termination
+    collective (seed or late2025); a scenario of the other shape checks a mix of the two: say so
+    (stderr), once per pair. (The ack-drain shapes need no warning: the local answer the model
+    asks for is the same whether the check around the function votes or not.)"""
+    for spec in predicates:
+        name, predicate = load_predicate(spec)
+        if getattr(predicate, "protocol", None) != "predicate-poll":
+            continue
+        shape = predicate.shape
+        for scenario in scenarios:
+            if builtin_protocol(protocol or scenario.protocol) != "predicate-poll":
+                continue
             other = sorted({case.config.shape for case in scenario.cases} - {shape})
             if other:
                 print(

@@ -1,28 +1,45 @@
-"""`prefetch-check sglang SPEC...`: the protocol shape of real SGLang releases (detection only).
+"""`prefetch-check sglang SPEC...`: check the prefetch protocol of real SGLang releases or checkouts.
 
-A thin front: it resolves the SPECs, fetches releases into the cache and prints one row per
-tree (family, predicate location, features not recognised). Verdicts are NOT wired yet: the
-protocols of 0.5.16+ are still being modelled, so no property is judged here.
+For each tree a SPEC names (a release, a range of releases, a path, `installed`; with
+`--commits A..B` every commit of a checkout that touched the protocol files): the protocol
+shape is read from the source, mapped to a protocol and its options, the release's own
+predicate is loaded from its own file, and the protocol's scenarios run with the release's
+options under that predicate and, for comparison, under our transcription (`fixed`).
+Verdicts are cached by the files' code and the checker's version (prefetch_check/sglang/).
+
+Exit status: 0 every verdict of every checked tree's own predicate is VERIFIED (or not
+applicable), 1 a violation (or a search a limit cut) in some tree, 2 bad input. Trees
+whose shape is not modelled (yet), or that could not be read, are reported, not judged.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
-from rich.table import Table
+from rich.console import Console
 
-from prefetch_check.commands.common import output_console
-from prefetch_check.model.source.detect import classify, detect_shape
+from prefetch_check.commands.common import check_output_path, limit_defaults, output_console
+from prefetch_check.model.source.detect import CACHE_FILES
+from prefetch_check.progress import RunProgress
+from prefetch_check.scenario import InputError, load_scenarios
+from prefetch_check.scenario.runner import Interrupted
+from prefetch_check.scenario.shipped import shipped_scenarios
+from prefetch_check.sglang import report
 from prefetch_check.sglang.cache import CACHE_ENV, cache_root
+from prefetch_check.sglang.checks import CHECKED, choose_cases, exit_status, plan, run_all
 from prefetch_check.sglang.errors import SglangSourceError
-from prefetch_check.sglang.git import commits_touching, files_at
+from prefetch_check.sglang.history import changes, commit_trees
 from prefetch_check.sglang.index import list_releases
 from prefetch_check.sglang.spec import PathSpec, expand, parse_spec
-from prefetch_check.sglang.table import Row, detect_rows
+from prefetch_check.sglang.trees import Tree, read_trees
 
-HELP = "detect the prefetch protocol shape of SGLang releases, checkouts or the installed one (no verdicts yet)"
-NOT_WIRED = "verdicts are not yet wired: this table shows the shape read from each release's own source only"
+HELP = "check the prefetch protocol of SGLang releases, checkouts or the installed one (verdicts per release)"
+DEFAULT_SCENARIOS = "scenarios"
+DEFAULT_MAX_RANKS = 2
+STDOUT = "-"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,56 +47,133 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a release (0.5.20), a range (0.5.1..0.5.22), a path (checkout, site-packages, "
                              "unpacked wheel) or 'installed'")
     parser.add_argument("--cache-dir", metavar="DIR",
-                        help=f"where fetched releases are kept (default ${CACHE_ENV} or ~/.cache/prefetch-check/sglang)")
+                        help=f"where fetched releases and verdicts are kept (default ${CACHE_ENV} or "
+                             "~/.cache/prefetch-check/sglang)")
     parser.add_argument("--commits", metavar="A..B",
-                        help="with one checkout PATH: every commit of the range that touched the protocol files")
+                        help="with one checkout PATH: A, then every commit of A..B that touched the protocol files; "
+                             "says at which commit each verdict changed")
     parser.add_argument("--offline", action="store_true",
                         help="do not ask the package index for the release list; use the cached one")
+    parser.add_argument("--cache-class", choices=sorted(CACHE_FILES), metavar="CLASS",
+                        help="judge this cache class instead of the one the release's factory builds "
+                             "(HiRadixCache: the class 0.5.19-0.5.20 ship but no longer build)")
+    parser.add_argument("--scenarios", action="append", metavar="PATH",
+                        help=f"scenario files or folders to run, each with the protocol it names (default: "
+                             f"{DEFAULT_SCENARIOS}/, or where there is none the scenarios shipped with prefetch-check)")
+    parser.add_argument("--max-ranks", type=int, default=DEFAULT_MAX_RANKS, metavar="N",
+                        help=f"run the scenario cases with at most N ranks (default {DEFAULT_MAX_RANKS}: the smallest; "
+                             "0: every case)")
+    parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                        help="spread the searches over N processes (0: one per core)")
+    parser.add_argument("--json", metavar="FILE",
+                        help="write every tree's shape, options and verdicts as JSON (overwrites; '-': stdout, the "
+                             "table then goes to stderr)")
+    parser.add_argument("--markdown", metavar="FILE", help="APPEND the table as Markdown ('-': stdout)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")
 
 
 def execute(args) -> int:
+    if args.max_ranks < 0:
+        raise InputError(f"--max-ranks must be 0 (every case) or more, got {args.max_ranks}")
+    if args.jobs < 0:
+        raise InputError(f"--jobs must be 0 (one per core) or more, got {args.jobs}")
+    outputs = _outputs(args)
     cache = cache_root(args.cache_dir)
-    console = output_console()
-    if args.commits:
-        rows = _commit_rows(args.specs, args.commits)
-    else:
-        notes = []
+    scenarios = load_scenarios(args.scenarios or _default_scenarios())
+    cases = choose_cases(scenarios, args.max_ranks)
+    notes: list[str] = []
+    trees = _commit_trees(args, cache) if args.commits else _release_trees(args, cache, notes)
+    jobs = args.jobs or _cores()
+    rows = [plan(tree, cases, args.cache_class, limit_defaults(jobs)) for tree in trees]
+    try:
+        from_cache, searched = run_all(rows, cache, jobs, lambda n: RunProgress(n, quiet=args.quiet))
+    except Interrupted as stop:
+        print(f"prefetch-check: interrupted ({stop}); no table or report was written", file=sys.stderr)
+        return stop.exit_status
+    found = changes(rows) if args.commits else []
+    status = exit_status(rows)
+    console = _table_console(outputs)
+    for note in notes:
+        console.print(f"note: {note}")
+    table, footnotes = report.table(rows)
+    console.print(table)
+    for line in footnotes + ([""] if footnotes else []) + [f"changed: {c.describe()}" for c in found] + report.left_out(rows):
+        console.print(line, soft_wrap=True)
+    console.print(_summary(rows, from_cache, searched, cache))
+    _write(outputs, rows, found, status, searched, from_cache)
+    return status
 
-        def releases():
+
+def _default_scenarios() -> list:
+    """scenarios/ where there is one; else the scenarios shipped with the package."""
+    shipped = shipped_scenarios()
+    return [DEFAULT_SCENARIOS] if Path(DEFAULT_SCENARIOS).exists() or not shipped else shipped
+
+
+def _cores() -> int:
+    return os.cpu_count() or 1
+
+
+def _release_trees(args, cache: Path, notes: list[str]) -> list[Tree]:
+    def releases():
+        if not listed:
             listing = list_releases(cache, refresh=not args.offline)
             if listing.stale:
                 notes.append(listing.stale)
-            return listing.versions
+            listed.append(listing.versions)
+        return listed[0]
 
-        rows = detect_rows(expand(args.specs, _once(releases)), cache)
-        for note in notes:
-            console.print(f"note: {note}")
-    table = Table(title=NOT_WIRED)
-    for column in ("tree", "family", "predicate (file:Class.method)", "not recognised / not read"):
-        table.add_column(column)
-    for row in rows:
-        missing = row.error or ("; ".join(row.shape.unrecognised()) if row.shape else "")
-        table.add_row(row.label, row.family, row.predicate, missing or "-")
-    console.print(table)
-    return 0
+    listed: list = []
+    return read_trees(expand(args.specs, releases), cache)
 
 
-def _once(fn):
-    cached = []
-
-    def call():
-        if not cached:
-            cached.append(fn())
-        return cached[0]
-    return call
-
-
-def _commit_rows(specs: list[str], revision_range: str) -> list[Row]:
-    if len(specs) != 1 or not isinstance(parse_spec(specs[0]), PathSpec):
+def _commit_trees(args, cache: Path) -> list[Tree]:
+    if len(args.specs) != 1 or not isinstance(parse_spec(args.specs[0]), PathSpec):
         raise SglangSourceError("--commits takes exactly one SPEC, the path of a git checkout of SGLang")
-    checkout = Path(specs[0])
-    rows = []
-    for sha, subject in commits_touching(checkout, revision_range):
-        shape = detect_shape(files_at(checkout, sha))
-        rows.append(Row(f"{sha[:10]} {subject[:40]}", classify(shape), shape))
-    return rows
+    return commit_trees(Path(args.specs[0]), args.commits, cache)
+
+
+def _outputs(args) -> list[tuple[str, str]]:
+    """(flag, path) of each report asked for, checked before anything runs."""
+    wanted = [(flag, path) for flag, path in (("--json", args.json), ("--markdown", args.markdown)) if path]
+    if sum(path == STDOUT for _, path in wanted) > 1:
+        raise InputError("--json and --markdown both write to stdout ('-'); give one of them a FILE")
+    for flag, path in wanted:
+        if path != STDOUT:
+            if not Path(path).parent.is_dir():
+                raise InputError(f"{flag} {path}: the folder {Path(path).parent} does not exist")
+            check_output_path(flag, path)
+    return wanted
+
+
+def _table_console(outputs) -> Console:
+    if not any(path == STDOUT for _, path in outputs):
+        return output_console()
+    console = Console(stderr=True, markup=False)
+    return console if console.is_terminal else output_console(sys.stderr)
+
+
+def _write(outputs, rows, found, status: int, searched: int, from_cache: int) -> None:
+    for flag, path in outputs:
+        if flag == "--json":
+            text = report.to_json(rows, found, status, searched, from_cache)
+        else:
+            text = report.to_markdown(rows, found)
+        if path == STDOUT:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            continue
+        try:
+            with open(path, "w" if flag == "--json" else "a", encoding="utf-8") as out:
+                out.write(text)
+        except OSError as exc:
+            raise InputError(f"{flag} {path}: cannot write the report: {exc.strerror}") from None
+
+
+def _summary(rows, from_cache: int, searched: int, cache: Path) -> str:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    parts = [f"{n} {status}" for status, n in sorted(counts.items(), key=lambda kv: kv[0] != CHECKED)]
+    return (f"{len(rows)} tree(s): {', '.join(parts)}; {searched} search(es) made, {from_cache} check(s) "
+            f"answered from the cache in {cache}")

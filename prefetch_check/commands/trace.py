@@ -14,6 +14,9 @@ from prefetch_check.commands.common import (
     add_case_flag, add_limit_flags, add_protocol_flag, check_predicate, check_property, check_protocol, limit_defaults,
     limit_overrides, one_case, output_console, positive_int,
 )
+from prefetch_check.commands.overrides import apply_options, parse_sets
+from prefetch_check.model.predicate_loader import load_predicate
+from prefetch_check.model.source.predicate import protocol_mismatch
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError
 from prefetch_check.scenario.runner import run_check
@@ -28,6 +31,9 @@ def add_arguments(parser) -> None:
     add_case_flag(parser)
     parser.add_argument("--predicate", default="buggy", metavar="P", help="buggy (default), fixed or package.module:function")
     parser.add_argument("--property", metavar="NAME", help="the property (default: the first one violated)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="replace one option of the scenario's configuration (repeatable), e.g. --set ack_match=rid: "
+                             "how `prefetch-check sglang` applies a release's options on top of a scenario")
     parser.add_argument("--format", choices=FORMATS, default="terminal",
                         help="terminal (default), html, markdown, json, itf (the Informal Trace Format of Apalache "
                              "and Quint), dot, graphml")
@@ -57,11 +63,15 @@ def execute(args) -> int:
     view = viewer()
     scenario, case = one_case(args.scenario, args.case)
     protocol = check_protocol(args.protocol) or scenario.protocol
+    why = protocol_mismatch(*load_predicate(predicate), protocol)
+    if why:
+        raise InputError(f"{args.scenario}: {why}")
+    config = apply_options(case.config, parse_sets(args.set))
     prop = check_property(args.property, protocol) if args.property else None
     limits = scenario.limits_for(predicate, limit_overrides(args), limit_defaults())
     with RunProgress(1, quiet=args.quiet) as progress:
         progress.start(0, f"{case.name} · {predicate}")
-        result = run_check(case.config, predicate, limits, progress.callback(0), case.name, not args.no_reductions, protocol)
+        result = run_check(config, predicate, limits, progress.callback(0), case.name, not args.no_reductions, protocol)
         progress.finish(0, result)
     if prop is None:
         prop = next((n for n in result.violated), None)

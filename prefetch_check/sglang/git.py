@@ -43,6 +43,16 @@ def commits_touching(checkout: Path, revision_range: str) -> list[tuple[str, str
     return [tuple(line.split("\t", 1)) for line in result.stdout.splitlines() if line.strip()]
 
 
+def resolve(checkout: Path, revision: str) -> tuple[str, str]:
+    """(sha, subject) of one revision of the checkout (e.g. the A of A..B)."""
+    root, _ = _prefix(checkout)
+    result = _git(root, "log", "-1", "--format=%H%x09%s", f"{revision}^{{commit}}", "--")
+    if result.returncode != 0 or not result.stdout.strip():
+        raise SglangSourceError(f"{revision!r}: not a commit of {checkout} ({result.stderr.strip() or 'git log failed'})")
+    sha, _, subject = result.stdout.strip().partition("\t")
+    return sha, subject
+
+
 def files_at(checkout: Path, commit: str) -> dict[str, str]:
     """{path below sglang/srt: text} of the protocol files as they are at `commit` (absent ones left out)."""
     root, prefix = _prefix(checkout)

@@ -1,0 +1,227 @@
+"""Checking SGLang trees: shape, protocol and options, the release's own predicate, the scenario runs.
+
+One `ReleaseCheck` per tree. `plan` reads the tree's protocol files, detects the shape, maps it
+to a protocol and its options (protocols.py), loads the release's own completion predicate
+from its own file, and lists the runs: every chosen scenario case of that protocol, with the
+release's options applied on top of the case's own parameters, under the release's predicate
+and under our transcription of it (the protocol's built-in `fixed`). `run_all` answers the
+runs of many trees at once: runs with the same key (same checker, protocol, configuration,
+limits and predicate code) are searched once, and answers from the verdict cache are not
+searched at all. A scenario's own expectations are not judged here: the verdicts are reported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from prefetch_check.commands.overrides import apply_options, as_set_flags
+from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
+from prefetch_check.model.protocols import load_protocol
+from prefetch_check.model.protocols.poll.predicates import PredicateError
+from prefetch_check.model.source.detect import Shape, classify, detect_shape
+from prefetch_check.model.source.predicate import builtin_protocol, load_source_predicate, protocol_mismatch
+from prefetch_check.model.source.release_options import ReleaseOptions
+from prefetch_check.scenario.loader import Case, Scenario
+from prefetch_check.scenario.runner import Task, run_tasks
+from prefetch_check.sglang import verdict_cache
+from prefetch_check.sglang.locate import read_protocol_files
+from prefetch_check.sglang.protocols import release_protocol
+from prefetch_check.sglang.trees import Tree
+
+TRANSCRIPTION = "fixed"  # our transcription of the releases' predicate, in each protocol
+CHECKED, NO_SCENARIOS, NOT_READ = "checked", "no scenarios", "not read"
+
+
+@dataclass
+class Run:
+    """One scenario case under one predicate, with the release's options applied."""
+
+    key: str
+    scenario: Scenario
+    case: Case  # its configuration has the options applied
+    case_number: Optional[int]  # 1-based, when the scenario has several cases
+    predicate: str  # the spec given to the checker
+    options: dict
+    limits: object
+    summary: Optional[dict] = None
+    cached: bool = False
+
+    def command(self, prop: str) -> str:
+        """The `prefetch-check trace` command line that shows this run's counterexample of `prop`."""
+        parts = ["prefetch-check", "trace", shlex.quote(str(self.scenario.path))]
+        if self.case_number is not None:
+            parts += ["--case", str(self.case_number)]
+        parts += ["--predicate", shlex.quote(self.predicate)]
+        sets = as_set_flags(self.options)
+        return " ".join(parts + ([sets] if sets else []) + ["--property", prop])
+
+
+@dataclass(frozen=True)
+class PropertyVerdict:
+    """A property over all runs of one predicate: the worst verdict, and for a violation the
+    shortest counterexample (its length in steps, its case, the command that shows it)."""
+
+    verdict: str
+    steps: Optional[int] = None
+    case: str = ""
+    command: str = ""
+    reason: str = ""
+
+
+@dataclass
+class ReleaseCheck:
+    label: str
+    family: str = ""
+    shape: Optional[Shape] = None
+    release: Optional[ReleaseOptions] = None
+    predicate: str = "?"  # file:Class.method below sglang/srt
+    predicate_spec: str = ""  # PATH.py:Class.method as loaded
+    status: str = NOT_READ  # CHECKED, NO_SCENARIOS, NOT_READ, "not modelled", "not modelled yet"
+    note: str = ""
+    own: list[Run] = field(default_factory=list)  # under the release's predicate
+    ours: list[Run] = field(default_factory=list)  # under our transcription
+
+    @property
+    def protocol(self) -> Optional[str]:
+        return self.release.protocol if self.release else None
+
+    def properties(self) -> tuple[str, ...]:
+        return load_protocol(self.protocol).property_names if self.status == CHECKED else ()
+
+    def verdicts(self, which: str) -> dict[str, PropertyVerdict]:
+        runs = self.own if which == "own" else self.ours
+        return {p: aggregate(runs, p) for p in self.properties()}
+
+    @property
+    def runs(self) -> list[Run]:
+        return self.own + self.ours
+
+
+def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cache_class: Optional[str],
+         limit_defaults: dict) -> ReleaseCheck:
+    """Everything about one tree short of running the searches. `scenarios` maps a protocol name
+    to its chosen (scenario, case index, case) triples."""
+    row = ReleaseCheck(tree.label)
+    if tree.srt is None:
+        row.note = tree.error
+        return row
+    shape = detect_shape(read_protocol_files(tree.srt), cache_class)
+    row.shape, row.family = shape, classify(shape)
+    row.release = release = release_protocol(shape, row.family)
+    if shape.predicate.value:
+        row.predicate = shape.predicate.value
+        rel, _, qualname = shape.predicate.value.partition(":")
+        row.predicate_spec = f"{tree.srt / rel}:{qualname}"
+    if not release.modelled:
+        row.status, row.note = release.status, "; ".join(release.not_modelled)
+        return row
+    try:
+        name, predicate = load_source_predicate(row.predicate_spec)
+    except PredicateError as exc:
+        row.status, row.note = "not modelled", f"the release's predicate cannot be read: {exc}"
+        return row
+    why = protocol_mismatch(name, predicate, release.protocol)
+    if why:
+        row.status, row.note = "not modelled", why
+        return row
+    chosen = scenarios.get(release.protocol, [])
+    if not chosen:
+        row.status = NO_SCENARIOS
+        row.note = (f"no {release.protocol} scenario to run (scenarios with protocol = \"{release.protocol}\"); "
+                    "give them with --scenarios")
+        return row
+    row.status = CHECKED
+    own_id = verdict_cache.predicate_identity(row.predicate_spec, predicate)
+    for scenario, index, case in chosen:
+        config = apply_options(case.config, release.options, flag="release option")
+        applied = dataclasses.replace(case, config=config)
+        number = index + 1 if len(scenario.cases) > 1 else None
+        for spec, ident, runs in ((row.predicate_spec, own_id, row.own), (TRANSCRIPTION, TRANSCRIPTION, row.ours)):
+            limits = scenario.limits_for(spec, {}, limit_defaults)
+            key = verdict_cache.task_key(release.protocol, ident, config, limits)
+            runs.append(Run(key, scenario, applied, number, spec, release.options, limits))
+    return row
+
+
+def run_all(rows: list[ReleaseCheck], cache: Path, jobs: int, progress_factory) -> tuple[int, int]:
+    """Answer every run of every row: from the verdict cache, else searched (each key once).
+    Returns (runs answered from the cache, searches made)."""
+    pending: dict[str, list[Run]] = {}
+    from_cache = 0
+    for row in rows:
+        for run in row.runs:
+            stored = verdict_cache.read(cache, run.key)
+            if stored is not None:
+                run.summary, run.cached = stored, True
+                from_cache += 1
+            else:
+                pending.setdefault(run.key, []).append(run)
+    tasks = []
+    for key, runs in pending.items():
+        first = runs[0]
+        tasks.append(Task(len(tasks), first.scenario, first.case, first.predicate, first.limits, True,
+                          first.scenario.protocol))
+    if tasks:
+        with progress_factory(len(tasks)) as progress:
+            results = run_tasks(tasks, jobs, progress)
+        for (key, runs), result in zip(pending.items(), results):
+            summary = summarize(result)
+            verdict_cache.write(cache, key, summary)
+            for run in runs:
+                run.summary = summary
+    return from_cache, len(tasks)
+
+
+def summarize(result) -> dict:
+    """What a row needs of a check: per property the verdict, the trace's length, the reason."""
+    return {
+        "properties": {
+            name: {"verdict": pr.verdict, "steps": len(pr.trace) if pr.trace is not None else None, "reason": pr.reason}
+            for name, pr in result.results.items()
+        },
+        "states": result.stats.states,
+        "seconds": round(result.stats.total_seconds, 3),
+    }
+
+
+def aggregate(runs: list[Run], prop: str) -> PropertyVerdict:
+    """The worst verdict of `prop` over the runs; for a violation, the shortest counterexample."""
+    found = [(run, run.summary["properties"].get(prop)) for run in runs if run.summary]
+    found = [(run, v) for run, v in found if v is not None]
+    violated = sorted(((v["steps"] or 0, i, run, v) for i, (run, v) in enumerate(found) if v["verdict"] == VIOLATED),
+                      key=lambda t: (t[0], t[1]))
+    if violated:
+        steps, _, run, v = violated[0]
+        return PropertyVerdict(VIOLATED, steps, run.case.name, run.command(prop), v["reason"])
+    bounded = [(run, v) for run, v in found if v["verdict"] == BOUNDED]
+    if bounded:
+        run, v = bounded[0]
+        return PropertyVerdict(BOUNDED, case=run.case.name, reason=v["reason"])
+    if any(v["verdict"] == VERIFIED for _, v in found):
+        return PropertyVerdict(VERIFIED)
+    return PropertyVerdict(NOT_APPLICABLE)
+
+
+def choose_cases(scenarios: list[Scenario], max_ranks: int) -> dict[str, list[tuple[Scenario, int, Case]]]:
+    """The cases to run per protocol name: every case with at most `max_ranks` ranks (0: all)."""
+    out: dict[str, list] = {}
+    for scenario in scenarios:
+        protocol = builtin_protocol(scenario.protocol)
+        for index, case in enumerate(scenario.cases):
+            if max_ranks and case.config.ranks > max_ranks:
+                continue
+            out.setdefault(protocol, []).append((scenario, index, case))
+    return out
+
+
+def exit_status(rows: list[ReleaseCheck]) -> int:
+    """0: every verdict of every checked release's own predicate VERIFIED or not applicable; 1 otherwise."""
+    for row in rows:
+        for verdict in row.verdicts("own").values():
+            if verdict.verdict not in (VERIFIED, NOT_APPLICABLE):
+                return 1
+    return 0

@@ -1,0 +1,186 @@
+"""The verdicts of `prefetch-check sglang` as a terminal table, JSON and Markdown.
+
+One group of lines per tree: the release, the file:Class.method of its predicate, its shape
+(family and protocol, then each option the source settled with the features that settled
+it), and per property the verdict of the release's own predicate and of our transcription.
+A violation shows the length of its shortest counterexample and a footnote with the
+`prefetch-check trace` command line that shows it. A tree without verdicts says why.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from rich.table import Table
+
+from prefetch_check import __version__
+from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VIOLATED
+from prefetch_check.model.source.detect import UNKNOWN
+from prefetch_check.sglang.checks import CHECKED, TRANSCRIPTION, PropertyVerdict, ReleaseCheck
+from prefetch_check.sglang.history import Change
+from prefetch_check.sglang import verdict_cache
+
+COLUMNS = ("release", "predicate (file:Class.method)", "shape", "property", "release's predicate",
+           f"ours ({TRANSCRIPTION})")
+
+
+class Footnotes:
+    """Numbered trace commands, in the order the table shows them."""
+
+    def __init__(self):
+        self.notes: list[tuple[str, str]] = []  # (case, command)
+
+    def add(self, verdict: PropertyVerdict) -> int:
+        self.notes.append((verdict.case, verdict.command))
+        return len(self.notes)
+
+
+def verdict_text(v: Optional[PropertyVerdict], notes: Footnotes, same_as: Optional[PropertyVerdict] = None) -> str:
+    """The cell of a verdict; a violation's command becomes a footnote, unless it shows the same
+    as `same_as` (our transcription's counterexample next to the release's own: same length)."""
+    if v is None:
+        return ""
+    if v.verdict == VIOLATED:
+        if same_as is not None and same_as.verdict == VIOLATED and same_as.steps == v.steps:
+            return f"VIOLATED, {v.steps} steps"
+        return f"VIOLATED, {v.steps} steps [{notes.add(v)}]"
+    if v.verdict == NOT_APPLICABLE:
+        return "n/a"
+    return v.verdict
+
+
+def shape_lines(row: ReleaseCheck) -> list[str]:
+    head = row.family or "-"
+    if row.protocol and row.family != UNKNOWN:
+        head += f" ({row.protocol})"
+    lines = [head]
+    if row.release and row.release.modelled:
+        lines += [s.describe() for s in row.release.settings]
+    return lines
+
+
+def _short(predicate: str) -> str:
+    """`unified_radix_cache.py:UnifiedRadixCache._can_terminate_prefetch` (the folder dropped)."""
+    path, sep, qualname = predicate.partition(":")
+    return f"{path.rsplit('/', 1)[-1]}{sep}{qualname}"
+
+
+def rows_of(row: ReleaseCheck, notes: Footnotes) -> list[tuple[str, ...]]:
+    """The table lines of one tree."""
+    shape = shape_lines(row)
+    if row.status != CHECKED:
+        why = f"{row.status}: {row.note}" if row.note else row.status
+        return [(row.label, _short(row.predicate), "\n".join(shape), "-", why, "")]
+    own, ours = row.verdicts("own"), row.verdicts("ours")
+    props = list(own)
+    out = []
+    for i in range(max(len(props), len(shape))):
+        prop = props[i] if i < len(props) else ""
+        out.append((
+            row.label if i == 0 else "",
+            _short(row.predicate) if i == 0 else "",
+            shape[i] if i < len(shape) else "",
+            prop,
+            verdict_text(own.get(prop), notes),
+            verdict_text(ours.get(prop), notes, same_as=own.get(prop)),
+        ))
+    return out
+
+
+def table(rows: list[ReleaseCheck]) -> tuple[Table, list[str]]:
+    """The rich table and its footnotes."""
+    notes = Footnotes()
+    t = Table(title="prefetch-check sglang")
+    for column in COLUMNS:
+        t.add_column(column, overflow="fold")
+    for row in rows:
+        lines = rows_of(row, notes)
+        for i, cells in enumerate(lines):
+            t.add_row(*cells, end_section=(i == len(lines) - 1))
+    return t, [f"[{i}] {case}: {command}" for i, (case, command) in enumerate(notes.notes, start=1)]
+
+
+def left_out(rows: list[ReleaseCheck]) -> list[str]:
+    """What each protocol leaves out of the releases it checks, once per protocol."""
+    seen: dict[str, tuple] = {}
+    for row in rows:
+        if row.release and row.release.modelled and row.protocol not in seen:
+            seen[row.protocol] = row.release.left_out
+    return [f"{protocol} leaves out: {'; '.join(items)}" for protocol, items in seen.items() if items]
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def _verdict_json(v: PropertyVerdict) -> dict:
+    out = {"verdict": v.verdict}
+    if v.verdict == VIOLATED:
+        out.update(steps=v.steps, case=v.case, command=v.command)
+    if v.reason and v.verdict in (VIOLATED, BOUNDED):
+        out["reason"] = v.reason
+    return out
+
+
+def row_json(row: ReleaseCheck) -> dict:
+    out = {
+        "release": row.label,
+        "status": row.status,
+        "note": row.note,
+        "family": row.family,
+        "protocol": row.protocol,
+        "predicate": row.predicate,
+        "predicate_source": row.predicate_spec,
+    }
+    if row.shape is not None:
+        out["shape"] = {name: {"value": f.value, "evidence": [str(e) for e in f.evidence], "note": f.note}
+                        for name, f in row.shape.features().items()}
+    if row.release is not None:
+        out["options"] = [{"name": s.name, "value": s.value, "features": list(s.features),
+                           "evidence": [str(e) for e in s.evidence], "why": s.why} for s in row.release.settings]
+        out["not_modelled"] = list(row.release.not_modelled)
+        out["left_out"] = list(row.release.left_out)
+    if row.status == CHECKED:
+        own, ours = row.verdicts("own"), row.verdicts("ours")
+        out["properties"] = {p: {"release": _verdict_json(own[p]), "transcription": _verdict_json(ours[p])} for p in own}
+        out["runs"] = [{"case": run.case.name, "predicate": run.predicate, "cached": run.cached,
+                        "states": run.summary["states"], "seconds": run.summary["seconds"]} for run in row.runs]
+    return out
+
+
+def to_json(rows: list[ReleaseCheck], changes: list[Change], status: int, searched: int, from_cache: int) -> str:
+    doc = {
+        "tool": "prefetch-check sglang",
+        "version": __version__,
+        "checker": verdict_cache.checker_fingerprint(),
+        "exit_status": status,
+        "searches": searched,  # checks searched in this run (each distinct check once)
+        "from_cache": from_cache,  # checks answered from the verdict cache
+        "releases": [row_json(r) for r in rows],
+    }
+    if changes:
+        doc["changes"] = [c.as_json() for c in changes]
+    return json.dumps(doc, indent=1, default=str) + "\n"
+
+
+# ---------------------------------------------------------------- Markdown
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def to_markdown(rows: list[ReleaseCheck], changes: list[Change]) -> str:
+    notes = Footnotes()
+    lines = ["## prefetch-check sglang", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for row in rows:
+        for cells in rows_of(row, notes):
+            lines.append("| " + " | ".join(_cell(c) if c else " " for c in cells) + " |")
+    lines.append("")
+    for i, (case, command) in enumerate(notes.notes, start=1):
+        lines.append(f"{i}. {case}: `{command}`")
+    if changes:
+        lines += ["", "Verdict changes:", ""] + [f"- {c.describe()}" for c in changes]
+    for line in left_out(rows):
+        lines += ["", line]
+    return "\n".join(lines) + "\n\n"

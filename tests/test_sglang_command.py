@@ -1,0 +1,223 @@
+"""`prefetch-check sglang` on small upstream-shaped trees (offline): a row per release family, the
+race found in an edited release, the trace command that reproduces it, the verdict cache, and
+`--commits` on a checkout with history built here."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from prefetch_check.cli import main
+from prefetch_check.sglang.locate import find_srt, read_protocol_files
+
+ROOT = Path(__file__).parent / "fixtures" / "sglang"
+SCENARIOS = Path(__file__).parents[1] / "scenarios"
+POLL = [str(SCENARIOS / "tp2.toml")]
+ACK = [str(ROOT / "scenarios" / "ack-drain" / name) for name in ("fixture-ack-tp2.toml", "fixture-ack-timeout.toml")]
+LATE_ONCE = ("late2025", "late2025-tail-once")
+GUARD = "len(operation.hash_value) > 0 and "
+
+
+def tree(folder: Path, *layers: str) -> Path:
+    """An SGLang-shaped tree made of fixture layers (a later layer's files replace the earlier ones')."""
+    srt = folder / "sglang" / "srt"
+    for layer in layers:
+        for rel, text in read_protocol_files(find_srt(ROOT / layer)).items():
+            (srt / rel).parent.mkdir(parents=True, exist_ok=True)
+            (srt / rel).write_text(text)
+    return folder
+
+
+def sglang(capsys, tmp_path: Path, *args: str, scenarios=POLL + ACK) -> tuple[int, dict]:
+    """Run the command with a JSON report on stdout; (exit status, report)."""
+    argv = ["sglang", *args, "--cache-dir", str(tmp_path / "cache"), "--json", "-", "--quiet"]
+    for s in scenarios:
+        argv += ["--scenarios", s]
+    status = main(argv)
+    return status, json.loads(capsys.readouterr().out)
+
+
+def by_label(doc: dict) -> dict:
+    return {Path(r["release"]).name: r for r in doc["releases"]}
+
+
+def test_a_row_per_release_family(tmp_path, capsys):
+    trees = {
+        "unified": tree(tmp_path / "unified", "ack-drain"),
+        "deadline": tree(tmp_path / "deadline", "ack-drain", "unified-deadline"),
+        "late": tree(tmp_path / "late", *LATE_ONCE),
+        "seed": tree(tmp_path / "seed", "seed"),
+        "staged": tree(tmp_path / "staged", "late2025", "staged"),
+        "unknown": tree(tmp_path / "unknown", "late2025", "unknown"),
+    }
+    status, doc = sglang(capsys, tmp_path, *map(str, trees.values()))
+    rows = by_label(doc)
+    assert status == 0 and doc["exit_status"] == 0
+    assert [rows[k]["status"] for k in trees] == [
+        "checked", "checked", "checked", "not modelled yet", "not modelled yet", "not modelled"]
+    unified = rows["unified"]
+    assert unified["protocol"] == "ack-drain" and unified["family"] == "unified"
+    assert unified["predicate"] == "mem_cache/unified_radix_cache.py:UnifiedRadixCache._can_terminate_prefetch"
+    assert {o["name"]: o["value"] for o in unified["options"]} == {
+        "cache": "unified", "ack_match": "operation", "deadline": "issue", "exceptions": "caught"}
+    assert all(o["evidence"] for o in unified["options"])
+    assert {r["case"] for r in unified["runs"]} == {"fixture-ack-tp2", "fixture-ack-timeout"}
+    assert {r["predicate"] for r in unified["runs"]} == {unified["predicate_source"], "fixed"}
+    assert all(v["release"]["verdict"] in ("VERIFIED", "NOT APPLICABLE") for v in unified["properties"].values())
+    assert {o["name"]: o["value"] for o in rows["deadline"]["options"]}["deadline"] == "admission"
+    assert {o["name"]: o["value"] for o in rows["late"]["options"]} == {"shape": "late2025", "clamp_threshold": True}
+    assert {r["case"] for r in rows["late"]["runs"]} == {"tp2"}
+    assert "count_before_write" in rows["seed"]["note"] and "properties" not in rows["seed"]
+    assert "alloc_at" in rows["staged"]["note"]
+    assert rows["unknown"]["note"] and "properties" not in rows["unknown"]
+
+
+def test_the_table_shows_family_options_and_verdicts(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    unified = tree(tmp_path / "unified", "ack-drain")
+    argv = ["sglang", str(unified), "--cache-dir", str(tmp_path / "cache"), "--quiet"]
+    assert main(argv + sum((["--scenarios", s] for s in ACK), [])) == 0
+    out = capsys.readouterr().out
+    for text in ("unified (ack-drain)", "cache=unified", "judged_class", "ack_match=operation (ack_match)",
+                 "deadline=issue (timeout)", "no_early_acceptance", "VERIFIED", "ack-drain leaves out:"):
+        assert text in out, text
+
+
+def remove_guard(folder: Path) -> None:
+    path = folder / "sglang" / "srt" / "mem_cache" / "hiradix_cache.py"
+    text = path.read_text()
+    assert GUARD in text
+    path.write_text(text.replace(GUARD, ""))
+
+
+def test_an_edited_release_without_the_guard_has_the_race(tmp_path, capsys):
+    edited = tree(tmp_path / "edited", *LATE_ONCE)
+    remove_guard(edited)
+    status, doc = sglang(capsys, tmp_path, str(edited))
+    [row] = doc["releases"]
+    assert status == 1 and row["status"] == "checked"
+    own, ours = row["properties"]["no_early_acceptance"]["release"], row["properties"]["no_early_acceptance"]["transcription"]
+    assert own["verdict"] == "VIOLATED" and own["steps"] > 0 and own["case"] == "tp2"
+    assert ours["verdict"] == "VERIFIED"  # our transcription keeps the guard: the difference is the edit
+    # the printed command reproduces the counterexample
+    command = shlex.split(own["command"])
+    assert command[:2] == ["prefetch-check", "trace"] and "--set" in command
+    assert main(command[1:] + ["--quiet", "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert len(shown["steps"]) == own["steps"] and shown["property"]["name"] == "no_early_acceptance"
+
+
+def test_an_edited_unified_predicate_is_caught(tmp_path, capsys):
+    edited = tree(tmp_path / "edited", "ack-drain")
+    path = edited / "sglang" / "srt" / "mem_cache" / "unified_radix_cache.py"
+    text = path.read_text()
+    wait = '        if self.prefetch_stop_policy == "wait_complete":\n            return False\n'
+    assert wait in text
+    path.write_text(text.replace(wait, wait.replace(
+        "return False", "return operation.completed_tokens == len(operation.hash_value) * self.page_size")))
+    status, doc = sglang(capsys, tmp_path, str(edited), scenarios=ACK)
+    [row] = doc["releases"]
+    assert status == 1 and row["properties"]["no_early_acceptance"]["release"]["verdict"] == "VIOLATED"
+
+
+def test_a_second_run_comes_from_the_cache(tmp_path, capsys):
+    trees = [str(tree(tmp_path / "unified", "ack-drain")), str(tree(tmp_path / "late", *LATE_ONCE))]
+    _, first = sglang(capsys, tmp_path, *trees)
+    _, second = sglang(capsys, tmp_path, *trees)
+    runs = sum(len(r["runs"]) for r in first["releases"])
+    assert first["searches"] > 0 and first["from_cache"] == 0
+    assert second["searches"] == 0 and second["from_cache"] == runs
+    assert [r["properties"] for r in first["releases"]] == [r["properties"] for r in second["releases"]]
+    assert all(run["cached"] for r in second["releases"] for run in r["runs"])
+
+
+def test_the_same_check_is_searched_once_across_releases(tmp_path, capsys):
+    """Two releases with the same predicate code and options share every check."""
+    a, b = tree(tmp_path / "a", *LATE_ONCE), tree(tmp_path / "b", *LATE_ONCE)
+    _, doc = sglang(capsys, tmp_path, str(a), str(b), scenarios=POLL)
+    assert doc["searches"] == 2  # tp2 under the release's predicate and under fixed, once for both trees
+
+
+def test_the_class_shipped_but_not_built_when_asked(tmp_path, capsys):
+    status, doc = sglang(capsys, tmp_path, str(tree(tmp_path / "t", "ack-drain")), "--cache-class", "HiRadixCache",
+                         scenarios=ACK)
+    [row] = doc["releases"]
+    assert row["family"] == "ack-drain-hiradix" and row["status"] == "checked"
+    assert row["predicate"] == "mem_cache/hiradix_cache.py:HiRadixCache.can_terminate_prefetch"
+    assert {o["name"]: o["value"] for o in row["options"]}["cache"] == "hiradix"
+
+
+def test_a_protocol_without_scenarios_says_so(tmp_path, capsys):
+    status, doc = sglang(capsys, tmp_path, str(tree(tmp_path / "u", "ack-drain")), scenarios=POLL)
+    [row] = doc["releases"]
+    assert status == 0 and row["status"] == "no scenarios" and "--scenarios" in row["note"]
+
+
+def test_markdown_is_appended(tmp_path, capsys):
+    out = tmp_path / "summary.md"
+    unified = str(tree(tmp_path / "u", "ack-drain"))
+    for _ in range(2):
+        assert main(["sglang", unified, "--cache-dir", str(tmp_path / "cache"), "--markdown", str(out), "--quiet",
+                     "--scenarios", ACK[0]]) == 0
+    text = out.read_text()
+    assert text.count("## prefetch-check sglang") == 2 and "| no_early_acceptance |" in text
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--max-ranks", "-1"], "--max-ranks"),
+    (["--commits", "a..b"], "exactly one SPEC"),
+    (["--json", "/nonexistent-folder/x.json"], "does not exist"),
+])
+def test_bad_input_is_one_paragraph_and_exit_2(tmp_path, capsys, args, words):
+    assert main(["sglang", "0.5.20", "--cache-dir", str(tmp_path), *args]) == 2
+    assert words in capsys.readouterr().err
+
+
+# ---- --commits: the bisect a maintainer wants
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_commits_say_where_each_verdict_changed(tmp_path, capsys):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "sglang"
+    git(tmp_path, "init", "-q", str(repo))
+    git(repo, "config", "user.email", "t@example.invalid")
+    git(repo, "config", "user.name", "t")
+    tree(repo / "python", *LATE_ONCE)
+
+    def commit(message: str) -> str:
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", message)
+        return git(repo, "rev-parse", "HEAD")
+
+    base = commit("late2025 with the guard")
+    remove_guard(repo / "python")
+    broken = commit("drop the guard")
+    (repo / "README.md").write_text("docs only\n")
+    commit("docs only")
+    tree(repo / "python", *LATE_ONCE)
+    fixed = commit("restore the guard")
+
+    status, doc = sglang(capsys, tmp_path, str(repo), "--commits", f"{base}..HEAD", scenarios=POLL)
+    labels = [r["release"] for r in doc["releases"]]
+    assert [label.split()[0] for label in labels] == [base[:10], broken[:10], fixed[:10]]  # docs-only left out
+    assert labels[0].endswith("(base)")
+    own = [r["properties"]["no_early_acceptance"]["release"]["verdict"] for r in doc["releases"]]
+    assert own == ["VERIFIED", "VIOLATED", "VERIFIED"]
+    changes = [(c["what"], c["before"], c["after"], c["at"].split()[0]) for c in doc["changes"]]
+    assert ("no_early_acceptance", "VERIFIED", "VIOLATED", broken[:10]) in changes
+    assert ("no_early_acceptance", "VIOLATED", "VERIFIED", fixed[:10]) in changes
+    assert status == 1
+    # the trace command of the broken commit points at a file that exists
+    command = doc["releases"][1]["properties"]["no_early_acceptance"]["release"]["command"]
+    source = shlex.split(command)[shlex.split(command).index("--predicate") + 1].rpartition(":")[0]
+    assert Path(source).is_file()
