@@ -165,6 +165,9 @@ class RankProtocol:
     builtin_predicates: ClassVar[tuple[str, ...]] = ()
     # The names of the properties `properties()` declares, in order (scenario files name them).
     property_names: ClassVar[tuple[str, ...]] = ()
+    # The configuration fields a release's code settles (the shape of the release): checking a
+    # release sets every one of them, from the release or to the protocol's default.
+    shape_options: ClassVar[tuple[str, ...]] = ()
 
     config: object
     predicate_name: str = ""

@@ -81,31 +81,32 @@ def test_late2025_of_0_5_6_on_maps_to_the_predicate_poll_shape():
     assert next(s for s in found.settings if s.name == "shape").features == ("check_collective", "io_short_batch")
 
 
-@pytest.mark.parametrize("family, needs", [
-    ("seed", {"count_before_write", "direct_release"}),
-    ("late2025", {"tail_releases"}),  # the fixture releases its tail twice, as 0.5.2-0.5.5 did
-    ("staged", {"alloc_at"}),
-    ("staged-drain-threshold", {"alloc_at", "threshold_test"}),
+@pytest.mark.parametrize("family, options", [
+    ("seed", {"shape": "seed", "clamp_threshold": True, "count_before_write": True, "direct_release": True,
+              "completed_min": "except_wait_complete", "queue_unallocated": True}),
+    # the fixture releases its tail twice, as 0.5.2-0.5.5 did
+    ("late2025", {"shape": "late2025", "clamp_threshold": True, "tail_releases": 2}),
+    ("staged", {"shape": "late2025", "clamp_threshold": True, "alloc_at": "hit"}),
+    ("staged-drain-threshold", {"shape": "late2025", "threshold_test": "drain", "alloc_at": "hit"}),
 ])
-def test_release_shapes_without_an_option_yet_are_not_modelled_yet(family, needs):
+def test_every_poll_release_family_maps_to_the_options_its_code_settles(family, options):
+    """0.5.1.x, 0.5.2-0.5.5 and the staged 0.5.16-0.5.18 shapes are options of the predicate-poll
+    protocol: each detected difference sets its option, nothing is left 'not modelled'."""
     found = options_of(family)
-    assert found.protocol == "predicate-poll" and found.status == "not modelled yet" and found.options == {}
-    named = {p.split("`")[1] for p in found.not_modelled}
-    assert named == needs
+    assert found.protocol == "predicate-poll" and found.modelled and not found.not_modelled
+    assert found.options == options
 
 
-def test_the_options_of_the_release_shapes_apply_once_the_protocol_has_them(monkeypatch):
-    """The extension point: with the options of the release shapes in the configuration, the same
-    rules map 0.5.1.x and the staged releases without a change here."""
-    fields = dict(poll_releases.CONFIG_FIELDS, count_before_write=False, direct_release=False, tail_releases=1,
-                  completed_min="always", queue_unallocated=False, alloc_at="issue", threshold_test="prefetch_thread")
+def test_a_poll_option_the_protocol_lacks_is_not_modelled_yet(monkeypatch):
+    """The rule that keeps verdicts honest: a detected difference whose option the configuration
+    does not have (as before the staged shapes were modelled) makes the row 'not modelled yet',
+    naming the missing option, with no options at all."""
+    fields = {k: v for k, v in poll_releases.CONFIG_FIELDS.items() if k not in ("alloc_at", "threshold_test")}
     monkeypatch.setattr(poll_releases, "CONFIG_FIELDS", fields)
-    seed = options_of("seed")
-    assert seed.modelled
-    assert seed.options == {"shape": "seed", "clamp_threshold": True, "count_before_write": True,
-                            "direct_release": True, "completed_min": "except_wait_complete", "queue_unallocated": True}
     staged = options_of("staged-drain-threshold")
-    assert staged.modelled and staged.options["alloc_at"] == "hit" and staged.options["threshold_test"] == "drain"
+    assert staged.status == "not modelled yet" and staged.options == {}
+    assert {p.split("`")[1] for p in staged.not_modelled} == {"alloc_at", "threshold_test"}
+    assert options_of("late2025").modelled  # a family that needs neither is unaffected
 
 
 def test_a_release_with_acks_is_never_mapped_to_predicate_poll():

@@ -21,6 +21,7 @@ from typing import Optional
 from prefetch_check.commands.overrides import apply_options, as_set_flags
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
 from prefetch_check.model.protocols import load_protocol
+from prefetch_check.scenario.errors import InputError
 from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.model.source.detect import Shape, classify, detect_shape
 from prefetch_check.model.source.predicate import builtin_protocol, load_source_predicate, protocol_mismatch
@@ -136,15 +137,30 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
         return row
     row.status = CHECKED
     own_id = verdict_cache.predicate_identity(row.predicate_spec, predicate)
+    skipped = []
     for scenario, index, case in chosen:
-        config = apply_options(case.config, release.options, flag="release option")
+        try:
+            config = apply_options(case.config, _whole_shape(case, release.options), flag="release option")
+        except InputError:  # the scenario sets what this shape does not have (e.g. hit-time allocation)
+            skipped.append(case.name)
+            continue
         applied = dataclasses.replace(case, config=config)
         number = index + 1 if len(scenario.cases) > 1 else None
         for spec, ident, runs in ((row.predicate_spec, own_id, row.own), (TRANSCRIPTION, TRANSCRIPTION, row.ours)):
             limits = scenario.limits_for(spec, {}, limit_defaults)
             key = verdict_cache.task_key(release.protocol, ident, config, limits)
             runs.append(Run(key, scenario, applied, number, spec, release.options, limits))
+    if skipped:
+        row.note = "; ".join(filter(None, [row.note, f"not for this shape (skipped): {', '.join(skipped)}"]))
     return row
+
+
+def _whole_shape(case, options: dict) -> dict:
+    """The release's options, with every other option of its shape at the protocol's default: a
+    scenario written for one release shape is checked with this release's whole shape."""
+    defaults = {f.name: f.default for f in dataclasses.fields(case.config) if f.default is not dataclasses.MISSING}
+    shape = load_protocol(case.protocol).shape_options
+    return {**{name: defaults[name] for name in shape if name in defaults}, **options}
 
 
 def run_all(rows: list[ReleaseCheck], cache: Path, jobs: int, progress_factory) -> tuple[int, int]:

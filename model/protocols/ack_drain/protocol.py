@@ -88,6 +88,7 @@ class AckDrainProtocol(
     reductions_vouched = True
     builtin_predicates = ("buggy", "fixed")
     property_names = NAMES
+    shape_options = ("cache", "ack_match", "deadline", "exceptions")
 
     def __init__(self, config: AckConfig, predicate="fixed", name: str | None = None):
         if isinstance(predicate, tuple):  # (name, function), as a loader gives it

@@ -76,6 +76,8 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
     reductions_vouched = True
     builtin_predicates = ("buggy", "fixed")
     property_names = NAMES
+    shape_options = ("shape", "clamp_threshold", "count_before_write", "direct_release", "tail_releases",
+                     "completed_min", "queue_unallocated", "alloc_at", "threshold_test")
 
     def __init__(self, config: Config, predicate: Predicate | str = "fixed", name: str | None = None):
         if isinstance(predicate, tuple):  # (name, function), as a loader gives it
