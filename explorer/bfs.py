@@ -61,6 +61,7 @@ class Exploration:
     peak_memory_mb: float = 0.0
     expand: Optional[object] = None  # the reduced expansion the search fused with (to re-walk fused edges)
     canonical: Optional[object] = None
+    workers: int = 1  # processes the search ran on
 
     LABEL_SLOTS = LABEL_SLOTS  # edge encoding: succ_id * LABEL_SLOTS + label index
 
@@ -120,12 +121,20 @@ def explore(model: Model, options: SearchOptions = SearchOptions(), graph: Optio
     """Visit every reachable state (up to the limits), judging the safety properties; `graph`
     (when given) records the state graph for the progress analysis.
 
+    With `options.workers` > 1 (and a model that can cross processes) the search runs on that
+    many processes (`parallel.py`); `stop_when_found` searches always run here.
+
     The search allocates millions of acyclic tuples: the cycle collector would scan them
     again and again and find nothing, so it is off during the search, on again after.
     """
     collecting = gc.isenabled()
     gc.disable()
     try:
+        if options.workers > 1 and not options.stop_when_found:
+            from prefetch_check.explorer.parallel import can_run_parallel, explore_parallel
+
+            if can_run_parallel(model):
+                return explore_parallel(model, options, graph, options.workers)
         return _Search(model, options, graph).run()
     finally:
         if collecting:
