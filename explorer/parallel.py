@@ -27,6 +27,7 @@ too; a time limit is checked by each worker as it expands, so where it cuts is n
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from array import array
 from bisect import bisect_right
@@ -314,6 +315,7 @@ class _Worker:
 
     def __init__(self, me, n, model, options, recording, conn, start):
         self.me, self.n, self.model, self.options, self.conn, self.start = me, n, model, options, conn, start
+        self.parent_pid = os.getppid()
         self.recording = recording
         self.codec = hooks(model).state_codec()
         self.canon = options.canonical or (lambda s: s)
@@ -413,6 +415,8 @@ class _Worker:
         gids, states = self.gid, self.states
         for idx in frontier:
             if done % CHECK_EVERY == 0 and done:
+                if os.getppid() != self.parent_pid:
+                    raise EOFError  # the main process is gone: nobody waits for this level
                 elapsed = time.perf_counter() - self.start
                 if limits.time_limit is not None and elapsed > limits.time_limit:
                     self.stop = f"time limit of {limits.time_limit}s reached"
