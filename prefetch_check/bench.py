@@ -179,12 +179,15 @@ class Measurement:
         if self.error:
             return f"ERROR: {self.error}"
         violated = [n for n, v in self.verdicts.items() if v == VIOLATED]
-        if self.complete and not violated:
+        cut = [n for n, v in self.verdicts.items() if v == BOUNDED]  # after a full search: the analysis was cut
+        if self.complete and not violated and not cut:
             na = sum(v == NOT_APPLICABLE for v in self.verdicts.values())
             return f"{VERIFIED} all" + (f" ({na} not applicable)" if na else "")
         parts = [f"{VIOLATED}: " + ", ".join(violated)] if violated else []
         if not self.complete:
             parts.append(f"{BOUNDED}: {self.stop_reason}")
+        elif cut:
+            parts.append(f"{BOUNDED}: " + ", ".join(cut) + " (the budget ran out after the search)")
         return "; ".join(parts)
 
     def met(self) -> Optional[bool]:
