@@ -13,7 +13,7 @@ Shape, and why it suits Python on a few cores:
   first finding of each property (the smallest id) and every counterexample, are the same
   whatever the number of workers. Per level the main process only routes batches and
   hands out id ranges; a level costs three exchanges.
-- The graph for the progress analysis: each owner answers every successor request with
+- The graph for the progress analysis: each owner answers every successor asked about with
   the successor's id once ids are handed out, so the expanding worker writes its edges
   complete; at the end the main process gathers the edges as flat arrays and runs the
   progress analysis on the whole graph, exactly as after a search in one process.
@@ -34,7 +34,7 @@ from bisect import bisect_right
 from collections import Counter
 from itertools import accumulate
 
-from prefetch_check.explorer.bfs import CHECK_EVERY, Exploration
+from prefetch_check.explorer.exploration import CHECK_EVERY, Exploration
 from prefetch_check.explorer.graph import EVERY, LABEL_SLOTS, Labels
 from prefetch_check.explorer.interface import hooks
 from prefetch_check.explorer.judge import Finding, Judge
@@ -376,7 +376,7 @@ class _Worker:
 
     def _send_or_store(self, state, parent_id: int, refs: array) -> None:
         """A successor not stored here: stored now if this worker owns it, else queued for its owner;
-        `refs` gets how to find its id once ids are out (local index * n + me, or request number *
+        `refs` gets how to find its id once ids are out (local index * n + me, or ask number *
         n + owner). The frontier is expanded in id order, so the first parent met is the smallest
         of this worker's; smaller ones from other workers come in `receive`."""
         n, me = self.n, self.me
@@ -403,7 +403,7 @@ class _Worker:
         expand, successors, canon = options.expand, model.successors, self.canon
         counts, actor_bit, send_or_store = self.counts, self.actor_bit, self._send_or_store
         index_get, me, n, actor_of = self.index.get, self.me, self.n, self.actor_of
-        edge_counts, enabled_of, deadlocks = self.edge_counts, self.enabled, self.deadlocks
+        edge_counts, enabled_of = self.edge_counts, self.enabled
         limits = options.limits
         max_depth = limits.max_depth
         budget_mb = None if limits.max_memory_mb is None else limits.max_memory_mb / self.n
@@ -481,7 +481,7 @@ class _Worker:
 
     def receive(self, inbound: list) -> list:
         """Store the successors other workers sent (in worker order), then put the level's new
-        states in id order; keeps, per sender, the local index of each of its requests."""
+        states in id order; keeps, per sender, the local index of each state it asked about."""
         index, parent, first_new = self.index, self.parent, self._first_new
         answers = {}
         width = self.codec.width
@@ -516,7 +516,7 @@ class _Worker:
 
     def assign(self, first_id: int, keep: int) -> dict:
         """Ids for the level's new states (the first `keep` of them; the rest fall to the state
-        limit); returns per sender the id of each of its requests (-1: dropped)."""
+        limit); returns per sender the id of each state it asked about (-1: dropped)."""
         new, gid = self._new, self.gid
         for i, idx in enumerate(new[:keep]):
             gid[idx] = first_id + i

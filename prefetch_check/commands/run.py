@@ -15,6 +15,7 @@ from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.model.predicate_loader import load_predicate
 from prefetch_check.commands.common import (
     add_limit_flags, add_protocol_flag, check_predicate, check_protocol, limit_defaults, limit_overrides, output_console,
+    search_workers,
 )
 from prefetch_check.commands import run_outputs
 from prefetch_check.progress import RunProgress
@@ -95,13 +96,6 @@ def execute(args) -> int:
     warn_never_fired(tasks, results)  # stderr: stdout stays the verdicts alone
     _say_reductions(tasks, results)
     return 1 if failed else 0
-
-
-def search_workers(n: int) -> int:
-    """--workers N: processes for one search (0: one per core)."""
-    if n < 0:
-        raise InputError(f"--workers must be 0 (one per core) or more, got {n}")
-    return n or os.cpu_count() or 1
 
 
 def _check_expectations(predicates: list, scenarios: list, chosen: bool) -> None:

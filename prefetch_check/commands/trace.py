@@ -10,10 +10,9 @@ import sys
 from pathlib import Path
 
 from prefetch_check.explorer.result import VIOLATED
-from prefetch_check.commands.run import search_workers
 from prefetch_check.commands.common import (
     add_case_flag, add_limit_flags, add_protocol_flag, check_predicate, check_property, check_protocol, limit_defaults,
-    limit_overrides, one_case, output_console, positive_int,
+    limit_overrides, one_case, output_console, positive_int, search_workers,
 )
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError
