@@ -102,6 +102,12 @@ class Hooks:
         for actors that are (group, name) pairs: name -> a readable name (e.g. "W" -> "writer"), for viewers.
     group_name: str
         for actors that are (group, name) pairs: what a group is called (e.g. "node"), for viewers.
+    state_codec() -> codec
+        how states cross between the processes of one search (`parallel.py`): states are tuples of
+        `codec.width` ints naming values each process numbers for itself; `codec.news()` the values
+        new since the last call, `codec.learn(sender, news)` -> table sender int -> own int,
+        `codec.key(state)` a hash equal in every process and run, `codec.content(state)` an order
+        every process agrees on. Without it a search runs in one process.
     """
 
     actors: Optional[Callable] = None
@@ -110,6 +116,7 @@ class Hooks:
     fields: Optional[Callable] = None
     thread_names: Optional[dict] = None
     group_name: Optional[str] = None
+    state_codec: Optional[Callable] = None
 
 
 def hooks(model) -> Hooks:

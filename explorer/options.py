@@ -24,6 +24,9 @@ class SearchOptions:
     fuse:            walk through states with a single chosen step without storing them
                      (needs `expand`; see bfs.py)
     stop_when_found: end once every safety property has a finding (the shortening search)
+    workers:         processes one search runs on (parallel.py; 1: this process alone); the
+                     result is the same whatever the number, but with more than one no chain
+                     fusion (every visited state is stored)
     observers:       `SearchObserver`s told about progress and phases"""
 
     limits: Limits = Limits()
@@ -31,11 +34,14 @@ class SearchOptions:
     expand: Optional[Callable] = None
     fuse: bool = False
     stop_when_found: bool = False
+    workers: int = 1
     observers: tuple = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if self.fuse and self.expand is None:
             raise ValueError("chain fusion needs a reduced expansion (expand=...)")
+        if self.workers < 1:
+            raise ValueError(f"a search needs at least one worker, got {self.workers}")
 
     def with_(self, **changes) -> "SearchOptions":
         return replace(self, **changes)

@@ -47,16 +47,18 @@ def check(
     on_progress=None,
     reductions=True,
     protocol=None,
+    workers: int = 1,
 ) -> CheckResult:
     """Judge every property of the protocol for one configuration and one predicate.
 
     `reductions`: True for every reduction that is vouched for, False (or "off") for the plain
     state graph (slower; the reference the reductions are tested against), "symmetry" for rank
-    symmetry alone (counterexamples shortest as found).
+    symmetry alone (counterexamples shortest as found). `workers`: processes the one search runs
+    on (the same counts, verdicts and counterexamples for any number from 2 on; see docs/design.md).
     """
     cls = load_protocol(protocol)
     chosen = choose(cls, predicate, config, reductions)
-    return search(cls(config, predicate), chosen, limits, on_progress)
+    return search(cls(config, predicate), chosen, limits, on_progress, workers=workers)
 
 
 def compare(

@@ -64,15 +64,20 @@ class Row:
     target: Optional[Target] = None
     quick: bool = False  # part of `--quick`
     note: str = ""
+    policy: str = POLICY
+    workers: int = 1  # processes the row's one search runs on
 
     @property
     def configuration(self) -> str:
-        return f"R={self.ranks} q={self.requests} p={self.pages}"
+        text = f"R={self.ranks} q={self.requests} p={self.pages}"
+        if self.policy != POLICY:
+            text += f" {self.policy}"
+        return text + (f" x{self.workers} proc" if self.workers > 1 else "")
 
     def config(self):
         from prefetch_check.model.protocols.poll.config import uniform_config
 
-        return uniform_config(ranks=self.ranks, requests=self.requests, pages=self.pages, policy=POLICY)
+        return uniform_config(ranks=self.ranks, requests=self.requests, pages=self.pages, policy=self.policy)
 
 
 ALL_PROPERTIES = "all properties (the C reference: safety only)"
@@ -89,8 +94,20 @@ ROWS: tuple[Row, ...] = (
     Row(f"growth-R{r}", "growth", r, 2, 4, True, quick=r <= 2,
         target=Target("<= 60 s, all verified", max_seconds=60.0) if r == 8 else None)
     for r in range(1, 9)
+) + (
+    # issue 13: TP=16 and the timeout policy at TP=8, exhaustively on one core
+    Row("scale-R16", "scale", 16, 2, 2, True, quick=True,
+        target=Target("<= 60 s, all verified (issue 13)", max_seconds=60.0)),
+    Row("scale-R8-timeout", "scale", 8, 2, 2, True, policy="timeout",
+        target=Target("<= 60 s, all verified (issue 13)", max_seconds=60.0)),
+    # one search on one process and on two (the speed-up is judged below the table)
+    Row("parallel-small-w1", "parallel", 2, 2, 2, True, policy="timeout", quick=True),
+    Row("parallel-small-w2", "parallel", 2, 2, 2, True, policy="timeout", quick=True, workers=2),
+    Row("parallel-w1", "parallel", 4, 2, 2, True, policy="timeout"),
+    Row("parallel-w2", "parallel", 4, 2, 2, True, policy="timeout", workers=2),
 )
-SECTIONS = ("reference", "throughput", "growth")
+SECTIONS = ("reference", "throughput", "growth", "scale", "parallel")
+SPEEDUP_TARGET = 1.7  # issue 13: one search on 2 processes against 1
 
 
 def select_rows(names: Optional[list[str]], quick: bool) -> list[Row]:
@@ -162,12 +179,15 @@ class Measurement:
         if self.error:
             return f"ERROR: {self.error}"
         violated = [n for n, v in self.verdicts.items() if v == VIOLATED]
-        if self.complete and not violated:
+        cut = [n for n, v in self.verdicts.items() if v == BOUNDED]  # after a full search: the analysis was cut
+        if self.complete and not violated and not cut:
             na = sum(v == NOT_APPLICABLE for v in self.verdicts.values())
             return f"{VERIFIED} all" + (f" ({na} not applicable)" if na else "")
         parts = [f"{VIOLATED}: " + ", ".join(violated)] if violated else []
         if not self.complete:
             parts.append(f"{BOUNDED}: {self.stop_reason}")
+        elif cut:
+            parts.append(f"{BOUNDED}: " + ", ".join(cut) + " (the budget ran out after the search)")
         return "; ".join(parts)
 
     def met(self) -> Optional[bool]:
@@ -190,7 +210,8 @@ class Measurement:
             "row": self.row.key,
             "section": self.row.section,
             "configuration": {"ranks": self.row.ranks, "requests": self.row.requests, "pages": self.row.pages,
-                              "predicate": PREDICATE, "policy": POLICY},
+                              "predicate": PREDICATE, "policy": self.row.policy},
+            "workers": self.row.workers,
             "reductions": self.row.reductions,
             "note": self.row.note,
             "ran": self.ran,
@@ -232,15 +253,25 @@ def _child(row: Row, budget: float, max_memory_mb: int, conn) -> None:
         conn.send(("progress", info))
 
     t0 = time.perf_counter()
+    search_end: dict = {}
+
+    def progress_and_peak(info: dict) -> None:
+        if info.get("done") and info.get("phase") == "search":
+            search_end.setdefault("mib", peak_memory_mb())
+        progress(info)
+
     result = check(config, PREDICATE, Limits(time_limit=budget, max_memory_mb=max_memory_mb),
-                   on_progress=progress, reductions=row.reductions)
+                   on_progress=progress_and_peak, reductions=row.reductions, workers=row.workers)
     check_seconds = time.perf_counter() - t0
     s = result.stats
+    peak = peak_memory_mb()
+    if row.workers > 1:  # the workers' peaks (in the search's figure) come on top of this process's
+        peak += max(0.0, s.peak_memory_mb - search_end.get("mib", s.peak_memory_mb))
     conn.send(("result", {
         "complete": s.complete, "states": s.states, "transitions": s.transitions, "depth": s.max_depth,
         "stored": s.stored_states if s.stored_states is not None else s.states,
         "search_seconds": s.seconds, "progress_seconds": s.progress_seconds, "check_seconds": check_seconds,
-        "peak_mib": peak_memory_mb(), "baseline_mib": baseline, "stop_reason": s.stop_reason or "",
+        "peak_mib": peak, "baseline_mib": baseline, "stop_reason": s.stop_reason or "",
         "verdicts": {n: r.verdict for n, r in result.results.items()},
     }))
     conn.close()
@@ -263,7 +294,8 @@ def measure(row: Row, budget: float = DEFAULT_BUDGET, max_memory_mb: int = DEFAU
     """Run one row in a fresh process; kill it at budget + grace."""
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(row, budget, max_memory_mb, sender), daemon=True)
+    # a row whose search starts workers cannot be daemonic; its workers end with it (parallel.py)
+    proc = ctx.Process(target=_child, args=(row, budget, max_memory_mb, sender), daemon=row.workers == 1)
     proc.start()
     sender.close()
     grace = grace_for(budget) if grace is None else grace
@@ -381,12 +413,71 @@ def growth(measurements: list[Measurement]) -> Optional[Growth]:
     return Growth(ranks, states, ratios, met, text)
 
 
+@dataclass(frozen=True)
+class Speedup:
+    one: str  # row keys
+    two: str
+    factor: float  # seconds of the search on one process / on two
+    met: bool
+    text: str
+
+
+def speedups(measurements: list[Measurement], headroom: Optional[float] = None) -> list[Speedup]:
+    """For each pair of rows `X-w1` / `X-w2` that both finished: how much faster the search ran on
+    two processes, against the target; `headroom` (see `parallel_headroom`) says what two processes
+    could gain on this machine at the time."""
+    by_key = {m.row.key: m for m in measurements}
+    out = []
+    for key, one in by_key.items():
+        if not key.endswith("-w1"):
+            continue
+        two = by_key.get(key[:-3] + "-w2")
+        if two is None or not (one.complete and two.complete) or not two.search_seconds:
+            continue
+        factor = one.search_seconds / two.search_seconds
+        met = factor >= SPEEDUP_TARGET
+        text = (f"{two.row.key}: search {factor:.2f}x as fast as {one.row.key} ({one.search_seconds:.2f} s -> "
+                f"{two.search_seconds:.2f} s; target >= {SPEEDUP_TARGET}x: {'met' if met else 'NOT MET'})")
+        if headroom is not None:
+            text += f"; two busy processes ran {headroom:.2f}x as fast as one on this machine just before"
+        out.append(Speedup(one.row.key, two.row.key, factor, met, text))
+    return out
+
+
+def _spin(n: int, conn) -> None:
+    start = time.process_time()
+    x = 0
+    for i in range(n):
+        x += i
+    conn.send(time.process_time() - start)
+
+
+def parallel_headroom(n: int = 10_000_000) -> float:
+    """What two processes gain on this machine now: the same pure-Python loop in one process, then
+    in two at once (wall time); 2.0 on two idle cores, less when other work shares them."""
+    ctx = multiprocessing.get_context("fork")
+
+    def wall(k: int) -> float:
+        pipes = [ctx.Pipe(duplex=False) for _ in range(k)]
+        procs = [ctx.Process(target=_spin, args=(n, w)) for _, w in pipes]
+        t0 = time.perf_counter()
+        for p in procs:
+            p.start()
+        for (r, _), p in zip(pipes, procs):
+            r.recv()
+            p.join()
+        return time.perf_counter() - t0
+
+    one = wall(1)
+    return 2 * one / wall(2)
+
+
 def machine() -> dict:
     return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
             "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
 
 
-def to_json(measurements: list[Measurement], budget: float, max_memory_mb: int) -> dict:
+def to_json(measurements: list[Measurement], budget: float, max_memory_mb: int, headroom: Optional[float] = None) -> dict:
     g = growth(measurements)
     return {
         "predicate": PREDICATE,
@@ -400,4 +491,6 @@ def to_json(measurements: list[Measurement], budget: float, max_memory_mb: int) 
         "rows": [m.as_json() for m in measurements],
         "growth": None if g is None else {"ranks": g.ranks, "states": g.states, "ratios": g.ratios,
                                           "polynomial_met": g.met, "text": g.text},
+        "parallel_headroom": headroom,
+        "speedups": [asdict(x) for x in speedups(measurements, headroom)],
     }

@@ -44,9 +44,14 @@ def test_quick_bench_prints_one_table_and_the_same_figures_as_json(tmp_path, cap
     assert "(target: polynomial for R=1..8, not judged)" in growth and "NOT MET" not in growth  # speed rows may miss on a busy machine
 
 
-def test_a_row_cut_by_its_budget_is_bounded_and_stops_the_growth(tmp_path, capsys):
+def test_a_row_cut_by_its_budget_is_bounded_and_stops_the_growth(tmp_path, capsys, monkeypatch):
     report = tmp_path / "bench.json"
-    # growth-R3 has far more states than the 2,048 expanded between two checks of the time limit
+    # growth-R3 without reductions has far more states than the 2,048 expanded between two
+    # checks of the time limit (with them, every growth row is now smaller than that)
+    from dataclasses import replace
+
+    plain = tuple(replace(r, reductions=False) if r.section == "growth" else r for r in bench.ROWS)
+    monkeypatch.setattr(bench, "ROWS", plain)
     code, out, _ = run(capsys, "--rows", "growth-R3,growth-R4", "--budget", "0.0001", "--json", str(report))
     assert code == 0
     rows = json.loads(report.read_text())["rows"]
@@ -100,3 +105,23 @@ def test_unknown_rows_are_bad_input(capsys):
 def test_budget_and_memory_must_be_positive(capsys, flag):
     code, _, _ = run(capsys, flag, "0")
     assert code == 2
+
+
+def test_a_full_search_whose_progress_analysis_was_cut_is_not_verified():
+    row = next(r for r in bench.ROWS if r.key == "scale-R16")
+    m = bench.Measurement(row, complete=True, states=10, search_seconds=0.1,
+                          verdicts={"tp_agreement": VERIFIED, "progress": BOUNDED})
+    assert m.summary().startswith(BOUNDED) and "progress" in m.summary() and m.met() is False
+
+
+def test_the_speedup_of_one_search_on_two_processes_is_judged_from_the_pair_of_rows():
+    one = next(r for r in bench.ROWS if r.key == "parallel-w1")
+    two = next(r for r in bench.ROWS if r.key == "parallel-w2")
+    assert (one.policy, one.workers, two.workers) == ("timeout", 1, 2) and "x2 proc" in two.configuration
+    done = dict(complete=True, states=10, verdicts={"progress": VERIFIED})
+    pair = [bench.Measurement(one, search_seconds=10.0, **done), bench.Measurement(two, search_seconds=5.0, **done)]
+    (s,) = bench.speedups(pair, headroom=1.9)
+    assert s.factor == 2.0 and s.met and "1.90x" in s.text
+    (slow,) = bench.speedups([pair[0], bench.Measurement(two, search_seconds=8.0, **done)])
+    assert not slow.met and "NOT MET" in slow.text
+    assert bench.speedups([pair[0], bench.Measurement(two, search_seconds=5.0, complete=False)]) == []

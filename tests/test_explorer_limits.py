@@ -187,7 +187,7 @@ def test_a_bounded_reason_counts_the_states_the_stats_count():
     # must count every state visited, as the stats do, not only the stored ones
     from prefetch_check import check as check_config
 
-    result = check_config(uniform_config(ranks=3, requests=2, pages=2), "fixed", Limits(max_states=3000))
+    result = check_config(uniform_config(ranks=3, requests=2, pages=2, policy="timeout"), "fixed", Limits(max_states=3000))
     stats = result.stats
     assert not stats.complete and stats.stored_states is not None and stats.stored_states < stats.states
     for r in result.results.values():

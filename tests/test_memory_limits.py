@@ -20,8 +20,8 @@ from prefetch_check.scenario import load_scenario
 from prefetch_check.scenario.runner import plan
 from test_explorer_limits import Grid
 
-# ranks=3, 2 requests of 2 pages: about 20,000 states, past the first limit check
-MEDIUM = 'name = "medium"\nranks = 3\nrequests = 2\npages = 2\n'
+# ranks=3, 2 requests of 2 pages under timeout: about 300,000 states, past the first limit check
+MEDIUM = 'name = "medium"\nranks = 3\nrequests = 2\npages = 2\npolicy = "timeout"\n'
 
 
 class RunsOutOfMemory(Grid):
@@ -129,7 +129,7 @@ def test_running_out_of_memory_under_an_address_space_cap_is_bounded(tmp_path):
 
     if not hasattr(resource, "RLIMIT_AS") or not open("/proc/self/status").read().count("VmSize"):
         pytest.skip("needs RLIMIT_AS and /proc/self/status")
-    (tmp_path / "big.toml").write_text('name = "big"\nranks = 8\nrequests = 2\npages = 4\n')
+    (tmp_path / "big.toml").write_text('name = "big"\nranks = 8\nrequests = 2\npages = 2\npolicy = "timeout"\n')
     report = tmp_path / "r.json"
     done = subprocess.run(
         [sys.executable, "-c", RUN_UNDER_A_CAP, "250", "run", str(tmp_path / "big.toml"), "--predicate", "fixed",

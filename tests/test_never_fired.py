@@ -51,5 +51,5 @@ def test_a_cut_search_says_the_actions_may_fire_beyond_it(capsys):
     main(["run", SEED, "-q", "--max-states", "5"])
     err = capsys.readouterr().err
     line = next(line for line in err.splitlines() if line.split()[:1] == ["seed-race"])
-    assert "P.publish" in line  # not reached within 5 states
+    assert "S.insert" in line  # not reached within 5 states
     assert line.endswith("(every search was cut by a limit: they may fire beyond it)")

@@ -154,7 +154,7 @@ def test_the_symmetry_sort_key_orders_ranks_like_their_contents(monkeypatch, gap
     from prefetch_check.model.protocols.poll.config import uniform_config
 
     monkeypatch.setattr(ContentOrder, "GAP", gap)
-    config = uniform_config(ranks=3, requests=1, pages=2)
+    config = uniform_config(ranks=3, requests=1, pages=2, policy="timeout")  # enough distinct rank states
     model = compiled(config, "fixed")
     result = check_model(model, SearchOptions(canonical=model.canonicalizer(), expand=model.reduced_successors, fuse=True))
     codes = list(range(len(model.rank_of)))
@@ -163,3 +163,37 @@ def test_the_symmetry_sort_key_orders_ranks_like_their_contents(monkeypatch, gap
     by_content = compiled(config, "fixed")
     reference = check_model(by_content, SearchOptions(canonical=lambda cs: tuple(sorted(cs, key=by_content.rank_of.__getitem__)), expand=by_content.reduced_successors, fuse=True))
     assert (result.stats.states, result.stats.transitions) == (reference.stats.states, reference.stats.transitions)
+
+
+# ---- predicates other than the shipped ones ----
+
+
+def always_accept(op):
+    return True
+
+
+def accept_when_nothing_to_load(op):
+    return len(op.hash_value) == 0 or op.timed_out
+
+
+def never_accept(op):
+    return op.terminated
+
+
+@pytest.mark.parametrize("predicate", [always_accept, accept_when_nothing_to_load, never_accept])
+def test_user_predicates_keep_every_verdict_on_the_harness_configurations(predicate):
+    """Some solo steps depend on what the predicate answers (an I.increment or a P.publish is taken
+    alone only where the check cannot tell it happened): a predicate that accepts an empty page
+    list, or never accepts, must not lose a race to them."""
+    from prefetch_check.model.engine.vouch import TooLarge, compare
+    from prefetch_check.model.protocols.poll.protocol import PollProtocol
+
+    compared = 0
+    for i, config in enumerate(PollProtocol.harness_configs()):
+        try:
+            difference = compare(PollProtocol, config, predicate)
+        except TooLarge:
+            continue
+        compared += 1
+        assert difference is None, f"harness configuration {i + 1}, {predicate.__name__}: {difference}"
+    assert compared >= 5

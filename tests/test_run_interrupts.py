@@ -2,7 +2,7 @@
 
 Every worker must end, the checks that finished are reported, and the exit status is 130
 (SIGINT) or 143 (SIGTERM). The run is a real subprocess: a tiny scenario that finishes at
-once and the README's big one (TP=8, 2 requests of 4 pages), which runs for minutes, so
+once and a big one (TP=8, 2 requests of 2 pages under the timeout policy), which runs for minutes, so
 both workers are busy when the signal arrives.
 """
 
@@ -49,7 +49,7 @@ def start_run(tmp_path: Path, jobs: int) -> tuple[subprocess.Popen, Path]:
     if not Path("/proc/self/stat").exists():
         pytest.skip("needs /proc to find the worker processes")
     (tmp_path / "a.toml").write_text('name = "a-small"\npages = 1\n')
-    (tmp_path / "b.toml").write_text('name = "b-big"\nranks = 8\nrequests = 2\npages = 4\n')
+    (tmp_path / "b.toml").write_text('name = "b-big"\nranks = 8\nrequests = 2\npages = 2\npolicy = "timeout"\n')
     err = tmp_path / "stderr.txt"
     proc = subprocess.Popen(
         CLI + ["run", str(tmp_path / "a.toml"), str(tmp_path / "b.toml"), "--jobs", str(jobs)],

@@ -14,6 +14,7 @@ plus its visited-set entry; each distinct rank state lives once in the intern ta
 from __future__ import annotations
 
 from prefetch_check.model.engine.base import ProtocolModel
+from prefetch_check.model.engine.codec import CodeCodec
 from prefetch_check.model.engine.collectives import arrived, completion, groups_of, waits_of
 from prefetch_check.model.engine.properties import compiled_properties
 from prefetch_check.model.engine.reduction import closure_ranks
@@ -227,6 +228,10 @@ class CompiledModel(ProtocolModel):
             if not answer:
                 return False
         return True
+
+    def state_codec(self):
+        """How states cross between the processes of a parallel search (`codec.py`)."""
+        return CodeCodec(self)
 
     def canonicalizer(self):
         """Rank symmetry on codes (`symmetry.py`), or None when no two ranks are alike."""

@@ -34,16 +34,19 @@ class Reductions:
 
 
 def search(
-    protocol, reductions: Reductions, limits: Limits = Limits(), on_progress=None, name: Optional[str] = None
+    protocol, reductions: Reductions, limits: Limits = Limits(), on_progress=None, name: Optional[str] = None,
+    workers: int = 1,
 ) -> CheckResult:
-    """Judge every property of `protocol` (an instance, with its configuration and predicate)."""
+    """Judge every property of `protocol` (an instance, with its configuration and predicate);
+    `workers`: processes the search runs on (explorer/parallel.py), the same verdicts for any number."""
     model = CompiledModel(protocol)
     level = reductions.level
     options = SearchOptions(
         limits,
         canonical=model.canonicalizer() if level in (FULL, SYMMETRY) else None,
         expand=model.reduced_successors if level == FULL else None,
-        fuse=level == FULL,
+        fuse=level == FULL and workers == 1,
+        workers=workers,
         observers=observers_of(on_progress),
     )
     result = check_model(model, options, name=name or protocol.predicate_name)

@@ -64,6 +64,7 @@ def execute(args) -> int:
             log.print(f"bench [{i + 1}/{len(rows)}] {row.key}: {m.states:,} states, {m.seconds:.1f} s, {m.summary()}",
                       highlight=False)
 
+    headroom = bench.parallel_headroom() if any(r.workers > 1 for r in rows) else None
     measurements = bench.run(rows, args.budget, args.max_memory, on_row)
     sampled = []
     for i, row in enumerate(sampling_rows):
@@ -74,13 +75,13 @@ def execute(args) -> int:
     console = output_console()
     if measurements:
         console.print(table(measurements, args.budget))
-        for line in notes(measurements, args.budget):
+        for line in notes(measurements, args.budget, headroom):
             console.print(Text(line), soft_wrap=True)
     if sampled:
         console.print(sampling_table(sampled))
         console.print(Text(SAMPLING_NOTE), soft_wrap=True)
     if args.json:
-        figures = bench.to_json(measurements, args.budget, args.max_memory)
+        figures = bench.to_json(measurements, args.budget, args.max_memory, headroom)
         figures["sampling"] = [m.as_json() for m in sampled]
         try:
             with open(args.json, "w", encoding="utf-8") as out:
@@ -101,7 +102,7 @@ def _met(m: bench.Measurement) -> Text:
 
 
 def table(measurements: list[bench.Measurement], budget: float) -> Table:
-    t = Table(title=f"prefetch-check bench · predicate {bench.PREDICATE}, policy {bench.POLICY}, "
+    t = Table(title=f"prefetch-check bench · predicate {bench.PREDICATE}, policy {bench.POLICY} unless the row says, "
               f"budget {budget:g} s per row", box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
     for name in COLUMNS:
         numeric = name in ("states", "stored", "transitions", "depth", "seconds", "states/s", "peak MiB", "B/state")
@@ -125,7 +126,7 @@ def table(measurements: list[bench.Measurement], budget: float) -> Table:
     return t
 
 
-def notes(measurements: list[bench.Measurement], budget: float) -> list[str]:
+def notes(measurements: list[bench.Measurement], budget: float, headroom: float | None = None) -> list[str]:
     """What the figures mean, the growth judgement and the machine, below the table."""
     lines = []
     marked = sorted({m.row.note for m in measurements if m.row.note})
@@ -143,6 +144,8 @@ def notes(measurements: list[bench.Measurement], budget: float) -> list[str]:
     if g is not None:
         verdict = {True: "met", False: "NOT MET", None: "not judged"}[g.met]
         lines.append(f"growth with R (target: polynomial for R=1..8, {verdict}): {g.text}")
+    for speedup in bench.speedups(measurements, headroom):
+        lines.append(f"one search on two processes: {speedup.text}")
     info = bench.machine()
     load = info["load_average"]
     lines.append(f"machine: {info['cpus']} cores, Python {info['python']}"

@@ -62,6 +62,13 @@ def add_limit_flags(parser: argparse.ArgumentParser) -> None:
                         f"{int(DEFAULT_MEMORY_SHARE * 100)}%% of the machine's, shared among --jobs)")
 
 
+def search_workers(n: int) -> int:
+    """--workers N: processes for one search (0: one per core)."""
+    if n < 0:
+        raise InputError(f"--workers must be 0 (one per core) or more, got {n}")
+    return n or os.cpu_count() or 1
+
+
 def limit_overrides(args) -> dict:
     """The limit flags, as `explorer.limits.Limits` fields (None: not given)."""
     return {"max_states": args.max_states, "max_depth": args.max_depth, "time_limit": args.time_limit,

@@ -16,6 +16,7 @@ from prefetch_check.model.predicate_loader import load_predicate
 from prefetch_check.model.source.predicate import builtin_protocol, protocol_mismatch
 from prefetch_check.commands.common import (
     add_limit_flags, add_protocol_flag, check_predicate, check_protocol, limit_defaults, limit_overrides, output_console,
+    search_workers,
 )
 from prefetch_check.commands import run_outputs
 from prefetch_check.progress import RunProgress
@@ -39,6 +40,9 @@ def add_arguments(parser) -> None:
     add_limit_flags(parser)
     parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
                         help="spread the checks over N processes (0: one per core); results print in the same order for any N")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="run each search on N processes (0: one per core): the same counts, verdicts and "
+                             "counterexamples for any N from 2 on; for one large search (not with --jobs)")
     parser.add_argument("--json", metavar="FILE",
                         help="write every verdict, reason and schedule as JSON (overwrites; '-': stdout, the table "
                              "then goes to stderr; schema: docs/report-schema.md)")
@@ -64,6 +68,10 @@ def execute(args) -> int:
         raise InputError("--predicate: the same predicate is named twice")
     if args.jobs < 0:
         raise InputError(f"--jobs must be 0 (one per core) or more, got {args.jobs}")
+    workers = search_workers(args.workers)
+    if workers > 1 and args.jobs != 1:
+        raise InputError("--workers and --jobs both spread work over processes: give one of them (--workers for "
+                         "one large search, --jobs for many checks)")
     reports = run_outputs.requested(args)
     pages = run_outputs.traces_folder(args.traces_dir)
     scenarios = load_scenarios(args.paths or _default_paths())  # every file validated before anything runs
@@ -74,7 +82,7 @@ def execute(args) -> int:
     jobs = args.jobs or os.cpu_count() or 1
     searches = min(jobs, len(predicates) * sum(len(s.cases) for s in scenarios))  # at once, sharing the memory
     tasks = plan(scenarios, predicates, limit_overrides(args), reductions=not args.no_reductions,
-                 defaults=limit_defaults(searches), protocol=protocol)
+                 defaults=limit_defaults(searches), protocol=protocol, workers=workers)
     console = output_console()
     try:
         with RunProgress(len(tasks), quiet=args.quiet) as progress:

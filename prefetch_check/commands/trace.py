@@ -12,7 +12,7 @@ from pathlib import Path
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.commands.common import (
     add_case_flag, add_limit_flags, add_protocol_flag, check_predicate, check_property, check_protocol, limit_defaults,
-    limit_overrides, one_case, output_console, positive_int,
+    limit_overrides, one_case, output_console, positive_int, search_workers,
 )
 from prefetch_check.commands.overrides import apply_options, parse_sets
 from prefetch_check.model.predicate_loader import load_predicate
@@ -41,6 +41,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--graph-states", type=positive_int, default=GRAPH_STATES, metavar="N",
                         help=f"dot and graphml: export at most N states (default {GRAPH_STATES})")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="run the search on N processes (0: one per core); the same counterexample for any N from 2 on")
     add_protocol_flag(parser)
     add_limit_flags(parser)
 
@@ -71,7 +73,8 @@ def execute(args) -> int:
     limits = scenario.limits_for(predicate, limit_overrides(args), limit_defaults())
     with RunProgress(1, quiet=args.quiet) as progress:
         progress.start(0, f"{case.name} · {predicate}")
-        result = run_check(config, predicate, limits, progress.callback(0), case.name, not args.no_reductions, protocol)
+        result = run_check(config, predicate, limits, progress.callback(0), case.name, not args.no_reductions, protocol,
+                           search_workers(args.workers))
         progress.finish(0, result)
     if prop is None:
         prop = next((n for n in result.violated), None)

@@ -71,6 +71,7 @@ class Task:
     limits: Limits
     reductions: bool = True
     protocol: str | None = None  # None: the default protocol
+    workers: int = 1  # processes the one search runs on (--workers)
 
     @property
     def label(self) -> str:
@@ -78,7 +79,7 @@ class Task:
 
 
 def plan(scenarios: list[Scenario], predicates: list[str], overrides: dict, reductions: bool = True,
-         defaults: dict | None = None, protocol: str | None = None) -> list[Task]:
+         defaults: dict | None = None, protocol: str | None = None, workers: int = 1) -> list[Task]:
     """Scenarios in the given order, their cases in matrix order, predicates in command-line order.
     `defaults` are limits that apply where neither the scenario nor `overrides` set one;
     `protocol` (from --protocol) replaces each scenario's own."""
@@ -87,12 +88,13 @@ def plan(scenarios: list[Scenario], predicates: list[str], overrides: dict, redu
         for case in s.cases:
             for p in predicates:
                 tasks.append(Task(len(tasks), s, case, p, s.limits_for(p, overrides, defaults), reductions,
-                                  protocol or s.protocol))
+                                  protocol or s.protocol, workers))
     return tasks
 
 
 def run_one(task: Task, on_progress=None) -> CheckResult:
-    return run_check(task.case.config, task.predicate, task.limits, on_progress, task.case.name, task.reductions, task.protocol)
+    return run_check(task.case.config, task.predicate, task.limits, on_progress, task.case.name, task.reductions, task.protocol,
+                     task.workers)
 
 
 class OutOfMemory(InputError):
@@ -100,11 +102,12 @@ class OutOfMemory(InputError):
 
 
 def run_check(
-    config, predicate: str, limits: Limits, on_progress, label: str, reductions: bool = True, protocol: str | None = None
+    config, predicate: str, limits: Limits, on_progress, label: str, reductions: bool = True, protocol: str | None = None,
+    workers: int = 1,
 ) -> CheckResult:
     """`prefetch_check.api.check`, with a user's predicate that raises reported as bad input."""
     try:
-        return _check(config, predicate, limits, on_progress, label, reductions, protocol)
+        return _check(config, predicate, limits, on_progress, label, reductions, protocol, workers)
     except MemoryError:
         raise OutOfMemory(
             f"memory ran out while making the results of {label} under {predicate} (after its search); "
@@ -112,11 +115,12 @@ def run_check(
         ) from None
 
 
-def _check(config, predicate: str, limits: Limits, on_progress, label: str, reductions: bool, protocol) -> CheckResult:
+def _check(config, predicate: str, limits: Limits, on_progress, label: str, reductions: bool, protocol,
+           workers: int = 1) -> CheckResult:
     if predicate in BUILTIN:
-        return check(config, predicate, limits, on_progress, reductions, protocol)
+        return check(config, predicate, limits, on_progress, reductions, protocol, workers)
     try:
-        return check(config, predicate, limits, on_progress, reductions, protocol)
+        return check(config, predicate, limits, on_progress, reductions, protocol, workers)
     except PredicateError as exc:  # a source predicate refused on a state the load did not probe: file and line
         raise PredicateFailed(f"{exc}\n(while checking {label})") from None
     except MemoryError:

@@ -23,7 +23,19 @@ assume:
                              it, so no insert can overtake a pending write. Not with
                              `count_before_write`: there the insert of a counted page may come
                              before its write, so the write is no persistent set on its own
-  and an `I.increment` that cannot change any answer (`increment_commutes`).
+    P.take                   pops the head of prefetch_queue (issue appends at the tail) and
+                             arrives in all_reduce(MIN hits); no other thread reads the stage
+                             it sets or the prefetch thread's register
+    I.increment_refused      reads `terminated`, which is already set and stays set; writes only
+                             the IO thread's own pc
+    S.insert                 after terminate: `completed_tokens` is frozen (increments are refused)
+                             and the clock is off; the slots it gives back, [0, completed), are
+                             disjoint from the IO thread's final [completed, hits) and from a late
+                             publish's tail; the prefetch thread reads nothing it writes
+  and, where the protocol can tell from the rank that nothing depends on the order
+  (`solo_priority`): an `I.increment` that cannot change any answer (`increment_commutes`),
+  an `I.release` that gives nothing back, a `P.publish` the scheduler's check cannot tell
+  from no publish yet (`publish_commutes`), an `S.issue` that cannot fail.
 - Every property is rank-local (early acceptance, data integrity, a double release) or stable
   once violated (different inserts, ranks stuck in different collectives, a leak or a short
   delivery at quiescence, a deadlock), as the partial-order reduction needs.
@@ -71,8 +83,14 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
         C_COMPLETED: Collective("s_coll", min, "all_reduce(MIN completed_tokens)"),
         C_HITS: Collective("p_coll", min, "all_reduce(MIN hits)"),
     }
-    solo_steps = {"S.drain": 0, "S.keep_waiting": 1, "I.take": 2, "I.write": 3}
+    solo_steps = {
+        "S.drain": 0, "S.keep_waiting": 1, "I.take": 2, "I.write": 3,
+        "P.take": 5, "I.increment_refused": 6, "S.insert": 7,
+    }
     INCREMENT_PRIORITY = 4
+    RELEASE_PRIORITY = 8
+    PUBLISH_PRIORITY = 9
+    ISSUE_PRIORITY = 10
     reductions_vouched = True
     builtin_predicates = ("buggy", "fixed")
     property_names = NAMES
@@ -228,11 +246,24 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
         return tuple(tuple(g) for g in groups.values())
 
     def solo_priority(self, rank, action):
-        if action.kind == "I.increment" and self.increment_commutes(rank, action.q):
-            return self.INCREMENT_PRIORITY
-        if action.kind == "I.write" and not self.write_then_count():
+        kind = action.kind
+        if kind == "I.write" and not self.write_then_count():
             return None  # the page is counted already: an insert may take it before this write
-        return self.solo_steps.get(action.kind)
+        declared = self.solo_steps.get(kind)  # unconditional (a variant may declare more)
+        if declared is not None:
+            return declared
+        if kind == "I.increment":
+            return self.INCREMENT_PRIORITY if self.increment_commutes(rank, action.q) else None
+        if kind == "I.release":
+            return self.RELEASE_PRIORITY if self.release_is_empty(rank, action.q) else None
+        if kind == "P.publish":
+            return self.PUBLISH_PRIORITY if self.publish_commutes(rank, action.rank, action.q) else None
+        if kind == "S.issue":
+            # the only scheduler step where allocation cannot fail: appends to prefetch_queue (the
+            # prefetch thread pops its head, commutes) and creates the operation, which no other
+            # thread reads before it is taken; the clock of q starts only after it
+            return None if self.config.alloc_may_fail[action.rank] else self.ISSUE_PRIORITY
+        return None
 
     @classmethod
     def harness_configs(cls) -> tuple:
@@ -289,6 +320,45 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
             return False
         op = rank.ops[q]
         return not op.terminated and not self.decide_op(op) and not self.decide_op(op._replace(completed=op.completed + 1))
+
+    def release_is_empty(self, rank, q: int) -> bool:
+        """The IO thread's final release gives nothing back (it loaded every page it was given):
+        the step then changes only the IO thread's own pc, and commutes with every step."""
+        first, last = self.io_release_range(rank.ops[q], q)
+        return last <= first
+
+    def publish_commutes(self, rank, r: int, q: int) -> bool:
+        """Whether this P.publish is a persistent set on its own. It writes `hash_value` (read by
+        the scheduler's check and the no_early_acceptance property at a check), the stage, the
+        tail of the host slots and the release queue, appends to prefetch_buffer (the IO thread
+        pops its head) and leaves its collective. It commutes with every step any other thread
+        can take before it when
+        - it gives no host slot back (all pages hit: the release queue, which drain reads, and
+          the slots are unchanged), and
+        - the scheduler's check cannot tell it happened: until publish the IO thread has not
+          seen q, so completed_tokens is 0 at every check before or after it; for every
+          `terminated` and `timed_out` a check can then see, the predicate gives the same
+          answer with and without the page list, and that answer is "wait" (or "accept" only
+          with the timeout fired, which excuses it), so no_early_acceptance says the same too.
+          Under best_effort the check does not ask the predicate at all."""
+        op = rank.ops[q]
+        after = self.published(rank, q, op, len(op.slots), self.decision_hits(rank.p_coll[2], r, q))
+        if after.release_queue != rank.release_queue or after.ops[q].slots != op.slots:
+            return False
+        cfg = self.config
+        if cfg.policy == "best_effort":
+            return True
+        published = after.ops[q].hash_value
+        clock = cfg.policy == "timeout" and cfg.timeout_clock
+        for terminated in {op.terminated, True}:
+            for timed_out in {op.timed_out, True} if clock else {op.timed_out}:
+                seen = op._replace(terminated=terminated, timed_out=timed_out)
+                answer = self.decide_op(seen)
+                if answer != self.decide_op(seen._replace(hash_value=published)):
+                    return False
+                if answer and not (cfg.policy == "timeout" and timed_out):
+                    return False
+        return True
 
     # ---- for viewers ----
 

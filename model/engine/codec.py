@@ -1,0 +1,53 @@
+"""Compact states between processes: what the parallel search (`explorer/parallel.py`) needs
+of the compiled model.
+
+A compact state is a tuple of rank codes, and codes are numbered per process in the order
+that process met the rank states, so the same state has different codes in different
+worker processes. What crosses between processes is therefore the codes plus, once, the
+rank state behind every code new since the last exchange (a few thousand rank states in
+a search of millions of global states); the receiver interns each and keeps a table
+from the sender's codes to its own. A state's `key` is the same number in every process
+and every run: a hash over a stable per-rank-state hash (crc32 of its repr; Python's own
+`hash` of a string differs between runs).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+
+class CodeCodec:
+    """The `state_codec` of a `CompiledModel` in one process."""
+
+    def __init__(self, model):
+        self.model = model
+        self.width = model.ranks  # ints per state
+        self._sent = 0  # codes up to here were handed out by `news`
+        self._stable: list[int] = []  # code -> stable hash of its rank state
+        self._tables: dict = {}  # sender -> [local code of each sender code]
+
+    def news(self) -> list:
+        """The rank states behind the codes made since the last call (to be sent to every other process)."""
+        rank_of = self.model.rank_of
+        out = rank_of[self._sent :]
+        self._sent = len(rank_of)
+        return out
+
+    def learn(self, sender: int, news: list) -> list:
+        """Take a sender's news; returns its table sender code -> local code."""
+        table = self._tables.setdefault(sender, [])
+        encode = self.model.encode_rank
+        table.extend(map(encode, news))
+        return table
+
+    def key(self, state: tuple) -> int:
+        """A 64-bit hash of the state, equal in every process and every run."""
+        stable, rank_of = self._stable, self.model.rank_of
+        if len(stable) < len(rank_of):
+            stable.extend(zlib.crc32(repr(rank).encode()) for rank in rank_of[len(stable) :])
+        return hash(tuple(map(stable.__getitem__, state)))
+
+    def content(self, state: tuple) -> tuple:
+        """The state's rank states themselves: an order every process agrees on (ties of `key`)."""
+        rank_of = self.model.rank_of
+        return tuple(rank_of[c] for c in state)
