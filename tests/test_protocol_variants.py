@@ -150,3 +150,23 @@ def test_builtin_protocols_are_vouched_by_the_test_suite_and_subclasses_are_not(
     result = check(uniform_config(ranks=2, pages=2), "fixed", protocol=Same)
     assert result.all_verified and result.verdict("progress") == VERIFIED
 
+
+@pytest.mark.parametrize("argv", [
+    ("run", str(SCENARIOS / "ack-race.toml"), "--protocol", "predicate-poll", "-q"),
+    ("trace", str(SCENARIOS / "ack-race.toml"), "--protocol", "my_variant:NoMarkAfterShortBatch", "-q"),
+    ("replay", str(SCENARIOS / "seed-race.toml"), "S0.issue.q0", "--protocol", "ack-drain"),
+])
+def test_protocol_of_another_family_than_the_scenarios_is_bad_input(user_folder, argv):
+    out = cli(user_folder, *argv)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "is a scenario of the" in out.stderr and "cannot replace its protocol key" in out.stderr
+
+
+def test_protocol_without_a_property_the_scenario_expects_is_bad_input(tmp_path):
+    (tmp_path / "watched.py").write_text(WATCHED)
+    (tmp_path / "watched.toml").write_text(
+        'protocol = "watched:CountFirstWatched"\nranks = 1\n[expect.fixed]\nviolates = ["counted_is_written"]\n'
+    )
+    out = cli(tmp_path, "run", "watched.toml", "--predicate", "fixed", "--protocol", "predicate-poll", "-q")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "'counted_is_written'" in out.stderr and "does not have" in out.stderr
