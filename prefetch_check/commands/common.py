@@ -14,7 +14,7 @@ from rich.console import Console
 from prefetch_check.explorer.limits import DEFAULT_MEMORY_SHARE, default_memory_mb
 from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.model.predicate_loader import load_predicate
-from prefetch_check.model.protocols import ProtocolError, builtin_ancestor, load_protocol, protocol_label
+from prefetch_check.model.protocols import BUILTIN, ProtocolError, builtin_ancestor, load_protocol, protocol_label
 from prefetch_check.scenario import Case, InputError, Scenario, load_scenario
 from prefetch_check.scenario.errors import did_you_mean
 
@@ -109,7 +109,7 @@ def check_output_path(flag: str, path: str) -> None:
 def add_protocol_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--protocol", metavar="NAME|package.module:Class",
-        help="the protocol to check: a built-in name (predicate-poll) or a variant of yours, a subclass "
+        help=f"the protocol to check: a built-in name ({', '.join(BUILTIN)}) or a variant of yours, a subclass "
              "of a built-in protocol that overrides a step or hook (replaces the scenario's protocol key)",
     )
 
