@@ -68,6 +68,48 @@ def test_a_scenario_names_its_protocol(user_folder):
     assert trace.returncode == 0 and '"schedule"' in trace.stdout
 
 
+WATCHED = '''
+"""A variant that counts a page before writing it, with a property that sees the window at the check."""
+from prefetch_check.model.interface import step_invariant
+from prefetch_check.model.protocols.poll.protocol import PollProtocol
+
+
+def counted_is_written(rank, action):
+    op = rank.ops[action.q]
+    return None if op.completed <= op.written else f"{op.completed} page(s) counted, {op.written} written"
+
+
+class CountFirstWatched(PollProtocol):
+    property_names = PollProtocol.property_names + ("counted_is_written",)
+
+    def write_then_count(self) -> bool:
+        return False
+
+    def properties(self):
+        return super().properties() + [step_invariant(
+            "counted_is_written", counted_is_written, "a check never sees a counted page that is not written",
+            concerns=lambda action: action.kind == "S.check")]
+'''
+
+
+def test_a_scenario_may_expect_a_property_its_variant_adds(tmp_path):
+    (tmp_path / "watched.py").write_text(WATCHED)
+    (tmp_path / "watched.toml").write_text(
+        'protocol = "watched:CountFirstWatched"\nranks = 1\npages = 2\n\n'
+        '[expect.fixed]\nviolates = ["counted_is_written", "data_integrity"]\nverifies = "all"\n'
+    )
+    out = cli(tmp_path, "run", "watched.toml", "--predicate", "fixed", "--json", "-", "-q")
+    assert out.returncode == 0, out.stderr
+    (run,) = json.loads(out.stdout)["runs"]
+    judged = {p["name"]: (p["verdict"], p["holds"]) for p in run["properties"]}
+    assert judged["counted_is_written"] == (VIOLATED, True)
+    assert judged["progress"] == (VERIFIED, True)
+    typo = tmp_path / "typo.toml"
+    typo.write_text('protocol = "watched:CountFirstWatched"\n[expect.fixed]\nviolates = ["counted_is_writen"]\n')
+    bad = cli(tmp_path, "run", "typo.toml", "--predicate", "fixed")
+    assert bad.returncode == 2 and "counted_is_writen" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_a_bad_protocol_key_is_bad_input_with_file_and_line(tmp_path):
     (tmp_path / "bad.toml").write_text('ranks = 1\nprotocol = "nosuch:Thing"\n')
     out = cli(tmp_path, "run", "bad.toml")
@@ -107,3 +149,24 @@ def test_builtin_protocols_are_vouched_by_the_test_suite_and_subclasses_are_not(
     assert "vouched for this variant" in choose(Same, "fixed", uniform_config(ranks=2), True).note
     result = check(uniform_config(ranks=2, pages=2), "fixed", protocol=Same)
     assert result.all_verified and result.verdict("progress") == VERIFIED
+
+
+@pytest.mark.parametrize("argv", [
+    ("run", str(SCENARIOS / "ack-race.toml"), "--protocol", "predicate-poll", "-q"),
+    ("trace", str(SCENARIOS / "ack-race.toml"), "--protocol", "my_variant:NoMarkAfterShortBatch", "-q"),
+    ("replay", str(SCENARIOS / "seed-race.toml"), "S0.issue.q0", "--protocol", "ack-drain"),
+])
+def test_protocol_of_another_family_than_the_scenarios_is_bad_input(user_folder, argv):
+    out = cli(user_folder, *argv)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "is a scenario of the" in out.stderr and "cannot replace its protocol key" in out.stderr
+
+
+def test_protocol_without_a_property_the_scenario_expects_is_bad_input(tmp_path):
+    (tmp_path / "watched.py").write_text(WATCHED)
+    (tmp_path / "watched.toml").write_text(
+        'protocol = "watched:CountFirstWatched"\nranks = 1\n[expect.fixed]\nviolates = ["counted_is_written"]\n'
+    )
+    out = cli(tmp_path, "run", "watched.toml", "--predicate", "fixed", "--protocol", "predicate-poll", "-q")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "'counted_is_written'" in out.stderr and "does not have" in out.stderr

@@ -14,7 +14,7 @@ from rich.console import Console
 from prefetch_check.explorer.limits import DEFAULT_MEMORY_SHARE, default_memory_mb
 from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.model.predicate_loader import load_predicate
-from prefetch_check.model.protocols import ProtocolError, load_protocol
+from prefetch_check.model.protocols import BUILTIN, ProtocolError, builtin_ancestor, load_protocol, protocol_label
 from prefetch_check.scenario import Case, InputError, Scenario, load_scenario
 from prefetch_check.scenario.errors import did_you_mean
 
@@ -109,19 +109,38 @@ def check_output_path(flag: str, path: str) -> None:
 def add_protocol_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--protocol", metavar="NAME|package.module:Class",
-        help="the protocol to check: a built-in name (predicate-poll) or a variant of yours, a subclass "
+        help=f"the protocol to check: a built-in name ({', '.join(BUILTIN)}) or a variant of yours, a subclass "
              "of a built-in protocol that overrides a step or hook (replaces the scenario's protocol key)",
     )
 
 
-def check_protocol(spec):
-    """The --protocol value, loaded once so a bad one is reported before any search."""
+def check_protocol(spec, scenarios=()):
+    """The --protocol value, loaded once so a bad one is reported before any search. It replaces
+    the protocol key of each of `scenarios`, so it must fit them: the same built-in protocol or a
+    variant of it (the scenario's parameters are that protocol's), with every property the
+    scenario's expectations name."""
     if spec is None:
         return None
     try:
-        load_protocol(spec)
+        cls = load_protocol(spec)
     except ProtocolError as exc:
         raise InputError(f"--protocol: {exc}") from None
+    family = protocol_label(builtin_ancestor(cls) or cls)
+    for scenario in scenarios:
+        theirs = load_protocol(scenario.protocol)
+        if protocol_label(builtin_ancestor(theirs) or theirs) != family:
+            other = protocol_label(builtin_ancestor(theirs) or theirs)
+            raise InputError(
+                f"--protocol {spec}: {scenario.path} is a scenario of the {other} protocol (its parameters are that "
+                f"protocol's), so a {family} protocol cannot replace its protocol key: give {other} or a variant of it, "
+                "or leave that scenario out"
+            )
+        missing = [p for e in scenario.expect.values() for p, _ in e.verdicts if p not in cls.property_names]
+        if missing:
+            raise InputError(
+                f"--protocol {spec}: {scenario.path} expects a verdict of {missing[0]!r}, a property "
+                f"{protocol_label(cls)} does not have (the scenario's protocol, {protocol_label(theirs)}, adds it)"
+            )
     return spec
 
 

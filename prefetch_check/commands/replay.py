@@ -69,7 +69,7 @@ def execute(args) -> int:
     predicate = check_predicate(args.predicate)
     schedule = read_schedule(args.schedule)
     scenario, case = one_case(args.scenario, args.case)
-    protocol = check_protocol(args.protocol) or scenario.protocol
+    protocol = check_protocol(args.protocol, [scenario]) or scenario.protocol
     config, name = case.config, case.name
     if args.ranks is not None and args.ranks != config.ranks:
         config, name = with_ranks(config, args.ranks, args.scenario), f"{case.name} at ranks={args.ranks}"

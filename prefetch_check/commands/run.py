@@ -75,7 +75,7 @@ def execute(args) -> int:
     reports = run_outputs.requested(args)
     pages = run_outputs.traces_folder(args.traces_dir)
     scenarios = load_scenarios(args.paths or _default_paths())  # every file validated before anything runs
-    protocol = check_protocol(args.protocol)
+    protocol = check_protocol(args.protocol, scenarios)
     _refuse_other_protocols(predicates, scenarios, protocol)
     _warn_about_shapes(predicates, scenarios, protocol)
     _check_expectations(predicates, scenarios, chosen=bool(args.predicate or args.predicate_source))

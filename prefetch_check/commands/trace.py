@@ -64,7 +64,7 @@ def execute(args) -> int:
         raise InputError(f"--out {args.out}: the folder {Path(args.out).parent} does not exist")
     view = viewer()
     scenario, case = one_case(args.scenario, args.case)
-    protocol = check_protocol(args.protocol) or scenario.protocol
+    protocol = check_protocol(args.protocol, [scenario]) or scenario.protocol
     why = protocol_mismatch(*load_predicate(predicate), protocol)
     if why:
         raise InputError(f"{args.scenario}: {why}")

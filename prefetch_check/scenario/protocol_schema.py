@@ -43,11 +43,12 @@ class ProtocolSchema:
 
 
 def schema_for(protocol_class) -> ProtocolSchema:
-    """The schema of a protocol class: its built-in protocol's (a variant takes its base's)."""
+    """The schema of a protocol class: its built-in protocol's parameters (a variant takes its base's),
+    and the class's own property names (a variant may add properties, and scenarios may expect them)."""
     base = builtin_ancestor(protocol_class) or protocol_class
     name = protocol_label(base)
     if name == "ack-drain":
         from prefetch_check.scenario import ack_drain_params as params
     else:
         from prefetch_check.scenario import poll_params as params
-    return ProtocolSchema(name, params.GLOBAL, params.REQUEST, params.REQUESTS, params.build_config, base.property_names)
+    return ProtocolSchema(name, params.GLOBAL, params.REQUEST, params.REQUESTS, params.build_config, protocol_class.property_names)
