@@ -25,7 +25,6 @@ from prefetch_check.model.interface import deadlock_freedom, invariant, progress
 from prefetch_check.model.protocols.ack_drain.state import (
     C_DRAIN,
     DEAD,
-    DONE,
     DOUBLE,
     HELD,
     IN_TREE,
@@ -33,6 +32,7 @@ from prefetch_check.model.protocols.ack_drain.state import (
     S_CRASHED,
     WAITING,
 )
+from prefetch_check.model.protocols.host_memory import agreed_release, collective_mismatch, host_memory_violation
 
 NAMES = (
     "no_early_acceptance",
@@ -99,18 +99,10 @@ def summarize(protocol, rank) -> RankView:
         disturbed=tuple(disturbed),
         issued=tuple(any(rank.ops[i].issued for i in protocol.ops_of[q]) for q in range(len(rank.reqs))),
         unresolved=tuple(q for q, d in enumerate(done) if not d),
-        queued=rank.release_queue - _agreed_release(rank),
+        queued=rank.release_queue - agreed_release(rank, C_DRAIN, 2),
         dead=dead,
         stale=rank.stale,
     )
-
-
-def _agreed_release(rank) -> int:
-    """Release-queue entries a drain all ranks agreed on will free, before this rank popped them."""
-    reg = rank.s_coll
-    if reg and reg[1] == DONE and reg[0][0] == C_DRAIN:
-        return reg[2][2]
-    return 0
 
 
 def build_properties(protocol) -> list:
@@ -159,12 +151,9 @@ def build_properties(protocol) -> list:
     def tp_agreement(views):
         for group in ("scheduler", "prefetch", "sync"):
             waiting = [(r, tag) for r, v in enumerate(views) for g, tag in v.waits if g == group]
-            for (r1, t1), (r2, t2) in zip(waiting, waiting[1:]):
-                if t1 != t2:
-                    return (
-                        f"{group} threads wait in different collectives: rank {r1} in {protocol.collective_name(t1)}, "
-                        f"rank {r2} in {protocol.collective_name(t2)} (a deadlock)"
-                    )
+            mismatch = collective_mismatch(protocol, f"{group} threads", waiting)
+            if mismatch:
+                return mismatch
         for r, v in enumerate(views):
             if v.acks_mixed:
                 return f"rank {r}'s sync thread reduced a progress ACK together with another operation's ACK (ACKs pair by position)"
@@ -176,24 +165,7 @@ def build_properties(protocol) -> list:
         return None
 
     def host_memory(views):
-        for r, v in enumerate(views):
-            if v.double is not None:
-                return f"rank {r}, operation #{v.double[0]}: host slot of page {v.double[1]} given back twice"
-        if all(v.quiet for v in views):
-            for r, v in enumerate(views):
-                if v.held is not None:
-                    return (
-                        f"rank {r}, operation #{v.held[0]}: host slot of page {v.held[1]} never given back "
-                        f"although every thread is idle (leak)"
-                    )
-            fewest = min(v.queued for v in views)
-            for r, v in enumerate(views):
-                if v.queued > fewest:
-                    return (
-                        f"rank {r}: {v.queued - fewest} released host slot(s) stay on host_mem_release_queue for good: "
-                        f"every thread is idle and drain frees only the MIN over ranks ({fewest}) (leak)"
-                    )
-        return None
+        return host_memory_violation(views, "operation #")
 
     def data_integrity(views):
         for r, v in enumerate(views):

@@ -4,12 +4,8 @@ State properties read the ranks' `RankView`s (computed once per distinct rank st
 `no_early_acceptance` reads the acting rank before a `check`. Each check returns None
 when the property holds, or one sentence saying why not.
 
-Host memory is judged on what is actually given back: a slot put on the release queue is
-freed only by a drain, and a drain frees the count all ranks agree on (MIN over ranks).
-Once every thread is idle nothing is queued any more, so entries beyond the smallest
-queue of all ranks can never be freed: a leak, although every slot was "released". A slot
-freed directly (`direct_release`, 0.5.1.x) is free at once. A slot given back twice,
-queued or freed, is a violation the moment it happens.
+Host memory is judged on what is actually given back (model/protocols/host_memory.py says
+how); a slot freed directly (`direct_release`, 0.5.1.x) is free at once.
 """
 
 from __future__ import annotations
@@ -17,7 +13,8 @@ from __future__ import annotations
 from typing import NamedTuple, Optional
 
 from prefetch_check.model.interface import deadlock_freedom, invariant, progress, step_invariant
-from prefetch_check.model.protocols.poll.state import C_DRAIN, DONE, DOUBLE, HELD, IN_TREE, NOT_INSERTED, REVOKED, WAITING
+from prefetch_check.model.protocols.host_memory import agreed_release, collective_mismatch, host_memory_violation
+from prefetch_check.model.protocols.poll.state import C_DRAIN, DOUBLE, HELD, IN_TREE, NOT_INSERTED, REVOKED, WAITING
 
 NAMES = (
     "no_early_acceptance",
@@ -75,16 +72,8 @@ def summarize(rank, release_at: Optional[int] = 1, alloc_at_issue: bool = True) 
         disturbed=tuple(op.io_failed or op.timed_out or (alloc_at_issue and op.issued and not op.allocated) for op in rank.ops),
         issued=tuple(op.issued for op in rank.ops),
         unresolved=tuple(q for q, op in enumerate(rank.ops) if op.issued and not op.ready),
-        queued=rank.release_queue - agreed_release(rank, release_at),
+        queued=rank.release_queue - agreed_release(rank, C_DRAIN, release_at),
     )
-
-
-def agreed_release(rank, release_at: Optional[int] = 1) -> int:
-    """Release-queue entries a drain all ranks agreed on will free, before this rank has popped them."""
-    reg = rank.s_coll
-    if release_at is not None and reg and reg[1] == DONE and reg[0][0] == C_DRAIN:
-        return reg[2][release_at]
-    return 0
 
 
 DELIVERS = {
@@ -140,12 +129,9 @@ def build_properties(protocol) -> list:
     def tp_agreement(views):
         for attr, who in (("s_wait", "schedulers"), ("p_wait", "prefetch threads")):
             waiting = [(r, getattr(v, attr)) for r, v in enumerate(views) if getattr(v, attr) is not None]
-            for (r1, t1), (r2, t2) in zip(waiting, waiting[1:]):
-                if t1 != t2:
-                    return (
-                        f"{who} wait in different collectives: rank {r1} in {protocol.collective_name(t1)}, "
-                        f"rank {r2} in {protocol.collective_name(t2)} (a deadlock)"
-                    )
+            mismatch = collective_mismatch(protocol, who, waiting)
+            if mismatch:
+                return mismatch
         for q in range(cfg.num_requests):
             counts = {r: v.inserted[q] for r, v in enumerate(views) if v.inserted[q] != NOT_INSERTED}
             if len(set(counts.values())) > 1:
@@ -153,24 +139,7 @@ def build_properties(protocol) -> list:
         return None
 
     def host_memory(views):
-        for r, v in enumerate(views):
-            if v.double is not None:
-                return f"rank {r}, request {v.double[0]}: host slot of page {v.double[1]} given back twice"
-        if all(v.quiet for v in views):
-            for r, v in enumerate(views):
-                if v.held is not None:
-                    return (
-                        f"rank {r}, request {v.held[0]}: host slot of page {v.held[1]} never released "
-                        f"although every thread is idle (leak)"
-                    )
-            fewest = min(v.queued for v in views)
-            for r, v in enumerate(views):
-                if v.queued > fewest:
-                    return (
-                        f"rank {r}: {v.queued - fewest} released host slot(s) stay on host_mem_release_queue for "
-                        f"good: every thread is idle and drain frees only the MIN over ranks ({fewest}) (leak)"
-                    )
-        return None
+        return host_memory_violation(views, "request ")
 
     def data_integrity(views):
         for r, v in enumerate(views):
