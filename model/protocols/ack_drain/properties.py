@@ -32,7 +32,13 @@ from prefetch_check.model.protocols.ack_drain.state import (
     S_CRASHED,
     WAITING,
 )
-from prefetch_check.model.protocols.host_memory import agreed_release, collective_mismatch, host_memory_violation
+from prefetch_check.model.protocols.shared_checks import (
+    agreed_release,
+    collective_mismatch,
+    host_memory_violation,
+    unresolved,
+    unwritten_page,
+)
 
 NAMES = (
     "no_early_acceptance",
@@ -168,11 +174,7 @@ def build_properties(protocol) -> list:
         return host_memory_violation(views, "operation #")
 
     def data_integrity(views):
-        for r, v in enumerate(views):
-            if v.unwritten is not None:
-                i, p = v.unwritten
-                return f"rank {r}, operation #{i}: page {p} handed to the host tree before its data was written"
-        return None
+        return unwritten_page(views, "operation #")
 
     def no_crash(views):
         for r, v in enumerate(views):
@@ -189,12 +191,6 @@ def build_properties(protocol) -> list:
                     f"request id (it revoked it or put its result in the tree)"
                 )
         return None
-
-    def pending(views):
-        left = [(r, q) for r, v in enumerate(views) for q in v.unresolved]
-        if not left:
-            return None
-        return "unresolved: " + ", ".join(f"request {q} on rank {r}" for r, q in left)
 
     return [
         step_invariant(
@@ -224,6 +220,6 @@ def build_properties(protocol) -> list:
             "the drain acts on a prefetch only through its own operation: an operation of an earlier prefetch of "
             "the same request id never revokes or resolves a newer one",
         ),
-        progress("progress", pending, "every request is eventually done (checked and admitted), under weak fairness"),
+        progress("progress", unresolved, "every request is eventually done (checked and admitted), under weak fairness"),
         deadlock_freedom("deadlock_freedom", "every reachable state has a successor"),
     ]

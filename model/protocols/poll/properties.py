@@ -4,7 +4,7 @@ State properties read the ranks' `RankView`s (computed once per distinct rank st
 `no_early_acceptance` reads the acting rank before a `check`. Each check returns None
 when the property holds, or one sentence saying why not.
 
-Host memory is judged on what is actually given back (model/protocols/host_memory.py says
+Host memory is judged on what is actually given back (model/protocols/shared_checks.py says
 how); a slot freed directly (`direct_release`, 0.5.1.x) is free at once.
 """
 
@@ -13,7 +13,13 @@ from __future__ import annotations
 from typing import NamedTuple, Optional
 
 from prefetch_check.model.interface import deadlock_freedom, invariant, progress, step_invariant
-from prefetch_check.model.protocols.host_memory import agreed_release, collective_mismatch, host_memory_violation
+from prefetch_check.model.protocols.shared_checks import (
+    agreed_release,
+    collective_mismatch,
+    host_memory_violation,
+    unresolved,
+    unwritten_page,
+)
 from prefetch_check.model.protocols.poll.state import C_DRAIN, DOUBLE, HELD, IN_TREE, NOT_INSERTED, REVOKED, WAITING
 
 NAMES = (
@@ -142,17 +148,7 @@ def build_properties(protocol) -> list:
         return host_memory_violation(views, "request ")
 
     def data_integrity(views):
-        for r, v in enumerate(views):
-            if v.unwritten is not None:
-                q, p = v.unwritten
-                return f"rank {r}, request {q}: page {p} handed to the tree before its data was written"
-        return None
-
-    def pending(views):
-        left = [(r, q) for r, v in enumerate(views) for q in v.unresolved]
-        if not left:
-            return None
-        return "unresolved: " + ", ".join(f"request {q} on rank {r}" for r, q in left)
+        return unwritten_page(views, "request ")
 
     delivered = [q for q in range(cfg.num_requests) if cfg.delivered_pages(q) is not None]
     expected = [(cfg.delivered_pages(q) or 0) * cfg.page_size for q in range(cfg.num_requests)]
@@ -187,7 +183,7 @@ def build_properties(protocol) -> list:
         ),
         progress(
             "progress",
-            pending,
+            unresolved,
             "every issued prefetch is eventually resolved, under weak fairness of the threads",
         ),
         deadlock_freedom("deadlock_freedom", "every reachable state has a successor"),

@@ -1,4 +1,6 @@
-"""The host-memory and collective judgements both SGLang prefetch protocols share.
+"""The judgements of the ranks' views that both SGLang prefetch protocols share: host memory,
+data integrity, collectives waited in, requests left unresolved. Each returns None when the
+property holds, or one sentence saying why not.
 
 Host memory is judged on what is actually given back: a slot put on host_mem_release_queue
 is freed only by a drain, and a drain frees the count all ranks agree on (MIN over ranks).
@@ -57,3 +59,20 @@ def collective_mismatch(protocol, who: str, waiting: list) -> Optional[str]:
                 f"rank {r2} in {protocol.collective_name(t2)} (a deadlock)"
             )
     return None
+
+
+def unwritten_page(views, owner: str) -> Optional[str]:
+    """A page handed to the tree before its data was written (a view's `unwritten`: (owner index, page))."""
+    for r, v in enumerate(views):
+        if v.unwritten is not None:
+            i, p = v.unwritten
+            return f"rank {r}, {owner}{i}: page {p} handed to the host tree before its data was written"
+    return None
+
+
+def unresolved(views) -> Optional[str]:
+    """The requests a rank has not resolved yet (a view's `unresolved`), for progress."""
+    left = [(r, q) for r, v in enumerate(views) for q in v.unresolved]
+    if not left:
+        return None
+    return "unresolved: " + ", ".join(f"request {q} on rank {r}" for r, q in left)
