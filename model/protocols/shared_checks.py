@@ -61,6 +61,22 @@ def collective_mismatch(protocol, who: str, waiting: list) -> Optional[str]:
     return None
 
 
+def short_delivery(views, delivered, expected, got) -> Optional[tuple[int, int]]:
+    """(rank, request) of the first rank that resolved a request of `delivered` with `got(view,
+    q)` != `expected[q]`, judged once every thread is idle (then what disturbed a request, a
+    failed load, a timeout, an abort, is final, so the verdict does not depend on how far other
+    ranks had got) and only for requests nothing disturbed on any rank; None if there is none."""
+    if not all(v.quiet for v in views):
+        return None
+    for q in delivered:
+        if any(v.disturbed[q] for v in views):
+            continue
+        for r, v in enumerate(views):
+            if v.issued[q] and got(v, q) != expected[q]:
+                return r, q
+    return None
+
+
 def unwritten_page(views, owner: str) -> Optional[str]:
     """A page handed to the tree before its data was written (a view's `unwritten`: (owner index, page))."""
     for r, v in enumerate(views):

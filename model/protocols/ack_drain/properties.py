@@ -19,26 +19,13 @@ the predicate-poll protocol do not fit (docs/model.md says how):
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple, Optional
 
 from prefetch_check.model.interface import deadlock_freedom, invariant, progress, step_invariant
-from prefetch_check.model.protocols.ack_drain.state import (
-    C_DRAIN,
-    DEAD,
-    DOUBLE,
-    HELD,
-    IN_TREE,
-    NO_OP,
-    S_CRASHED,
-    WAITING,
-)
-from prefetch_check.model.protocols.shared_checks import (
-    agreed_release,
-    collective_mismatch,
-    host_memory_violation,
-    unresolved,
-    unwritten_page,
-)
+from prefetch_check.model.protocols.ack_drain.state import C_DRAIN, DEAD, NO_OP, S_CRASHED, WAITING
+from prefetch_check.model.protocols import shared_checks as checks
+from prefetch_check.model.protocols.host_slot_status import slot_faults
 
 NAMES = (
     "no_early_acceptance",
@@ -72,15 +59,7 @@ class RankView(NamedTuple):
 
 
 def summarize(protocol, rank) -> RankView:
-    double = held = unwritten = None
-    for i, op in enumerate(rank.ops):
-        for p, status in enumerate(op.slots):
-            if status == DOUBLE and double is None:
-                double = (i, p)
-            elif status == HELD and held is None:
-                held = (i, p)
-            elif status == IN_TREE and p >= op.written and unwritten is None:
-                unwritten = (i, p)
+    double, held, unwritten = slot_faults(rank.ops)
     requests = protocol.config.requests
     done = tuple(req.aborted or (req.ready and req.gen + 1 >= requests[q].generations) for q, req in enumerate(rank.reqs))
     disturbed = []
@@ -105,7 +84,7 @@ def summarize(protocol, rank) -> RankView:
         disturbed=tuple(disturbed),
         issued=tuple(any(rank.ops[i].issued for i in protocol.ops_of[q]) for q in range(len(rank.reqs))),
         unresolved=tuple(q for q, d in enumerate(done) if not d),
-        queued=rank.release_queue - agreed_release(rank, C_DRAIN, 2),
+        queued=rank.release_queue - checks.agreed_release(rank, C_DRAIN, 2),
         dead=dead,
         stale=rank.stale,
     )
@@ -141,23 +120,19 @@ def build_properties(protocol) -> list:
         return None
 
     def wait_complete_delivers(views):
-        if not all(v.quiet for v in views):
+        short = checks.short_delivery(views, delivered, expected, lambda v, q: v.tree[q])
+        if short is None:
             return None
-        for q in delivered:
-            if any(v.disturbed[q] for v in views):
-                continue
-            for r, v in enumerate(views):
-                if v.issued[q] and v.tree[q] != expected[q]:
-                    return (
-                        f"rank {r} resolved request {q} with {v.tree[q]} page(s) in the host tree, but storage held "
-                        f"{expected[q]} that every rank could load, and nothing failed, timed out or was aborted"
-                    )
-        return None
+        r, q = short
+        return (
+            f"rank {r} resolved request {q} with {views[r].tree[q]} page(s) in the host tree, but storage held "
+            f"{expected[q]} that every rank could load, and nothing failed, timed out or was aborted"
+        )
 
     def tp_agreement(views):
         for group in ("scheduler", "prefetch", "sync"):
             waiting = [(r, tag) for r, v in enumerate(views) for g, tag in v.waits if g == group]
-            mismatch = collective_mismatch(protocol, f"{group} threads", waiting)
+            mismatch = checks.collective_mismatch(protocol, f"{group} threads", waiting)
             if mismatch:
                 return mismatch
         for r, v in enumerate(views):
@@ -169,12 +144,6 @@ def build_properties(protocol) -> list:
                 if len(set(counts.values())) > 1:
                     return f"the ranks hold different numbers of pages of request {q} in their host trees: {counts}"
         return None
-
-    def host_memory(views):
-        return host_memory_violation(views, "operation #")
-
-    def data_integrity(views):
-        return unwritten_page(views, "operation #")
 
     def no_crash(views):
         for r, v in enumerate(views):
@@ -210,16 +179,19 @@ def build_properties(protocol) -> list:
             "every rank holds as many pages of each request in its host tree",
         ),
         invariant(
-            "host_memory", host_memory,
+            "host_memory", partial(checks.host_memory_violation, owner="operation #"),
             "every host slot is given back or handed to the tree exactly once, and none is held or left queued for good",
         ),
-        invariant("data_integrity", data_integrity, "every page handed to the host tree has had its data written"),
+        invariant(
+            "data_integrity", partial(checks.unwritten_page, owner="operation #"),
+            "every page handed to the host tree has had its data written",
+        ),
         invariant("no_crash", no_crash, "no thread of any rank dies"),
         invariant(
             "operation_identity", operation_identity,
             "the drain acts on a prefetch only through its own operation: an operation of an earlier prefetch of "
             "the same request id never revokes or resolves a newer one",
         ),
-        progress("progress", unresolved, "every request is eventually done (checked and admitted), under weak fairness"),
+        progress("progress", checks.unresolved, "every request is eventually done (checked and admitted), under weak fairness"),
         deadlock_freedom("deadlock_freedom", "every reachable state has a successor"),
     ]

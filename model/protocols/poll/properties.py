@@ -10,17 +10,13 @@ how); a slot freed directly (`direct_release`, 0.5.1.x) is free at once.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple, Optional
 
 from prefetch_check.model.interface import deadlock_freedom, invariant, progress, step_invariant
-from prefetch_check.model.protocols.shared_checks import (
-    agreed_release,
-    collective_mismatch,
-    host_memory_violation,
-    unresolved,
-    unwritten_page,
-)
-from prefetch_check.model.protocols.poll.state import C_DRAIN, DOUBLE, HELD, IN_TREE, NOT_INSERTED, REVOKED, WAITING
+from prefetch_check.model.protocols import shared_checks as checks
+from prefetch_check.model.protocols.host_slot_status import slot_faults
+from prefetch_check.model.protocols.poll.state import C_DRAIN, NOT_INSERTED, REVOKED, WAITING
 
 NAMES = (
     "no_early_acceptance",
@@ -53,15 +49,7 @@ def summarize(rank, release_at: Optional[int] = 1, alloc_at_issue: bool = True) 
     """The view of one rank. `release_at`: where the release queue's size sits in the drain's
     all_reduce (None: there is no release queue); `alloc_at_issue`: host slots are reserved at
     issue, so an operation without them is one whose allocation failed (and delivers nothing)."""
-    double = held = unwritten = None
-    for q, op in enumerate(rank.ops):
-        for p, status in enumerate(op.slots):
-            if status == DOUBLE and double is None:
-                double = (q, p)
-            elif status == HELD and held is None:
-                held = (q, p)
-            elif status == IN_TREE and p >= op.written and unwritten is None:
-                unwritten = (q, p)
+    double, held, unwritten = slot_faults(rank.ops)
     return RankView(
         quiet=rank.p_pc < 0
         and not rank.i_pc
@@ -78,7 +66,7 @@ def summarize(rank, release_at: Optional[int] = 1, alloc_at_issue: bool = True) 
         disturbed=tuple(op.io_failed or op.timed_out or (alloc_at_issue and op.issued and not op.allocated) for op in rank.ops),
         issued=tuple(op.issued for op in rank.ops),
         unresolved=tuple(q for q, op in enumerate(rank.ops) if op.issued and not op.ready),
-        queued=rank.release_queue - agreed_release(rank, C_DRAIN, release_at),
+        queued=rank.release_queue - checks.agreed_release(rank, C_DRAIN, release_at),
     )
 
 
@@ -115,27 +103,22 @@ def build_properties(protocol) -> list:
         return None
 
     def wait_complete_delivers(views):
-        # judged once every thread is idle: then io_failed/timed_out are final, so the verdict
-        # does not depend on how far other ranks had got when one rank inserted
-        if not all(v.quiet for v in views):
+        # nothing inserted counts as 0 tokens
+        short = checks.short_delivery(views, delivered, expected, lambda v, q: max(v.inserted[q], 0))
+        if short is None:
             return None
-        for q in delivered:
-            if any(v.disturbed[q] for v in views):
-                continue
-            for r, v in enumerate(views):
-                if v.issued[q] and max(v.inserted[q], 0) != expected[q]:  # nothing inserted is 0 tokens
-                    got = "nothing" if v.inserted[q] == NOT_INSERTED else f"{v.inserted[q]} tokens"
-                    if cfg.alloc_at == "issue":
-                        agreed = f"the ranks agreed on {expected[q]} hit tokens"
-                    else:
-                        agreed = f"{expected[q]} tokens were to be delivered (the agreed hits, as far as the host slots allocated hold)"
-                    return f"rank {r} resolved request {q} with {got} inserted, but {agreed} and no load failed or timed out"
-        return None
+        r, q = short
+        got = "nothing" if views[r].inserted[q] == NOT_INSERTED else f"{views[r].inserted[q]} tokens"
+        if cfg.alloc_at == "issue":
+            agreed = f"the ranks agreed on {expected[q]} hit tokens"
+        else:
+            agreed = f"{expected[q]} tokens were to be delivered (the agreed hits, as far as the host slots allocated hold)"
+        return f"rank {r} resolved request {q} with {got} inserted, but {agreed} and no load failed or timed out"
 
     def tp_agreement(views):
         for attr, who in (("s_wait", "schedulers"), ("p_wait", "prefetch threads")):
             waiting = [(r, getattr(v, attr)) for r, v in enumerate(views) if getattr(v, attr) is not None]
-            mismatch = collective_mismatch(protocol, who, waiting)
+            mismatch = checks.collective_mismatch(protocol, who, waiting)
             if mismatch:
                 return mismatch
         for q in range(cfg.num_requests):
@@ -143,12 +126,6 @@ def build_properties(protocol) -> list:
             if len(set(counts.values())) > 1:
                 return f"ranks inserted different token counts for request {q}: {counts}"
         return None
-
-    def host_memory(views):
-        return host_memory_violation(views, "request ")
-
-    def data_integrity(views):
-        return unwritten_page(views, "request ")
 
     delivered = [q for q in range(cfg.num_requests) if cfg.delivered_pages(q) is not None]
     expected = [(cfg.delivered_pages(q) or 0) * cfg.page_size for q in range(cfg.num_requests)]
@@ -173,17 +150,17 @@ def build_properties(protocol) -> list:
         ),
         invariant(
             "host_memory",
-            host_memory,
+            partial(checks.host_memory_violation, owner="request "),
             "every host slot is freed or handed to the tree exactly once once all threads are idle",
         ),
         invariant(
             "data_integrity",
-            data_integrity,
+            partial(checks.unwritten_page, owner="request "),
             "every page handed to the tree has had its data written into host memory",
         ),
         progress(
             "progress",
-            unresolved,
+            checks.unresolved,
             "every issued prefetch is eventually resolved, under weak fairness of the threads",
         ),
         deadlock_freedom("deadlock_freedom", "every reachable state has a successor"),
