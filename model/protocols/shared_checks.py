@@ -15,6 +15,11 @@ from typing import Optional
 
 from prefetch_check.model.interface import DONE
 
+# the properties both protocols declare (a protocol may add its own between them), in the
+# order reports list them
+SAFETY = ("no_early_acceptance", "wait_complete_delivers", "tp_agreement", "host_memory", "data_integrity")
+LIVENESS = ("progress", "deadlock_freedom")
+
 
 def agreed_release(rank, drain: int, release_at: Optional[int]) -> int:
     """Release-queue entries the drain (collective kind `drain`, whose reduced value holds the

@@ -27,17 +27,7 @@ from prefetch_check.model.protocols.ack_drain.state import C_DRAIN, DEAD, NO_OP,
 from prefetch_check.model.protocols import shared_checks as checks
 from prefetch_check.model.protocols.host_slot_status import slot_faults
 
-NAMES = (
-    "no_early_acceptance",
-    "wait_complete_delivers",
-    "tp_agreement",
-    "host_memory",
-    "data_integrity",
-    "no_crash",
-    "operation_identity",
-    "progress",
-    "deadlock_freedom",
-)
+NAMES = checks.SAFETY + ("no_crash", "operation_identity") + checks.LIVENESS
 
 
 class RankView(NamedTuple):

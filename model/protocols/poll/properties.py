@@ -18,15 +18,7 @@ from prefetch_check.model.protocols import shared_checks as checks
 from prefetch_check.model.protocols.host_slot_status import slot_faults
 from prefetch_check.model.protocols.poll.state import C_DRAIN, NOT_INSERTED, REVOKED, WAITING
 
-NAMES = (
-    "no_early_acceptance",
-    "wait_complete_delivers",
-    "tp_agreement",
-    "host_memory",
-    "data_integrity",
-    "progress",
-    "deadlock_freedom",
-)
+NAMES = checks.SAFETY + checks.LIVENESS
 
 
 class RankView(NamedTuple):
