@@ -27,3 +27,13 @@ def per_rank(config, name: str, default) -> None:
         object.__setattr__(config, name, (default,) * config.ranks)
     if len(getattr(config, name)) != config.ranks:
         raise ValueError(f"{name} names every rank")
+
+
+def check_request_pages(request) -> None:
+    """Every rank's hits and failing pages lie within the request's pages."""
+    for h in request.hits:
+        if not 0 <= h <= request.pages:
+            raise ValueError(f"hits {h} outside 0..{request.pages}")
+    for f in request.failing:
+        if any(not 0 <= p < request.pages for p in f):
+            raise ValueError(f"failing pages {sorted(f)} outside 0..{request.pages - 1}")

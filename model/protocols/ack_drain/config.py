@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from prefetch_check.model.protocols.config_checks import check_common, per_rank
+from prefetch_check.model.protocols.config_checks import check_common, check_request_pages, per_rank
 
 POLICIES = ("wait_complete", "timeout", "best_effort")
 CACHES = ("unified", "hiradix")
@@ -71,12 +71,7 @@ class Request:
             object.__setattr__(self, "batch_raises", (frozenset(),) * ranks)
         if not len(self.failing) == len(self.query_raises) == len(self.batch_raises) == ranks:
             raise ValueError("hits, failing, query_raises and batch_raises must name the same ranks")
-        for h in self.hits:
-            if not 0 <= h <= self.pages:
-                raise ValueError(f"hits {h} outside 0..{self.pages}")
-        for f in self.failing:
-            if any(not 0 <= p < self.pages for p in f):
-                raise ValueError(f"failing pages {sorted(f)} outside 0..{self.pages - 1}")
+        check_request_pages(self)
         if self.readmits < 0:
             raise ValueError("readmits must be 0 or more")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from prefetch_check.model.protocols.config_checks import check_common, per_rank
+from prefetch_check.model.protocols.config_checks import check_common, check_request_pages, per_rank
 
 POLICIES = ("wait_complete", "timeout", "best_effort")
 
@@ -66,12 +66,7 @@ class RequestSpec:
             raise ValueError("a request has at least one page")
         if len(self.hits) != len(self.failing):
             raise ValueError("hits and failing must name the same ranks")
-        for h in self.hits:
-            if not 0 <= h <= self.pages:
-                raise ValueError(f"hits {h} outside 0..{self.pages}")
-        for f in self.failing:
-            if any(not 0 <= p < self.pages for p in f):
-                raise ValueError(f"failing pages {sorted(f)} outside 0..{self.pages - 1}")
+        check_request_pages(self)
         if not self.alloc_pages:
             object.__setattr__(self, "alloc_pages", (self.pages,) * len(self.hits))
         if len(self.alloc_pages) != len(self.hits):
