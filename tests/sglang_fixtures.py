@@ -2,8 +2,8 @@
 
 A family's tree is a list of layers. A layer is either a folder of fixture files (they replace
 the earlier layers' files of the same name) or a named edit of the files the earlier layers made:
-where one release family differs from another by a few lines, the edit shows exactly those
-lines, and each of its replacements must apply exactly once (a fixture that drifts fails loudly).
+where a release family grew out of another, the edit shows exactly the lines that release
+changed, and each of its replacements must apply exactly once (a fixture that drifts fails loudly).
 """
 
 from __future__ import annotations
@@ -42,6 +42,102 @@ EDITS: dict[str, tuple[Edit, ...]] = {
             "                break\n"
             "        self.append_host_mem_release(operation.host_indices[operation.completed_tokens :])\n",
             "                break\n",
+        ),
+    ),
+    # host slots are allocated in the drain once the agreed hits are known (prefetch_hit_queue),
+    # not at issue; the timeout is capped; there is no abort path (on late2025 as 0.5.6 ships it)
+    "staged": (
+        Edit(
+            _CONTROLLER,
+            "# Fixture: late2025 controller as 0.5.6 on: the tail [completed, L) is queued for release once,\n"
+            "# by prefetch_io_aux_func after the transfer.\n",
+            "# Fixture: staged controller (hit queue and revoke queue; clamped threshold in the prefetch thread).\n",
+        ),
+        Edit(
+            _CONTROLLER,
+            "        self.prefetch_revoke_queue = Queue()\n",
+            "\n"
+            "    def _start_storage_threads(self):\n"
+            "        self.prefetch_hit_queue = Queue()\n"
+            "        self.prefetch_revoke_queue = Queue()\n",
+        ),
+        Edit(_CONTROLLER, "            if page_data[i] is None:\n                break\n", ""),
+        Edit(
+            _CONTROLLER,
+            "        for i in range(0, len(operation.hash_value), self.storage_batch_size):\n"
+            "            batch = operation.hash_value[i : i + self.storage_batch_size]\n",
+            "        for i in range(0, len(operation.hash_value), STORAGE_BATCH_SIZE):\n"
+            "            batch = operation.hash_value[i : i + STORAGE_BATCH_SIZE]\n",
+        ),
+        Edit(_CONTROLLER, "aux_func(self):\n        while not self.stop_event", "aux_func(self):\n        while not self.storage_stop_event"),
+        Edit(_CONTROLLER, "thread_func(self):\n        while not self.stop_event", "thread_func(self):\n        while not self.storage_stop_event"),
+        Edit(
+            _CONTROLLER,
+            "                    self.append_host_mem_release(operation.host_indices)\n"
+            "                else:\n"
+            "                    self.prefetch_buffer.put(operation)\n",
+            "                else:\n"
+            "                    operation.storage_hit_count = storage_hit_count\n"
+            "                    self.prefetch_hit_queue.put(operation)\n",
+        ),
+        Edit(
+            _HIRADIX,
+            "# Fixture: late2025 shape (allocation at issue, MAX over [1 - can_terminate, terminated]).\n",
+            "# Fixture: staged shape (host slots allocated in the drain once the hits are known).\n",
+        ),
+        Edit(
+            _HIRADIX,
+            "cc.host_mem_release_queue.qsize()])\n"
+            "        self._all_reduce_attn_groups(qsizes, torch.distributed.ReduceOp.MIN)\n",
+            "cc.prefetch_hit_queue.qsize()])\n"
+            "        self._all_reduce_attn_groups(qsizes, torch.distributed.ReduceOp.MIN)\n"
+            "        self._drain_storage_control_queues_impl(*qsizes.tolist())\n"
+            "\n"
+            "    def _drain_storage_control_queues_impl(self, n_revoke, n_storage_hit):\n"
+            "        cc = self.cache_controller\n"
+            "        for _ in range(n_storage_hit):\n"
+            "            operation = cc.prefetch_hit_queue.get()\n"
+            "            host_indices = cc.mem_pool_host.alloc(operation.storage_hit_count)\n"
+            "            if host_indices is None:\n"
+            "                self._revoke_pending_prefetch(operation.request_id)\n"
+            "                continue\n"
+            "            operation.host_indices = host_indices\n"
+            "            cc.prefetch_buffer.put(operation)\n",
+        ),
+        Edit(
+            _HIRADIX,
+            "        return time.monotonic() - operation.start_time > self.prefetch_timeout_base + len(\n"
+            "            operation.hash_value) * self.prefetch_timeout_per_page\n",
+            "        cfg = self.prefetch_timeout_config\n"
+            "        timeout = min(cfg.max, cfg.base + cfg.per_ki_token * len(operation.hash_value) * self.page_size / 1024)\n"
+            "        return time.monotonic() - operation.start_time > timeout\n",
+        ),
+        Edit(
+            _HIRADIX,
+            "        if req_id not in self.ongoing_prefetch:\n"
+            "            return True\n"
+            "        node, key, host_indices, operation = self.ongoing_prefetch[req_id]\n",
+            "        node, key, operation = self.ongoing_prefetch[req_id]\n",
+        ),
+        Edit(
+            _HIRADIX,
+            "        host_indices = self.cache_controller.mem_pool_host.alloc(len(tokens))\n"
+            "        if host_indices is None:\n"
+            "            return\n"
+            "        operation = self.cache_controller.prefetch(req_id, host_indices, tokens, last_hash)\n"
+            "        self.ongoing_prefetch[req_id] = (node, tokens, host_indices, operation)\n",
+            "        operation = self.cache_controller.prefetch(req_id, tokens, last_hash)\n"
+            "        self.ongoing_prefetch[req_id] = (node, tokens, operation)\n",
+        ),
+        Edit(
+            _HIRADIX,
+            "\n"
+            "    def release_aborted_request(self, rid):\n"
+            "        node, key, host_indices, operation = self.ongoing_prefetch.pop(rid)\n"
+            "        completed_tokens, _ = self.cache_controller.terminate_prefetch(operation)\n"
+            "        self._barrier_attn_groups()\n"
+            "        self.cache_controller.append_host_mem_release(host_indices[:completed_tokens])\n",
+            "",
         ),
     ),
     # the threshold test moves from the prefetch thread into the drain: no revoke queue
@@ -112,8 +208,8 @@ EDITS: dict[str, tuple[Edit, ...]] = {
 FAMILIES = {
     "seed": (("seed",), None),
     "late2025": (("late2025",), None),
-    "staged": (("late2025", "staged"), None),
-    "staged-drain-threshold": (("late2025", "staged", "staged-drain-threshold"), None),
+    "staged": (("late2025", "late2025-tail-once", "staged"), None),
+    "staged-drain-threshold": (("late2025", "late2025-tail-once", "staged", "staged-drain-threshold"), None),
     "ack-drain-hiradix": (("ack-drain",), "HiRadixCache"),
     "unified": (("ack-drain",), None),
     "unified-deadline": (("ack-drain", "unified-deadline"), None),

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from prefetch_check.cli import main
-from sglang_fixtures import LATE_ONCE, ROOT, tree
+from sglang_fixtures import FAMILIES, LATE_ONCE, ROOT, tree
 
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
 POLL = [str(SCENARIOS / "tp2.toml")]
@@ -40,7 +40,7 @@ def test_a_row_per_release_family(tmp_path, capsys):
         "deadline": tree(tmp_path / "deadline", "ack-drain", "unified-deadline"),
         "late": tree(tmp_path / "late", *LATE_ONCE),
         "seed": tree(tmp_path / "seed", "seed"),
-        "staged": tree(tmp_path / "staged", "late2025", "staged"),
+        "staged": tree(tmp_path / "staged", *FAMILIES["staged"][0]),
         "unknown": tree(tmp_path / "unknown", "late2025", "unknown"),
     }
     status, doc = sglang(capsys, tmp_path, *map(str, trees.values()))
