@@ -230,13 +230,14 @@ def files_of(*layers: str) -> dict[str, str]:
     return files
 
 
-def edited(files: dict[str, str], layer: str) -> dict[str, str]:
+def edited(files: dict[str, str], layer: str, edits: tuple[Edit, ...] | None = None) -> dict[str, str]:
+    """`files` with the edits of `layer` (or the `edits` given, named `layer`) made, each exactly once."""
     out = dict(files)
-    for edit in EDITS[layer]:
+    for edit in EDITS[layer] if edits is None else edits:
         text = out.get(edit.file, "")
         found = text.count(edit.old)
         if found != 1:
-            raise AssertionError(f"edit layer {layer!r}: {edit.old!r} stands {found} times in {edit.file}, not once")
+            raise AssertionError(f"edit {layer!r}: {edit.old!r} stands {found} times in {edit.file}, not once")
         out[edit.file] = text.replace(edit.old, edit.new)
     return out
 
