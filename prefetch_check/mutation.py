@@ -103,21 +103,13 @@ class MutationRun:
                 return o
         raise KeyError(name)
 
-    @property
-    def killed(self) -> list[MutantOutcome]:
-        return [o for o in self.outcomes if o.status == KILLED]
+    def with_status(self, status: str) -> list[MutantOutcome]:
+        return [o for o in self.outcomes if o.status == status]
 
-    @property
-    def equivalent(self) -> list[MutantOutcome]:
-        return [o for o in self.outcomes if o.status == EQUIVALENT]
-
-    @property
-    def gaps(self) -> list[MutantOutcome]:
-        return [o for o in self.outcomes if o.status == GAP]
-
-    @property
-    def wrong_equivalences(self) -> list[MutantOutcome]:
-        return [o for o in self.outcomes if o.status == WRONG_EQUIVALENCE]
+    killed = property(lambda self: self.with_status(KILLED))
+    equivalent = property(lambda self: self.with_status(EQUIVALENT))
+    gaps = property(lambda self: self.with_status(GAP))
+    wrong_equivalences = property(lambda self: self.with_status(WRONG_EQUIVALENCE))
 
     @property
     def score(self) -> tuple[int, int]:

@@ -13,18 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from prefetch_check.cli import main
+from cli_helpers import run
 from prefetch_check.scenario import InputError, load_scenario
 
 SEED = 'name = "seed"\npages = 1\n'
 CLI = [sys.executable, "-c", "import sys; from prefetch_check.cli import main; sys.exit(main())"]
 SUBPROCESS_MEMORY = 2 * 1024**3  # address space of the CLI subprocesses: what eats memory fails early
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def run_subprocess(*argv, cwd=None) -> subprocess.CompletedProcess:

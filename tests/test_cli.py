@@ -6,11 +6,10 @@ import json
 import re
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
-from prefetch_check.cli import main
+from cli_helpers import run, write_scenario
 
 # The seed race at R=1: a few dozen states, both predicates in milliseconds.
 SEED = """
@@ -27,18 +26,6 @@ SEED = """
 SEED_SCHEDULE = "S0.issue.q0 S0.drain_arrive S0.drain S0.check.q0"
 
 
-def write(tmp_path, text: str, name: str = "seed.toml"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
-    return str(path)
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def assert_one_paragraph_error(err: str, *needles: str) -> None:
     assert err.startswith("prefetch-check: error: ")
     assert "Traceback" not in err
@@ -51,7 +38,7 @@ def assert_one_paragraph_error(err: str, *needles: str) -> None:
 
 
 def test_run_exits_0_when_every_expectation_holds(tmp_path, capsys):
-    code, out, _ = run(capsys, "run", write(tmp_path, SEED), "-q")
+    code, out, _ = run(capsys, "run", write_scenario(tmp_path, SEED), "-q")
     assert code == 0
     assert "Expectations: 14 hold, 0 fail." in out
     assert "VIOLATED ✓" in out and "VERIFIED ✓" in out
@@ -59,7 +46,7 @@ def test_run_exits_0_when_every_expectation_holds(tmp_path, capsys):
 
 def test_run_exits_1_when_one_expectation_is_flipped(tmp_path, capsys):
     flipped = SEED.replace('violates = ["no_early_acceptance", "wait_complete_delivers"]', 'violates = ["no_early_acceptance"]')
-    code, out, _ = run(capsys, "run", write(tmp_path, flipped), "-q")
+    code, out, _ = run(capsys, "run", write_scenario(tmp_path, flipped), "-q")
     assert code == 1
     assert "Expectations: 13 hold, 1 fail." in out
     assert "seed / buggy / wait_complete_delivers: expected VERIFIED, got VIOLATED" in out
@@ -67,19 +54,19 @@ def test_run_exits_1_when_one_expectation_is_flipped(tmp_path, capsys):
 
 
 def test_a_bounded_search_fails_a_verifies_expectation(tmp_path, capsys):
-    code, out, _ = run(capsys, "run", write(tmp_path, SEED), "-q", "--predicate", "fixed", "--max-states", "5")
+    code, out, _ = run(capsys, "run", write_scenario(tmp_path, SEED), "-q", "--predicate", "fixed", "--max-states", "5")
     assert code == 1
     assert "expected VERIFIED, got BOUNDED" in out
 
 
 def test_only_the_chosen_predicates_are_run_and_judged(tmp_path, capsys):
-    code, out, _ = run(capsys, "run", write(tmp_path, SEED), "-q", "--predicate", "fixed")
+    code, out, _ = run(capsys, "run", write_scenario(tmp_path, SEED), "-q", "--predicate", "fixed")
     assert code == 0
     assert "Expectations: 7 hold, 0 fail." in out and "buggy" not in out
 
 
 def test_a_predicate_without_expectations_is_reported_not_judged(tmp_path, capsys):
-    code, out, _ = run(capsys, "run", write(tmp_path, "pages = 1\n"), "-q")
+    code, out, _ = run(capsys, "run", write_scenario(tmp_path, "pages = 1\n"), "-q")
     assert code == 0
     assert "No expectations stated" in out
 
@@ -90,7 +77,7 @@ def _normalised(text: str) -> str:
 
 
 def test_jobs_2_prints_the_same_results_as_jobs_1(tmp_path, capsys):
-    path = write(tmp_path, SEED.replace('pages = 2', 'pages = 1\n[matrix]\nranks = [1, 2]'))
+    path = write_scenario(tmp_path, SEED.replace('pages = 2', 'pages = 1\n[matrix]\nranks = [1, 2]'))
     code1, out1, _ = run(capsys, "run", path, "-q", "--jobs", "1")
     code2, out2, _ = run(capsys, "run", path, "-q", "--jobs", "2")
     assert code1 == code2 == 0
@@ -99,7 +86,7 @@ def test_jobs_2_prints_the_same_results_as_jobs_1(tmp_path, capsys):
 
 
 def test_progress_goes_to_stderr_as_plain_lines(tmp_path, capsys):
-    code, out, err = run(capsys, "run", write(tmp_path, SEED))
+    code, out, err = run(capsys, "run", write_scenario(tmp_path, SEED))
     assert code == 0
     assert re.search(r"\[1/2\] seed · buggy: [\d,]+ states", err)
     assert "[2/2] seed · fixed" in err and "[1/2]" not in out
@@ -119,15 +106,15 @@ def test_progress_goes_to_stderr_as_plain_lines(tmp_path, capsys):
     ],
 )
 def test_bad_scenario_exits_2_with_one_paragraph(tmp_path, capsys, text, needles):
-    code, out, err = run(capsys, "run", write(tmp_path, text), "-q")
+    code, out, err = run(capsys, "run", write_scenario(tmp_path, text), "-q")
     assert code == 2
     assert out == ""
     assert_one_paragraph_error(err, "seed.toml", *needles)
 
 
 def test_one_bad_file_in_a_folder_stops_the_whole_run(tmp_path, capsys):
-    write(tmp_path, SEED, "a.toml")
-    write(tmp_path, "ranks = 0\n", "b.toml")
+    write_scenario(tmp_path, SEED, "a.toml")
+    write_scenario(tmp_path, "ranks = 0\n", "b.toml")
     code, out, err = run(capsys, "run", str(tmp_path))
     assert code == 2 and out == ""
     assert "b.toml" in err and "seed · buggy" not in err
@@ -144,7 +131,7 @@ def test_one_bad_file_in_a_folder_stops_the_whole_run(tmp_path, capsys):
     ],
 )
 def test_bad_options_exit_2(tmp_path, capsys, argv, needle):
-    code, out, err = run(capsys, "run", write(tmp_path, SEED), "-q", *argv)
+    code, out, err = run(capsys, "run", write_scenario(tmp_path, SEED), "-q", *argv)
     assert code == 2 and out == ""
     assert_one_paragraph_error(err, needle)
 
@@ -163,7 +150,7 @@ def test_missing_path_exits_2(tmp_path, capsys):
 
 def test_console_script_reports_bad_input_without_traceback(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "prefetch_check.cli", "run", write(tmp_path, "rnaks = 2\n")],
+        [sys.executable, "-m", "prefetch_check.cli", "run", write_scenario(tmp_path, "rnaks = 2\n")],
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 2
@@ -177,7 +164,7 @@ def test_a_users_own_predicate_from_the_current_folder(tmp_path, capsys, monkeyp
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
-    path = write(tmp_path, SEED + '\n[expect."cli_user_predicates:patient"]\nverifies = "all"\n')
+    path = write_scenario(tmp_path, SEED + '\n[expect."cli_user_predicates:patient"]\nverifies = "all"\n')
     code, out, _ = run(capsys, "run", path, "-q", "--predicate", "buggy", "--predicate", "cli_user_predicates:patient")
     assert code == 0
     assert "cli_user_predicates:patient" in out and "Expectations: 14 hold, 0 fail." in out
@@ -188,7 +175,7 @@ def test_a_predicate_that_raises_is_bad_input(tmp_path, capsys, monkeypatch, job
     (tmp_path / "broken_predicates.py").write_text("def crash(op):\n    return op.no_such_field > 0\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
-    code, out, err = run(capsys, "run", write(tmp_path, SEED), "-q", "--jobs", jobs,
+    code, out, err = run(capsys, "run", write_scenario(tmp_path, SEED), "-q", "--jobs", jobs,
                          "--predicate", "buggy", "--predicate", "broken_predicates:crash")
     assert code == 2 and out == ""
     assert_one_paragraph_error(
@@ -200,26 +187,26 @@ def test_a_predicate_that_raises_is_bad_input(tmp_path, capsys, monkeypatch, job
 
 
 def test_replay_prints_each_step_and_the_violation(tmp_path, capsys):
-    code, out, _ = run(capsys, "replay", write(tmp_path, SEED), SEED_SCHEDULE)
+    code, out, _ = run(capsys, "replay", write_scenario(tmp_path, SEED), SEED_SCHEDULE)
     assert code == 0
     assert "4. S0.check.q0" in out and "0 == 0 -> accept" in out
     assert "no_early_acceptance violated" in out and "replayed all 4 steps" in out
 
 
 def test_replay_divergence_says_where_and_what_was_enabled(tmp_path, capsys):
-    code, out, _ = run(capsys, "replay", write(tmp_path, SEED), "S0.issue.q0 S0.drain_arrive P0.take.q0 S0.check.q0")
+    code, out, _ = run(capsys, "replay", write_scenario(tmp_path, SEED), "S0.issue.q0 S0.drain_arrive P0.take.q0 S0.check.q0")
     assert code == 1
     assert "diverges at step 4: 'S0.check.q0' is not enabled; enabled instead: S0.drain, P0.publish.q0" in out
     assert "3. P0.take.q0" in out
 
 
 def test_replay_of_an_empty_schedule_is_bad_input(tmp_path, capsys):
-    code, _, err = run(capsys, "replay", write(tmp_path, SEED), "  ")
+    code, _, err = run(capsys, "replay", write_scenario(tmp_path, SEED), "  ")
     assert code == 2 and "the schedule is empty" in err
 
 
 def test_replay_needs_a_case_for_a_matrix(tmp_path, capsys):
-    path = write(tmp_path, "pages = 1\n[matrix]\nranks = [1, 2]\n")
+    path = write_scenario(tmp_path, "pages = 1\n[matrix]\nranks = [1, 2]\n")
     code, _, err = run(capsys, "replay", path, SEED_SCHEDULE)
     assert code == 2 and "--case 1: ranks=1; --case 2: ranks=2" in err
     assert run(capsys, "replay", path, "--case", "1", "S0.issue.q0")[0] == 0
@@ -229,7 +216,7 @@ def test_replay_needs_a_case_for_a_matrix(tmp_path, capsys):
 
 
 def test_trace_json_round_trips_through_replay(tmp_path, capsys):
-    path = write(tmp_path, SEED)
+    path = write_scenario(tmp_path, SEED)
     out_file = tmp_path / "trace.json"
     code, _, _ = run(capsys, "trace", path, "--property", "no_early_acceptance", "--format", "json", "--out", str(out_file), "-q")
     assert code == 0
@@ -241,19 +228,19 @@ def test_trace_json_round_trips_through_replay(tmp_path, capsys):
 
 def test_trace_exports_the_state_graph(tmp_path, capsys):
     out_file = tmp_path / "graph.dot"
-    code, out, _ = run(capsys, "trace", write(tmp_path, SEED), "--format", "dot", "--out", str(out_file), "-q")
+    code, out, _ = run(capsys, "trace", write_scenario(tmp_path, SEED), "--format", "dot", "--out", str(out_file), "-q")
     assert code == 0 and str(out_file) in out
     assert out_file.read_text().startswith("digraph")
 
 
 def test_trace_defaults_to_the_first_violated_property(tmp_path, capsys):
-    code, out, _ = run(capsys, "trace", write(tmp_path, SEED), "--format", "markdown", "-q")
+    code, out, _ = run(capsys, "trace", write_scenario(tmp_path, SEED), "--format", "markdown", "-q")
     assert code == 0
     assert "no_early_acceptance" in out and "S0.check.q0" in out
 
 
 def test_trace_of_a_verified_property_exits_1(tmp_path, capsys):
-    code, out, _ = run(capsys, "trace", write(tmp_path, SEED), "--predicate", "fixed", "--property", "progress", "-q")
+    code, out, _ = run(capsys, "trace", write_scenario(tmp_path, SEED), "--predicate", "fixed", "--property", "progress", "-q")
     assert code == 1 and "progress is VERIFIED" in out
 
 
@@ -267,6 +254,6 @@ def test_trace_of_a_verified_property_exits_1(tmp_path, capsys):
     ],
 )
 def test_trace_bad_input_exits_2(tmp_path, capsys, argv, needle):
-    code, _, err = run(capsys, "trace", write(tmp_path, SEED), "-q", *argv)
+    code, _, err = run(capsys, "trace", write_scenario(tmp_path, SEED), "-q", *argv)
     assert code == 2
     assert_one_paragraph_error(err, needle)

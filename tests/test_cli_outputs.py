@@ -6,13 +6,13 @@ action id as bad input (exit 2) while an action that is merely not enabled diver
 from __future__ import annotations
 
 import json
-import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from prefetch_check.cli import build_parser, main
+from cli_helpers import run, write_scenario
+from prefetch_check.cli import build_parser
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -32,15 +32,7 @@ VIOLATED_BY_BUGGY = ("no_early_acceptance", "wait_complete_delivers")
 
 
 def scenario(tmp_path, text: str = FLIPPED, name: str = "flipped.toml") -> str:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
-    return str(path)
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+    return write_scenario(tmp_path, text, name)
 
 
 # ---- '-' is stdout ----

@@ -16,6 +16,12 @@ def plain_console():
     return Console(file=io.StringIO(), force_terminal=False, width=120)
 
 
+def clock_reads(monkeypatch, *times: float) -> None:
+    """The progress display's clock reads `times`, one a call."""
+    clock = iter(times)
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: next(clock))
+
+
 def test_plain_lines_report_each_finished_check_with_its_numbers():
     console = plain_console()
     result = check(uniform_config(ranks=1, pages=1), "fixed")
@@ -28,8 +34,7 @@ def test_plain_lines_report_each_finished_check_with_its_numbers():
 
 def test_plain_progress_lines_are_throttled(monkeypatch):
     console = plain_console()
-    clock = iter([0.0, 1.0, 20.0])
-    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: next(clock))
+    clock_reads(monkeypatch, 0.0, 1.0, 20.0)
     with RunProgress(1, console=console) as p:
         p.start("a", "big · buggy")  # t=0
         p.update("a", {"states": 4096, "frontier": 100, "depth": 7, "seconds": 1.0})  # t=1: too soon
@@ -39,8 +44,7 @@ def test_plain_progress_lines_are_throttled(monkeypatch):
 
 def test_plain_progress_lines_name_the_phase_after_the_search(monkeypatch):
     console = plain_console()
-    clock = iter([0.0, 5.0, 30.0])
-    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: next(clock))
+    clock_reads(monkeypatch, 0.0, 5.0, 30.0)
     with RunProgress(1, console=console) as p:
         p.start("a", "big · buggy")  # t=0
         p.update("a", {"phase": "search", "states": 4096, "frontier": 0, "depth": 7, "seconds": 5.0, "done": True})

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import re
 import shlex
-import textwrap
 
 import pytest
 
-from prefetch_check.cli import main
+from cli_helpers import run, write_scenario
 
 SEED_RACE = """
     name = "seed"
@@ -23,18 +22,6 @@ DIFFERING = """
     """
 
 
-def write(tmp_path, text: str, name: str = "seed.toml") -> str:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
-    return str(path)
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def assert_one_paragraph_error(err: str, *needles: str) -> None:
     assert err.startswith("prefetch-check: error: ") or err.startswith("usage:")
     assert "Traceback" not in err
@@ -46,7 +33,7 @@ def assert_one_paragraph_error(err: str, *needles: str) -> None:
 
 
 def test_simulate_finds_the_seed_race_and_exits_1(tmp_path, capsys):
-    code, out, _ = run(capsys, "simulate", write(tmp_path, SEED_RACE), "--ranks", "4", "--seed", "2",
+    code, out, _ = run(capsys, "simulate", write_scenario(tmp_path, SEED_RACE), "--ranks", "4", "--seed", "2",
                        "--schedules", "100")
     assert code == 1
     assert "seed 2" in out.splitlines()[0]
@@ -57,7 +44,7 @@ def test_simulate_finds_the_seed_race_and_exits_1(tmp_path, capsys):
 
 
 def test_a_clean_run_says_what_it_is_worth_and_exits_0(tmp_path, capsys):
-    code, out, _ = run(capsys, "simulate", write(tmp_path, SEED_RACE), "--predicate", "fixed", "--seed", "0",
+    code, out, _ = run(capsys, "simulate", write_scenario(tmp_path, SEED_RACE), "--predicate", "fixed", "--seed", "0",
                        "--schedules", "50", "--strategy", "pct", "--pct-depth", "2", "--depth", "40")
     assert code == 0
     assert re.search(r"no_early_acceptance\s+NO VIOLATION FOUND \(sampled\)", out)
@@ -68,7 +55,7 @@ def test_a_clean_run_says_what_it_is_worth_and_exits_0(tmp_path, capsys):
 
 
 def test_the_same_seed_prints_the_same_output(tmp_path, capsys):
-    path = write(tmp_path, SEED_RACE)
+    path = write_scenario(tmp_path, SEED_RACE)
     argv = ("simulate", path, "--ranks", "3", "--seed", "9", "--schedules", "40", "--strategy", "pct")
     first = run(capsys, *argv)
     second = run(capsys, *argv)
@@ -79,7 +66,7 @@ def test_the_same_seed_prints_the_same_output(tmp_path, capsys):
 
 
 def test_the_printed_schedule_replays_at_the_same_tp_size(tmp_path, capsys):
-    path = write(tmp_path, SEED_RACE)
+    path = write_scenario(tmp_path, SEED_RACE)
     _, out, _ = run(capsys, "simulate", path, "--ranks", "20", "--seed", "1", "--schedules", "20", "--no-trace")
     command = next(line for line in out.splitlines() if "replay it:" in line).split("replay it: ", 1)[1]
     argv = shlex.split(command)[1:]
@@ -102,13 +89,13 @@ def test_the_printed_schedule_replays_at_the_same_tp_size(tmp_path, capsys):
     ],
 )
 def test_simulate_bad_input_exits_2(tmp_path, capsys, argv, needle):
-    code, out, err = run(capsys, "simulate", write(tmp_path, SEED_RACE), *argv)
+    code, out, err = run(capsys, "simulate", write_scenario(tmp_path, SEED_RACE), *argv)
     assert code == 2
     assert_one_paragraph_error(err, needle)
 
 
 def test_ranks_of_a_scenario_whose_ranks_differ_is_bad_input(tmp_path, capsys):
-    code, _, err = run(capsys, "simulate", write(tmp_path, DIFFERING, "differing.toml"), "--ranks", "8", "--seed", "1")
+    code, _, err = run(capsys, "simulate", write_scenario(tmp_path, DIFFERING, "differing.toml"), "--ranks", "8", "--seed", "1")
     assert code == 2
     assert_one_paragraph_error(err, "differing.toml", "--ranks 8", "hits vary by rank")
 
@@ -123,7 +110,7 @@ def test_a_missing_scenario_is_bad_input(tmp_path, capsys):
 
 
 def test_census_exact_at_small_sizes(tmp_path, capsys):
-    code, out, err = run(capsys, "census", write(tmp_path, SEED_RACE), "--ranks", "1,2")
+    code, out, err = run(capsys, "census", write_scenario(tmp_path, SEED_RACE), "--ranks", "1,2")
     assert code == 0
     assert re.search(r"seed\s+no_early_acceptance\s+0\.312500\s+exact", out)  # 5/16 at TP=1
     assert re.search(r"seed at ranks=2\s+no_early_acceptance\s+0\.473058\s+exact", out)
@@ -133,7 +120,7 @@ def test_census_exact_at_small_sizes(tmp_path, capsys):
 
 
 def test_census_falls_back_to_sampling_past_its_state_limit(tmp_path, capsys):
-    code, out, _ = run(capsys, "census", write(tmp_path, SEED_RACE), "--ranks", "2", "--max-states", "100",
+    code, out, _ = run(capsys, "census", write_scenario(tmp_path, SEED_RACE), "--ranks", "2", "--max-states", "100",
                        "--runs", "300", "--seed", "3")
     assert code == 0
     assert "sampled, 300 runs, seed 3" in out
@@ -151,6 +138,6 @@ def test_census_falls_back_to_sampling_past_its_state_limit(tmp_path, capsys):
     ],
 )
 def test_census_bad_input_exits_2(tmp_path, capsys, argv, needle):
-    code, _, err = run(capsys, "census", write(tmp_path, SEED_RACE), *argv)
+    code, _, err = run(capsys, "census", write_scenario(tmp_path, SEED_RACE), *argv)
     assert code == 2
     assert_one_paragraph_error(err, needle)

@@ -12,56 +12,13 @@ from hypothesis import strategies as st
 
 from prefetch_check.explorer.bfs import explore
 from prefetch_check.explorer.check import check
-from prefetch_check.explorer.interface import always, always_step, eventually
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.result import VERIFIED, VIOLATED
 from models import compiled
 from models import readable
 from strategies import SETTINGS, configs
-
-
-class Chains:
-    """A model given as a table: state -> [(actor, next state)]; an action is (actor, next state).
-    `expand` explores every step, so a state with one step is fused."""
-
-    def __init__(self, table: dict, pending=None, bad_state=None, bad_step=None):
-        self.table, self.pending, self.bad_state, self.bad_step = table, pending, bad_state, bad_step
-
-    def initial_states(self):
-        return [0]
-
-    def successors(self, state):
-        return [((actor, nxt), nxt) for actor, nxt in self.table.get(state, [])]
-
-    def expand(self, state):
-        succ = self.successors(state)
-        return succ, [action for action, _ in succ]
-
-    def properties(self):
-        props = []
-        if self.pending is not None:
-            props.append(eventually("done", lambda s: f"state {s} pending" if self.pending(s) else None))
-        if self.bad_state is not None:
-            props.append(always("safe", lambda s: f"state {s} is bad" if s == self.bad_state else None))
-        if self.bad_step is not None:
-            props.append(always_step("safe_step", lambda s, a, t: "bad step" if (s, t) == self.bad_step else None))
-        return props
-
-    def actor(self, action):
-        return action[0]
-
-    def action_id(self, action):
-        return f"{action[0]}>{action[1]}"
-
-    def action_kind(self, action):
-        return action[0]
-
-    def action_kinds(self):
-        return sorted({a for steps in self.table.values() for a, _ in steps})
-
-    def describe(self, state, action, next_state):
-        return f"{action[0]}: {state} -> {next_state}"
+from table_model import TableModel
 
 
 def fused_check(model):
@@ -69,7 +26,7 @@ def fused_check(model):
 
 
 def test_states_with_one_step_are_walked_through_not_stored():
-    model = Chains({0: [("a", 1), ("b", 2)], 1: [("a", 3)], 3: [("a", 4)], 2: [("b", 4)]})
+    model = TableModel({0: [("a", 1), ("b", 2)], 1: [("a", 3)], 3: [("a", 4)], 2: [("b", 4)]})
     ex = explore(model, SearchOptions(expand=model.expand, fuse=True))
     assert ex.complete
     assert sorted(ex.states) == [0, 4]  # 1, 2 and 3 each have one step
@@ -81,7 +38,7 @@ def test_states_with_one_step_are_walked_through_not_stored():
 def test_a_state_disabling_an_actor_inside_a_fused_edge_keeps_the_cycle_fair():
     # "finish" is enabled in 0 only; the loop 0 -> 1 -> 0 passes 1, which is fused into a
     # self-loop of 0: the edge must remember that "finish" was disabled in 1
-    model = Chains({0: [("spin", 1), ("finish", 2)], 1: [("spin", 0)], 2: [("idle", 2)]}, pending=lambda s: s != 2)
+    model = TableModel({0: [("spin", 1), ("finish", 2)], 1: [("spin", 0)], 2: [("idle", 2)]}, pending=lambda s: s != 2)
     assert explore(model, SearchOptions(expand=model.expand, fuse=True)).fused >= 1
     result = fused_check(model)
     assert result.verdict("done") == VIOLATED
@@ -94,14 +51,14 @@ def test_a_state_disabling_an_actor_inside_a_fused_edge_keeps_the_cycle_fair():
 
 def test_a_cycle_through_a_fused_state_that_is_not_pending_is_no_violation():
     # the loop 0 -> 1 -> 0 leaves the pending states in 1 (fused): progress is made on it
-    model = Chains({0: [("a", 1), ("b", 2)], 1: [("a", 0)], 2: [("c", 2)]}, pending=lambda s: s == 0)
+    model = TableModel({0: [("a", 1), ("b", 2)], 1: [("a", 0)], 2: [("c", 2)]}, pending=lambda s: s == 0)
     assert fused_check(model).verdict("done") == VERIFIED
     assert check(model).verdict("done") == VERIFIED
 
 
 def test_a_fair_pending_cycle_of_single_steps_is_found():
     # 0 -> 1 -> 2 -> 1 -> ...: every state has one step, the cycle must close on a stored state
-    model = Chains({0: [("a", 1)], 1: [("a", 2)], 2: [("a", 1)]}, pending=lambda s: True)
+    model = TableModel({0: [("a", 1)], 1: [("a", 2)], 2: [("a", 1)]}, pending=lambda s: True)
     result = fused_check(model)
     assert result.verdict("done") == VIOLATED
     trace = result.trace("done")
@@ -110,14 +67,14 @@ def test_a_fair_pending_cycle_of_single_steps_is_found():
 
 
 def test_a_state_property_violated_inside_a_chain_is_found_with_its_trace():
-    model = Chains({0: [("a", 1)], 1: [("a", 2)], 2: [("a", 3)], 3: [("a", 4)]}, bad_state=2)
+    model = TableModel({0: [("a", 1)], 1: [("a", 2)], 2: [("a", 3)], 3: [("a", 4)]}, bad_state=2)
     result = fused_check(model)
     assert result.verdict("safe") == VIOLATED
     assert result.trace("safe").schedule == "a>1 a>2"
 
 
 def test_a_step_property_violated_inside_a_chain_is_found_with_its_trace():
-    model = Chains({0: [("a", 1)], 1: [("a", 2)], 2: [("a", 3)], 3: [("a", 4)]}, bad_step=(2, 3))
+    model = TableModel({0: [("a", 1)], 1: [("a", 2)], 2: [("a", 3)], 3: [("a", 4)]}, bad_step=(2, 3))
     result = fused_check(model)
     assert result.verdict("safe_step") == VIOLATED
     assert result.trace("safe_step").schedule == "a>1 a>2 a>3"

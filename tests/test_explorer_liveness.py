@@ -11,53 +11,22 @@ from hypothesis import strategies as st
 
 from prefetch_check.explorer import fair_cycle
 from prefetch_check.explorer.check import check
-from prefetch_check.explorer.interface import eventually
 from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.result import VERIFIED, VIOLATED
 from prefetch_check.explorer.trace import parse_schedule
 from strategies import SETTINGS
-
-
-class Toy:
-    """A model given as a table: state -> [(actor, next state)]; an action is (actor, next state)."""
-
-    def __init__(self, table: dict, pending):
-        self.table, self.pending = table, pending
-
-    def initial_states(self):
-        return [0]
-
-    def successors(self, state):
-        return [((actor, nxt), nxt) for actor, nxt in self.table.get(state, [])]
-
-    def properties(self):
-        return [eventually("done", lambda s: None if not self.pending(s) else f"state {s} pending")]
-
-    def actor(self, action):
-        return action[0]
-
-    def action_id(self, action):
-        return f"{action[0]}>{action[1]}"
-
-    def action_kind(self, action):
-        return action[0]
-
-    def action_kinds(self):
-        return sorted({a for steps in self.table.values() for a, _ in steps})
-
-    def describe(self, state, action, next_state):
-        return f"{action[0]}: {state} -> {next_state}"
+from table_model import TableModel
 
 
 def test_a_cycle_that_starves_a_continuously_enabled_actor_is_unfair():
     # "spin" loops 0 <-> 1 forever, "finish" is enabled in both states and leads to done (2)
-    model = Toy({0: [("spin", 1), ("finish", 2)], 1: [("spin", 0), ("finish", 2)], 2: [("idle", 2)]}, lambda s: s != 2)
+    model = TableModel({0: [("spin", 1), ("finish", 2)], 1: [("spin", 0), ("finish", 2)], 2: [("idle", 2)]}, lambda s: s != 2)
     assert check(model).verdict("done") == VERIFIED
 
 
 def test_a_cycle_where_the_starved_actor_is_sometimes_disabled_is_fair():
     # "finish" is enabled only in state 1: weak fairness does not force it
-    model = Toy({0: [("spin", 1)], 1: [("spin", 0), ("finish", 2)], 2: [("idle", 2)]}, lambda s: s != 2)
+    model = TableModel({0: [("spin", 1)], 1: [("spin", 0), ("finish", 2)], 2: [("idle", 2)]}, lambda s: s != 2)
     result = check(model)
     assert result.verdict("done") == VIOLATED
     trace = result.trace("done")
@@ -68,20 +37,20 @@ def test_a_cycle_where_the_starved_actor_is_sometimes_disabled_is_fair():
 
 
 def test_a_self_loop_of_the_only_actor_is_a_violation():
-    model = Toy({0: [("spin", 1)], 1: [("spin", 1)]}, lambda s: True)
+    model = TableModel({0: [("spin", 1)], 1: [("spin", 1)]}, lambda s: True)
     trace = check(model).trace("done")
     assert trace.schedule == "spin>1 | spin>1"
 
 
 def test_a_pending_deadlock_is_a_violation_without_a_cycle():
-    model = Toy({0: [("step", 1)]}, lambda s: True)
+    model = TableModel({0: [("step", 1)]}, lambda s: True)
     result = check(model)
     assert result.verdict("done") == VIOLATED
     assert result.trace("done").cycle_start is None and "deadlock" in result.results["done"].reason
 
 
 def test_a_deadlock_after_the_work_is_done_is_not_a_progress_violation():
-    model = Toy({0: [("step", 1)]}, lambda s: s == 0)
+    model = TableModel({0: [("step", 1)]}, lambda s: s == 0)
     assert check(model).verdict("done") == VERIFIED
 
 
@@ -94,7 +63,7 @@ def test_the_lasso_with_the_shortest_prefix_is_reported():
         11: [("b", 12)],
         12: [("b", 12)],
     }
-    trace = check(Toy(table, lambda s: True)).trace("done")
+    trace = check(TableModel(table, lambda s: True)).trace("done")
     assert trace.schedule == "a>1 | a>1"
 
 
@@ -153,18 +122,18 @@ def search(request, monkeypatch):
 
 
 def test_a_round_that_returns_to_its_start_is_reported_once(search):
-    trace = check(Toy(ROUND, lambda s: s != DONE)).trace("done")
+    trace = check(TableModel(ROUND, lambda s: s != DONE)).trace("done")
     assert trace.cycle_start == 0
     assert cycle_of(trace) == ["b>1", "c>2", "c>3", "c>4", "c>5", "c>6", "a>7", "c>0"]  # 8 steps, not 16
     assert_tight(ROUND, trace)
-    assert replay(Toy(ROUND, lambda s: s != DONE), trace.schedule).final_state == 0
+    assert replay(TableModel(ROUND, lambda s: s != DONE), trace.schedule).final_state == 0
 
 
 def test_a_fair_loop_that_bypasses_the_entry_is_reported_after_a_lead(search):
     # 0 -> 1 -> 2 -> 0 is a round of "x" only; "y" is enabled everywhere and steps only in the
     # side loop 1 -> 5 -> 1, which is fair on its own: the lasso is 0 -> 1, then (1 -> 5 -> 1)
     table = with_exits({0: [("x", 1)], 1: [("x", 2), ("y", 5)], 2: [("x", 0)], 5: [("x", 1)]}, exits=("x", "y"))
-    trace = check(Toy(table, lambda s: s != DONE)).trace("done")
+    trace = check(TableModel(table, lambda s: s != DONE)).trace("done")
     assert trace.schedule == "x>1 | y>5 x>1"
     assert_tight(table, trace)
 
@@ -172,7 +141,7 @@ def test_a_fair_loop_that_bypasses_the_entry_is_reported_after_a_lead(search):
 def test_the_cycle_passes_a_disabling_state_instead_of_waiting_for_a_step(search):
     # "c" never steps in the loop 0 -> 1 -> 0 but is disabled in state 1: the 2-step loop is fair
     table = {0: [("a", 1), ("c", DONE)], 1: [("a", 0)], DONE: []}
-    trace = check(Toy(table, lambda s: s != DONE)).trace("done")
+    trace = check(TableModel(table, lambda s: s != DONE)).trace("done")
     assert trace.schedule == "| a>1 a>0"
     assert_tight(table, trace)
 
@@ -189,7 +158,7 @@ TABLES = st.dictionaries(st.integers(0, 4), st.dictionaries(st.integers(0, 5), s
 def test_every_reported_cycle_is_fair_and_holds_no_shorter_fair_cycle(table):
     for budget in (fair_cycle.CYCLE_SEARCH_BUDGET, 0):
         with mock.patch.object(fair_cycle, "CYCLE_SEARCH_BUDGET", budget):
-            result = check(Toy(table, lambda s: s != 5))
+            result = check(TableModel(table, lambda s: s != 5))
         trace = result.trace("done")
         if trace is not None and trace.cycle_start is not None:
             assert_tight(table, trace)

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from prefetch_check.cli import main
+from cli_helpers import run
 from prefetch_check.explorer.check import check
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.result import BOUNDED, VERIFIED
@@ -60,19 +60,13 @@ def test_a_memory_error_in_the_progress_analysis_gives_bounded(monkeypatch):
     assert result.verdict("no_early_acceptance") == VERIFIED
 
 
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.mark.parametrize("how", ["flag", "scenario"])
 def test_max_memory_from_the_flag_or_the_scenario_bounds_the_search(tmp_path, capsys, how):
     text = MEDIUM + ("\n[limits]\nmax_memory = 1\n" if how == "scenario" else "")
     (tmp_path / "m.toml").write_text(text)
     report = tmp_path / "r.json"
     argv = ["run", str(tmp_path / "m.toml"), "--predicate", "fixed", "-q", "--json", str(report)]
-    code, out, err = run_cli(capsys, *(argv + (["--max-memory", "1"] if how == "flag" else [])))
+    code, out, err = run(capsys, *(argv + (["--max-memory", "1"] if how == "flag" else [])))
     assert code == 0, err
     assert "BOUNDED" in out and "Traceback" not in err
     stats = json.loads(report.read_text())["runs"][0]["stats"]
@@ -82,7 +76,7 @@ def test_max_memory_from_the_flag_or_the_scenario_bounds_the_search(tmp_path, ca
 @pytest.mark.parametrize("argv, words", [(["--max-memory", "0"], "--max-memory"), (["--max-memory", "x"], "--max-memory")])
 def test_bad_max_memory_flags_are_usage_errors(tmp_path, capsys, argv, words):
     (tmp_path / "m.toml").write_text(MEDIUM)
-    code, _, err = run_cli(capsys, "run", str(tmp_path / "m.toml"), *argv)
+    code, _, err = run(capsys, "run", str(tmp_path / "m.toml"), *argv)
     assert code == 2 and words in err
 
 

@@ -95,18 +95,28 @@ def test_every_shipped_scenario_file_takes_part_in_the_comparison(capsys):
 # ---- random small configurations ----
 
 
-@settings(max_examples=150, **SETTINGS)
-@given(configs(max_ranks=3))
-def test_random_configurations_have_the_same_verdicts_with_and_without_reductions(config):
+def assert_reductions_keep_verdicts(config, compared) -> None:
+    """For each predicate: the plain search within the state budget (else the configuration is
+    left out, as a hypothesis event) and the reduced search give the same verdicts; `compared(reference)`
+    records what was compared."""
     for predicate in PREDICATES:
         reference = check(config, predicate, Limits(max_states=RANDOM_STATE_BUDGET), reductions=False)
         if not reference.stats.complete:
             event("too large for the plain search")
             continue
-        event(f"compared, ranks={config.ranks}")
-        event(f"compared, {'some VIOLATED' if reference.violated else 'all ' + VERIFIED}")
+        compared(reference)
         reduced = check(config, predicate, reductions=True)
         assert_same_verdicts(config, predicate, reduced, reference, f"{config} / {predicate}")
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(configs(max_ranks=3))
+def test_random_configurations_have_the_same_verdicts_with_and_without_reductions(config):
+    def compared(reference):
+        event(f"compared, ranks={config.ranks}")
+        event(f"compared, {'some VIOLATED' if reference.violated else 'all ' + VERIFIED}")
+
+    assert_reductions_keep_verdicts(config, compared)
 
 
 @settings(max_examples=150, **SETTINGS)
@@ -114,14 +124,8 @@ def test_random_configurations_have_the_same_verdicts_with_and_without_reduction
 def test_random_release_shapes_have_the_same_verdicts_with_and_without_reductions(config):
     """The partial-order reduction's facts per shape (e.g. I.write is no persistent set on its own
     when counting comes first) hold on random configurations of every release family."""
-    for predicate in PREDICATES:
-        reference = check(config, predicate, Limits(max_states=RANDOM_STATE_BUDGET), reductions=False)
-        if not reference.stats.complete:
-            event("too large for the plain search")
-            continue
-        event(f"compared, alloc_at={config.alloc_at}, count_before_write={config.count_before_write}")
-        reduced = check(config, predicate, reductions=True)
-        assert_same_verdicts(config, predicate, reduced, reference, f"{config} / {predicate}")
+    assert_reductions_keep_verdicts(
+        config, lambda reference: event(f"compared, alloc_at={config.alloc_at}, count_before_write={config.count_before_write}"))
 
 
 @settings(max_examples=40, **SETTINGS)

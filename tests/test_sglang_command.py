@@ -13,24 +13,12 @@ from pathlib import Path
 import pytest
 
 from prefetch_check.cli import main
-from prefetch_check.sglang.locate import find_srt, read_protocol_files
+from sglang_fixtures import FAMILIES, LATE_ONCE, ROOT, tree
 
-ROOT = Path(__file__).parent / "fixtures" / "sglang"
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
 POLL = [str(SCENARIOS / "tp2.toml")]
 ACK = [str(ROOT / "scenarios" / "ack-drain" / name) for name in ("fixture-ack-tp2.toml", "fixture-ack-timeout.toml")]
-LATE_ONCE = ("late2025", "late2025-tail-once")
 GUARD = "len(operation.hash_value) > 0 and "
-
-
-def tree(folder: Path, *layers: str) -> Path:
-    """An SGLang-shaped tree made of fixture layers (a later layer's files replace the earlier ones')."""
-    srt = folder / "sglang" / "srt"
-    for layer in layers:
-        for rel, text in read_protocol_files(find_srt(ROOT / layer)).items():
-            (srt / rel).parent.mkdir(parents=True, exist_ok=True)
-            (srt / rel).write_text(text)
-    return folder
 
 
 def sglang(capsys, tmp_path: Path, *args: str, scenarios=POLL + ACK) -> tuple[int, dict]:
@@ -52,7 +40,7 @@ def test_a_row_per_release_family(tmp_path, capsys):
         "deadline": tree(tmp_path / "deadline", "ack-drain", "unified-deadline"),
         "late": tree(tmp_path / "late", *LATE_ONCE),
         "seed": tree(tmp_path / "seed", "seed"),
-        "staged": tree(tmp_path / "staged", "late2025", "staged"),
+        "staged": tree(tmp_path / "staged", *FAMILIES["staged"][0]),
         "unknown": tree(tmp_path / "unknown", "late2025", "unknown"),
     }
     status, doc = sglang(capsys, tmp_path, *map(str, trees.values()))

@@ -1,31 +1,9 @@
 """Shape detection on small upstream-shaped fixtures: every feature, every family, the unknown case."""
 
-from pathlib import Path
-
 import pytest
 
 from prefetch_check.model.source.detect import FAMILIES, UNKNOWN, classify, detect_shape
-from prefetch_check.sglang.locate import find_srt, read_protocol_files
-
-ROOT = Path(__file__).parent / "fixtures" / "sglang"
-# family -> (fixture layers, later replacing earlier files; cache class to judge, None = the factory's)
-FIXTURES = {
-    "seed": (("seed",), None),
-    "late2025": (("late2025",), None),
-    "staged": (("late2025", "staged"), None),
-    "staged-drain-threshold": (("late2025", "staged", "staged-drain-threshold"), None),
-    "ack-drain-hiradix": (("ack-drain",), "HiRadixCache"),
-    "unified": (("ack-drain",), None),
-    "unified-deadline": (("ack-drain", "unified-deadline"), None),
-    "unknown": (("late2025", "unknown"), None),
-}
-
-
-def files_of(*layers: str) -> dict[str, str]:
-    files: dict[str, str] = {}
-    for layer in layers:
-        files.update(read_protocol_files(find_srt(ROOT / layer)))
-    return files
+from sglang_fixtures import FAMILIES as FIXTURES, ROOT, files_of
 
 
 def shape_of(family: str):

@@ -12,9 +12,8 @@ from prefetch_check.model.protocols.ack_drain.releases import release_options as
 from prefetch_check.model.source.detect import Feature, classify, detect_shape
 from prefetch_check.sglang import poll_releases
 from prefetch_check.sglang.protocols import release_protocol
-from test_sglang_detect import files_of, shape_of
-
-LATE_ONCE = ("late2025", "late2025-tail-once")
+from sglang_fixtures import LATE_ONCE, files_of
+from test_sglang_detect import shape_of
 
 
 def options_of(family: str):

@@ -20,8 +20,8 @@ from prefetch_check.sglang.locate import find_srt, installed_sglang, read_protoc
 from prefetch_check.sglang.spec import Installed, PathSpec, Range, Release, expand, parse_spec
 from prefetch_check.sglang.trees import read_trees
 from prefetch_check.sglang.versions import in_range, sort_versions
+from sglang_fixtures import files_of, write_srt
 
-FIXTURES = Path(__file__).parent / "fixtures" / "sglang"
 LISTING = ("sglang (0.5.23)\nAvailable versions: 0.5.23, 0.5.22.post1, 0.5.22, 0.5.21, 0.5.2, 0.5.1.post3, "
            "0.5.1, 0.4.10.post2, 0.5.0rc1\n")
 
@@ -98,9 +98,8 @@ def test_listing_offline_without_cache_is_a_clear_error(tmp_path):
 def make_wheel(tmp_path: Path, version: str, family: str) -> Path:
     """A wheel-shaped zip holding a fixture's files plus some that must not be kept."""
     wheel = tmp_path / f"sglang-{version}-py3-none-any.whl"
-    srt = find_srt(FIXTURES / family)
     with zipfile.ZipFile(wheel, "w") as z:
-        for rel, text in read_protocol_files(srt).items():
+        for rel, text in files_of(family).items():
             z.writestr(f"sglang/srt/{rel}", text)
         z.writestr("sglang/srt/models/llama.py", "# not a protocol file\n")
         z.writestr("sglang/multimodal_gen/runtime/managers/scheduler.py", "# same name, other package\n")
@@ -172,9 +171,7 @@ def test_commits_in_a_range_are_read_without_touching_the_work_tree(tmp_path):
     git(repo, "config", "user.name", "t")
 
     def commit(family: str, message: str):
-        for rel, text in read_protocol_files(find_srt(FIXTURES / family)).items():
-            (srt / rel).parent.mkdir(parents=True, exist_ok=True)
-            (srt / rel).write_text(text)
+        write_srt(srt, files_of(family))
         git(repo, "add", "-A")
         git(repo, "commit", "-qm", message)
         return git(repo, "rev-parse", "HEAD")

@@ -16,6 +16,7 @@ from prefetch_check.model.protocols.ack_drain import predicates as ack_predicate
 from prefetch_check.model.protocols.ack_drain.config import uniform_ack_config
 from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.model.source.predicate import load_source_predicate, probe_views, protocol_mismatch
+from sglang_fixtures import Edit, edited
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHAPES = FIXTURES / "ack_drain_predicates.py"
@@ -29,7 +30,21 @@ def spec(qualname: str) -> str:
 
 HIRADIX = spec("HiRadixCache.can_terminate_prefetch")
 UNIFIED = spec("UnifiedRadixCache._can_terminate_prefetch")
-DEADLINE = spec("UnifiedDeadline._can_terminate_prefetch")
+# 0.5.23: the unified predicate decides on the admission deadline instead of the linear timeout
+TO_DEADLINE = Edit(
+    SHAPES.name,
+    "                should_terminate = self._prefetch_timeout_check_linear_func(operation)\n",
+    "                should_terminate = self._prefetch_deadline_expired(operation)\n",
+)
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory) -> dict:
+    """The spec of each upstream predicate shape: 0.5.19's HiRadixCache, 0.5.19-0.5.22's unified one
+    and 0.5.23's (the unified one with TO_DEADLINE made, in a copy of the fixture)."""
+    deadline = tmp_path_factory.mktemp("deadline") / SHAPES.name
+    deadline.write_text(edited({SHAPES.name: SHAPES.read_text()}, "0.5.23 deadline", (TO_DEADLINE,))[SHAPES.name])
+    return {"hiradix": HIRADIX, "unified": UNIFIED, "deadline": f"{deadline}:UnifiedRadixCache._can_terminate_prefetch"}
 
 
 @pytest.mark.parametrize(
@@ -37,7 +52,6 @@ DEADLINE = spec("UnifiedDeadline._can_terminate_prefetch")
     [
         ("HiRadixCache.can_terminate_prefetch", "ack-drain", "hiradix"),
         ("UnifiedRadixCache._can_terminate_prefetch", "ack-drain", "unified"),
-        ("UnifiedDeadline._can_terminate_prefetch", "ack-drain", "unified"),
         ("UnifiedOldTest._can_terminate_prefetch", "ack-drain", "unified"),
         ("NegatedMax.can_terminate_prefetch", "predicate-poll", "seed"),
         ("LocalGuarded.can_terminate_prefetch", None, None),
@@ -48,6 +62,11 @@ def test_the_protocol_is_read_from_what_the_function_does(qualname, protocol, sh
     assert (predicate.protocol, predicate.shape) == (protocol, shape), predicate.membership
 
 
+def test_the_deadline_shape_is_read_as_the_unified_one(shapes):
+    _, predicate = load_source_predicate(shapes["deadline"])
+    assert (predicate.protocol, predicate.shape) == ("ack-drain", "unified"), predicate.membership
+
+
 def test_the_file_name_does_not_decide(tmp_path):
     """The same function in a file named like a predicate-poll release is still ack-drain's."""
     renamed = tmp_path / "hiradix_cache.py"
@@ -56,9 +75,9 @@ def test_the_file_name_does_not_decide(tmp_path):
     assert predicate.protocol == "ack-drain"
 
 
-@pytest.mark.parametrize("name", [HIRADIX, UNIFIED, DEADLINE])
-def test_ack_drain_shapes_answer_like_our_transcription(name):
-    _, predicate = load_source_predicate(name)
+@pytest.mark.parametrize("shape", ["hiradix", "unified", "deadline"])
+def test_ack_drain_shapes_answer_like_our_transcription(shapes, shape):
+    _, predicate = load_source_predicate(shapes[shape])
     for view in probe_views():
         assert predicate(view) == ack_predicates.fixed(view), view
 
@@ -74,10 +93,10 @@ def test_the_unified_vote_is_read_back_as_upstream_reads_it():
     assert "all_reduce(MAX)" in text and "read back as tensor[0] == 1" in text and text.endswith("-> accept")
 
 
-@pytest.mark.parametrize("name", [HIRADIX, UNIFIED, DEADLINE])
+@pytest.mark.parametrize("shape", ["hiradix", "unified", "deadline"])
 @pytest.mark.parametrize("policy", ["wait_complete", "timeout", "best_effort"])
-def test_ack_drain_shapes_are_verified_on_the_ack_drain_protocol(name, policy):
-    loaded = load_source_predicate(name)
+def test_ack_drain_shapes_are_verified_on_the_ack_drain_protocol(shapes, shape, policy):
+    loaded = load_source_predicate(shapes[shape])
     for cache in ("unified", "hiradix"):
         result = check(uniform_ack_config(ranks=2, pages=2, policy=policy, cache=cache), loaded, protocol="ack-drain")
         assert result.all_verified, (cache, result.violated)

@@ -484,24 +484,26 @@ class Interpreter:
         return self.block(node.body if self.expr(node.test, frame) else node.orelse, frame)
 
     def _while(self, node, frame):
-        self.loops.append(node.lineno)
-        try:
+        def rounds():
             while self.expr(node.test, frame):
-                signal = self.block(node.body, frame)
-                if signal is BREAK:
-                    return None
-                if isinstance(signal, _Return):
-                    return signal
-                self.tick(node)
-        finally:
-            self.loops.pop()
-        return self.block(node.orelse, frame)
+                yield
+
+        return self._loop(node, frame, rounds())
 
     def _for(self, node, frame):
-        self.loops.append(node.lineno)
-        try:
+        def rounds():
             for item in self.items_of(self.expr(node.iter, frame), node.lineno):
                 self.assign(node.target, item, frame)
+                yield
+
+        return self._loop(node, frame, rounds())
+
+    def _loop(self, node, frame, rounds):
+        """The body once a round (`while` and `for` differ only in what starts a round): `break`
+        leaves without the `else`, `return` returns, every finished round counts a step."""
+        self.loops.append(node.lineno)
+        try:
+            for _ in rounds:
                 signal = self.block(node.body, frame)
                 if signal is BREAK:
                     return None

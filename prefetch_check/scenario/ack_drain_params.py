@@ -12,8 +12,7 @@ import dataclasses
 from prefetch_check.model.protocols.ack_drain.config import (
     ACK_MATCHES, CACHES, DEADLINES, EXCEPTIONS, POLICIES, AckConfig, Request,
 )
-from prefetch_check.scenario.errors import did_you_mean
-from prefetch_check.scenario.parameters import ValueProblem, _bad, _is_int, per_rank, request_spec, scalar
+from prefetch_check.scenario.parameters import ValueProblem, _bad, _is_int, per_rank, read_requests, request_spec, scalar
 from prefetch_check.scenario.schema import Param
 
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(AckConfig) if f.default is not dataclasses.MISSING}
@@ -90,21 +89,7 @@ def build_config(values: dict, request_tables: list, where) -> AckConfig:
             kwargs[param.name] = per_rank(param, values[param.name], where(param.name), ranks, one_count, None)
         else:
             kwargs[param.name] = scalar(param, values[param.name], where(param.name))
-    if request_tables:
-        specs = []
-        for q, table in enumerate(request_tables):
-            if not isinstance(table, dict):
-                raise ValueProblem(("request",), "request must be written as [[request]] tables")
-            for key in table:
-                if key not in _REQUEST_KEYS:
-                    raise ValueProblem(("request", q, key), f"unknown key {key!r} in the [[request]] table of request {q}"
-                                       + did_you_mean(key, _REQUEST_KEYS))
-            specs.append(_request(table, ranks, lambda k, q=q: ("request", q, k), q))
-        requests = tuple(specs)
-    else:
-        n = scalar(REQUESTS, values.get("requests", REQUESTS.default), where("requests"))
-        shorthand = {k: values[k] for k in (p.name for p in REQUEST) if k in values}
-        requests = (_request(shorthand, ranks, where, 0),) * n
+    requests = read_requests(values, request_tables, ranks, where, _REQUEST_KEYS, _request, REQUESTS, [p.name for p in REQUEST])
     try:
         return AckConfig(requests=requests, **kwargs)
     except ValueError as exc:  # e.g. host_pages differing while alloc_deterministic holds

@@ -140,6 +140,26 @@ def request_spec(values: dict, ranks: int, where: Where, q: int) -> RequestSpec:
     return RequestSpec(pages=pages, hits=hits, failing=failing, alloc_pages=room)
 
 
+def read_requests(values: dict, request_tables: list, ranks: int, where: Where, keys, build_one: Callable,
+                  count: Param, shorthand_keys) -> tuple:
+    """A scenario's requests, the same way for every protocol: one per [[request]] table (each
+    key one of `keys`), or else `count` (the `requests` key) copies of the one the top-level
+    shorthand keys describe; `build_one(values, ranks, where, q)` makes each."""
+    if not request_tables:
+        n = scalar(count, values.get("requests", count.default), where("requests"))
+        shorthand = {k: values[k] for k in shorthand_keys if k in values}
+        return (build_one(shorthand, ranks, where, 0),) * n
+    specs = []
+    for q, table in enumerate(request_tables):
+        if not isinstance(table, dict):
+            raise ValueProblem(("request",), "request must be written as [[request]] tables")
+        for key in table:
+            if key not in keys:
+                raise ValueProblem(("request", q, key), f"unknown key {key!r} in the [[request]] table of request {q}" + did_you_mean(key, keys))
+        specs.append(build_one(table, ranks, lambda k, q=q: ("request", q, k), q))
+    return tuple(specs)
+
+
 def build_config(values: dict, request_tables: list, where: Where) -> Config:
     """The Config for one combination of values (top level merged with one matrix choice)."""
     ranks = scalar(PARAMETERS["ranks"], values.get("ranks", PARAMETERS["ranks"].default), where("ranks"))
@@ -154,20 +174,7 @@ def build_config(values: dict, request_tables: list, where: Where) -> Config:
             kwargs[param.name] = per_rank(param, values[param.name], where(param.name), ranks, one_bool, False)
         else:
             kwargs[param.name] = scalar(param, values[param.name], where(param.name))
-    if request_tables:
-        specs = []
-        for q, table in enumerate(request_tables):
-            if not isinstance(table, dict):
-                raise ValueProblem(("request",), "request must be written as [[request]] tables")
-            for key in table:
-                if key not in REQUEST_KEYS:
-                    raise ValueProblem(("request", q, key), f"unknown key {key!r} in the [[request]] table of request {q}" + did_you_mean(key, REQUEST_KEYS))
-            specs.append(request_spec(table, ranks, lambda k, q=q: ("request", q, k), q))
-        requests = tuple(specs)
-    else:
-        n = scalar(PARAMETERS["requests"], values.get("requests", PARAMETERS["requests"].default), where("requests"))
-        shorthand = {k: values[k] for k in SHORTHAND if k in values}
-        requests = (request_spec(shorthand, ranks, where, 0),) * n
+    requests = read_requests(values, request_tables, ranks, where, REQUEST_KEYS, request_spec, PARAMETERS["requests"], SHORTHAND)
     try:
         return Config(requests=requests, **kwargs)
     except ShapeError as exc:  # shape options no release combines: point at the key to change

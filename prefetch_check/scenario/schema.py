@@ -126,21 +126,13 @@ ALL = "all"
 MAX_CASES = 256  # a matrix larger than this is almost certainly a mistake
 
 
+# TOML's word for each parsed type (bool before int: a bool is an int to Python)
+_TOML_WORDS = ((bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string"), (list, "a list"), (dict, "a table"))
+
+
 def type_name(value) -> str:
     """TOML's word for a parsed value, for error messages."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a table"
-    return type(value).__name__
+    return next((word for kind, word in _TOML_WORDS if isinstance(value, kind)), type(value).__name__)
 
 
 def default_of(name: str) -> Optional[object]:

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from prefetch_check.model.protocols.config_checks import check_common, check_request_pages, per_rank
+
 POLICIES = ("wait_complete", "timeout", "best_effort")
 CACHES = ("unified", "hiradix")
 ACK_MATCHES = ("operation", "rid")
@@ -69,12 +71,7 @@ class Request:
             object.__setattr__(self, "batch_raises", (frozenset(),) * ranks)
         if not len(self.failing) == len(self.query_raises) == len(self.batch_raises) == ranks:
             raise ValueError("hits, failing, query_raises and batch_raises must name the same ranks")
-        for h in self.hits:
-            if not 0 <= h <= self.pages:
-                raise ValueError(f"hits {h} outside 0..{self.pages}")
-        for f in self.failing:
-            if any(not 0 <= p < self.pages for p in f):
-                raise ValueError(f"failing pages {sorted(f)} outside 0..{self.pages - 1}")
+        check_request_pages(self)
         if self.readmits < 0:
             raise ValueError("readmits must be 0 or more")
 
@@ -102,25 +99,10 @@ class AckConfig:
     admission_limit: int = 0  # checks per scheduler round (0: every waiting request)
 
     def __post_init__(self) -> None:
-        if self.ranks < 1:
-            raise ValueError("ranks must be at least 1")
-        if not self.requests:
-            raise ValueError("at least one request")
-        if self.page_size < 1 or self.storage_batch_size < 1 or self.prefetch_threshold < 0:
-            raise ValueError("page_size and storage_batch_size >= 1, prefetch_threshold >= 0")
-        for name, value, allowed in (
-            ("policy", self.policy, POLICIES), ("cache", self.cache, CACHES), ("ack_match", self.ack_match, ACK_MATCHES),
-            ("deadline", self.deadline, DEADLINES), ("exceptions", self.exceptions, EXCEPTIONS),
-        ):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}")
-        for q in self.requests:
-            if len(q.hits) != self.ranks:
-                raise ValueError(f"hits name {len(q.hits)} ranks, config has {self.ranks}")
-        if not self.host_pages:
-            object.__setattr__(self, "host_pages", (None,) * self.ranks)
-        if len(self.host_pages) != self.ranks:
-            raise ValueError("host_pages names every rank")
+        check_common(self, {
+            "policy": POLICIES, "cache": CACHES, "ack_match": ACK_MATCHES, "deadline": DEADLINES, "exceptions": EXCEPTIONS,
+        })
+        per_rank(self, "host_pages", None)
         if self.alloc_deterministic and len(set(self.host_pages)) > 1:
             raise ValueError(
                 "host_pages differ between ranks, but alloc_deterministic assumes (as upstream states) that "

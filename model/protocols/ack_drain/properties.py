@@ -19,32 +19,15 @@ the predicate-poll protocol do not fit (docs/model.md says how):
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple, Optional
 
 from prefetch_check.model.interface import deadlock_freedom, invariant, progress, step_invariant
-from prefetch_check.model.protocols.ack_drain.state import (
-    C_DRAIN,
-    DEAD,
-    DONE,
-    DOUBLE,
-    HELD,
-    IN_TREE,
-    NO_OP,
-    S_CRASHED,
-    WAITING,
-)
+from prefetch_check.model.protocols.ack_drain.state import C_DRAIN, DEAD, NO_OP, S_CRASHED, WAITING
+from prefetch_check.model.protocols import shared_checks as checks
+from prefetch_check.model.protocols.host_slot_status import slot_faults
 
-NAMES = (
-    "no_early_acceptance",
-    "wait_complete_delivers",
-    "tp_agreement",
-    "host_memory",
-    "data_integrity",
-    "no_crash",
-    "operation_identity",
-    "progress",
-    "deadlock_freedom",
-)
+NAMES = checks.SAFETY + ("no_crash", "operation_identity") + checks.LIVENESS
 
 
 class RankView(NamedTuple):
@@ -66,15 +49,7 @@ class RankView(NamedTuple):
 
 
 def summarize(protocol, rank) -> RankView:
-    double = held = unwritten = None
-    for i, op in enumerate(rank.ops):
-        for p, status in enumerate(op.slots):
-            if status == DOUBLE and double is None:
-                double = (i, p)
-            elif status == HELD and held is None:
-                held = (i, p)
-            elif status == IN_TREE and p >= op.written and unwritten is None:
-                unwritten = (i, p)
+    double, held, unwritten = slot_faults(rank.ops)
     requests = protocol.config.requests
     done = tuple(req.aborted or (req.ready and req.gen + 1 >= requests[q].generations) for q, req in enumerate(rank.reqs))
     disturbed = []
@@ -99,18 +74,10 @@ def summarize(protocol, rank) -> RankView:
         disturbed=tuple(disturbed),
         issued=tuple(any(rank.ops[i].issued for i in protocol.ops_of[q]) for q in range(len(rank.reqs))),
         unresolved=tuple(q for q, d in enumerate(done) if not d),
-        queued=rank.release_queue - _agreed_release(rank),
+        queued=rank.release_queue - checks.agreed_release(rank, C_DRAIN, 2),
         dead=dead,
         stale=rank.stale,
     )
-
-
-def _agreed_release(rank) -> int:
-    """Release-queue entries a drain all ranks agreed on will free, before this rank popped them."""
-    reg = rank.s_coll
-    if reg and reg[1] == DONE and reg[0][0] == C_DRAIN:
-        return reg[2][2]
-    return 0
 
 
 def build_properties(protocol) -> list:
@@ -143,28 +110,21 @@ def build_properties(protocol) -> list:
         return None
 
     def wait_complete_delivers(views):
-        if not all(v.quiet for v in views):
+        short = checks.short_delivery(views, delivered, expected, lambda v, q: v.tree[q])
+        if short is None:
             return None
-        for q in delivered:
-            if any(v.disturbed[q] for v in views):
-                continue
-            for r, v in enumerate(views):
-                if v.issued[q] and v.tree[q] != expected[q]:
-                    return (
-                        f"rank {r} resolved request {q} with {v.tree[q]} page(s) in the host tree, but storage held "
-                        f"{expected[q]} that every rank could load, and nothing failed, timed out or was aborted"
-                    )
-        return None
+        r, q = short
+        return (
+            f"rank {r} resolved request {q} with {views[r].tree[q]} page(s) in the host tree, but storage held "
+            f"{expected[q]} that every rank could load, and nothing failed, timed out or was aborted"
+        )
 
     def tp_agreement(views):
         for group in ("scheduler", "prefetch", "sync"):
             waiting = [(r, tag) for r, v in enumerate(views) for g, tag in v.waits if g == group]
-            for (r1, t1), (r2, t2) in zip(waiting, waiting[1:]):
-                if t1 != t2:
-                    return (
-                        f"{group} threads wait in different collectives: rank {r1} in {protocol.collective_name(t1)}, "
-                        f"rank {r2} in {protocol.collective_name(t2)} (a deadlock)"
-                    )
+            mismatch = checks.collective_mismatch(protocol, f"{group} threads", waiting)
+            if mismatch:
+                return mismatch
         for r, v in enumerate(views):
             if v.acks_mixed:
                 return f"rank {r}'s sync thread reduced a progress ACK together with another operation's ACK (ACKs pair by position)"
@@ -173,33 +133,6 @@ def build_properties(protocol) -> list:
                 counts = {r: v.tree[q] for r, v in enumerate(views)}
                 if len(set(counts.values())) > 1:
                     return f"the ranks hold different numbers of pages of request {q} in their host trees: {counts}"
-        return None
-
-    def host_memory(views):
-        for r, v in enumerate(views):
-            if v.double is not None:
-                return f"rank {r}, operation #{v.double[0]}: host slot of page {v.double[1]} given back twice"
-        if all(v.quiet for v in views):
-            for r, v in enumerate(views):
-                if v.held is not None:
-                    return (
-                        f"rank {r}, operation #{v.held[0]}: host slot of page {v.held[1]} never given back "
-                        f"although every thread is idle (leak)"
-                    )
-            fewest = min(v.queued for v in views)
-            for r, v in enumerate(views):
-                if v.queued > fewest:
-                    return (
-                        f"rank {r}: {v.queued - fewest} released host slot(s) stay on host_mem_release_queue for good: "
-                        f"every thread is idle and drain frees only the MIN over ranks ({fewest}) (leak)"
-                    )
-        return None
-
-    def data_integrity(views):
-        for r, v in enumerate(views):
-            if v.unwritten is not None:
-                i, p = v.unwritten
-                return f"rank {r}, operation #{i}: page {p} handed to the host tree before its data was written"
         return None
 
     def no_crash(views):
@@ -217,12 +150,6 @@ def build_properties(protocol) -> list:
                     f"request id (it revoked it or put its result in the tree)"
                 )
         return None
-
-    def pending(views):
-        left = [(r, q) for r, v in enumerate(views) for q in v.unresolved]
-        if not left:
-            return None
-        return "unresolved: " + ", ".join(f"request {q} on rank {r}" for r, q in left)
 
     return [
         step_invariant(
@@ -242,16 +169,19 @@ def build_properties(protocol) -> list:
             "every rank holds as many pages of each request in its host tree",
         ),
         invariant(
-            "host_memory", host_memory,
+            "host_memory", partial(checks.host_memory_violation, owner="operation #"),
             "every host slot is given back or handed to the tree exactly once, and none is held or left queued for good",
         ),
-        invariant("data_integrity", data_integrity, "every page handed to the host tree has had its data written"),
+        invariant(
+            "data_integrity", partial(checks.unwritten_page, owner="operation #"),
+            "every page handed to the host tree has had its data written",
+        ),
         invariant("no_crash", no_crash, "no thread of any rank dies"),
         invariant(
             "operation_identity", operation_identity,
             "the drain acts on a prefetch only through its own operation: an operation of an earlier prefetch of "
             "the same request id never revokes or resolves a newer one",
         ),
-        progress("progress", pending, "every request is eventually done (checked and admitted), under weak fairness"),
+        progress("progress", checks.unresolved, "every request is eventually done (checked and admitted), under weak fairness"),
         deadlock_freedom("deadlock_freedom", "every reachable state has a successor"),
     ]

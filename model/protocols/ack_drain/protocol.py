@@ -36,7 +36,6 @@ What the reductions may assume:
 from __future__ import annotations
 
 from prefetch_check.model.interface import Collective, RankProtocol, Thread
-from prefetch_check.model.predicate_loader import load_predicate
 from prefetch_check.model.protocols.ack_drain import predicates
 from prefetch_check.model.protocols.ack_drain.cache import CacheOperations
 from prefetch_check.model.protocols.ack_drain.clock import ClockSteps
@@ -63,13 +62,14 @@ from prefetch_check.model.protocols.ack_drain.state import (
     initial_rank,
 )
 from prefetch_check.model.protocols.ack_drain.sync_thread import SyncThreadSteps
-from prefetch_check.model.protocols.poll.predicates import OperationView
+from prefetch_check.model.protocols.completion import CompletionPredicate
 
 STAGES = ("queued", "querying", "hit queue", "loading", "revoked")
 
 
 class AckDrainProtocol(
-    SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, SyncThreadSteps, ClockSteps, CacheOperations, RankProtocol
+    SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, SyncThreadSteps, ClockSteps, CacheOperations,
+    CompletionPredicate, RankProtocol,
 ):
     """The protocol of PROTOCOL-2026.md for one configuration and one completion predicate."""
 
@@ -91,21 +91,14 @@ class AckDrainProtocol(
     shape_options = ("cache", "ack_match", "deadline", "exceptions")
 
     def __init__(self, config: AckConfig, predicate="fixed", name: str | None = None):
-        if isinstance(predicate, tuple):  # (name, function), as a loader gives it
-            name, predicate = predicate
-        if isinstance(predicate, str):
-            name, predicate = load_predicate(predicate, predicates.BUILTIN)
         self.config = config
-        self.predicate = predicate
-        self.predicate_name = name or getattr(predicate, "__name__", "predicate")
+        self.use_predicate(config, predicate, name, predicates.BUILTIN)
         bases, ops_of, request_of = [], [], []
         for q, spec in enumerate(config.requests):
             bases.append(len(request_of))
             ops_of.append(tuple(range(len(request_of), len(request_of) + spec.generations)))
             request_of += [q] * spec.generations
         self.bases, self.ops_of, self.request_of = tuple(bases), tuple(ops_of), tuple(request_of)
-        self._decisions: dict = {}
-        self._hashes = tuple(tuple(f"h{i}" for i in range(n)) for n in range(max(q.pages for q in config.requests) + 1))
         self._properties = build_properties(self)
 
     def op_index(self, q: int, gen: int) -> int:
@@ -164,33 +157,6 @@ class AckDrainProtocol(
         if cfg.policy != "timeout" or not cfg.timeout_clock:
             out.add("C.timeout")
         return tuple(k for k in self.action_kinds() if k not in out)
-
-    # ---- the completion predicate ----
-
-    def view_of(self, op) -> OperationView:
-        return OperationView(
-            hash_value=self._hashes[op.hash_value],
-            completed_tokens=op.completed * self.config.page_size,
-            page_size=self.config.page_size,
-            terminated=op.terminated,
-            policy=self.config.policy,
-            timed_out=op.timed_out,
-        )
-
-    def decide_op(self, op) -> bool:
-        """The predicate's local answer (memoised: a predicate must be a pure function)."""
-        key = (op.hash_value, op.completed, op.terminated, op.timed_out)
-        known = self._decisions.get(key)
-        if known is None:
-            known = self._decisions[key] = bool(self.predicate(self.view_of(op)))
-        return known
-
-    def explain_predicate(self, op) -> str:
-        view, answer = self.view_of(op), self.decide_op(op)
-        explain = getattr(self.predicate, "explain", None)
-        if explain is not None:
-            return explain(view, answer)
-        return f"{self.predicate_name}(...) -> {'accept' if answer else 'wait'}"
 
     # ---- what the reductions may assume ----
 

@@ -14,12 +14,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from prefetch_check.model.interface import DONE, WAITING  # noqa: F401  (the registers' phases)
+from prefetch_check.model.protocols.host_slot_status import DOUBLE, HELD, IN_TREE, RELEASED, give_back  # noqa: F401
 
-# ---- host slot status, one entry per allocated page ----
-HELD = 0  # allocated at the hit drain, not yet given back
-RELEASED = 1  # freed directly, or put on host_mem_release_queue, exactly once
-IN_TREE = 2  # handed to the host radix tree
-DOUBLE = 3  # given back twice (or handed to the tree and given back): a host-memory violation
+# host slot status, one entry per allocated page: HELD, RELEASED, IN_TREE, DOUBLE
 
 # ---- the stage of an operation ----
 QUEUED = 0  # created by issue, on prefetch_queue
@@ -121,11 +118,3 @@ def set_req(rank: Rank, q: int, req: Req, **changes) -> Rank:
     return rank._replace(reqs=rank.reqs[:q] + (req,) + rank.reqs[q + 1 :], **changes)
 
 
-def give_back(slots: tuple, first: int, last: int, status: int) -> tuple:
-    """Pages [first, last) freed / queued (RELEASED) or handed to the tree (IN_TREE); twice is DOUBLE."""
-    if first >= last:
-        return slots
-    out = list(slots)
-    for p in range(first, min(last, len(out))):
-        out[p] = status if out[p] == HELD else DOUBLE
-    return tuple(out)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional
 
+from prefetch_check.model.protocols.config_checks import check_common, check_request_pages, per_rank
+
 POLICIES = ("wait_complete", "timeout", "best_effort")
 
 # The two upstream shapes of the termination protocol (see PROTOCOL.md, "Version note").
@@ -64,12 +66,7 @@ class RequestSpec:
             raise ValueError("a request has at least one page")
         if len(self.hits) != len(self.failing):
             raise ValueError("hits and failing must name the same ranks")
-        for h in self.hits:
-            if not 0 <= h <= self.pages:
-                raise ValueError(f"hits {h} outside 0..{self.pages}")
-        for f in self.failing:
-            if any(not 0 <= p < self.pages for p in f):
-                raise ValueError(f"failing pages {sorted(f)} outside 0..{self.pages - 1}")
+        check_request_pages(self)
         if not self.alloc_pages:
             object.__setattr__(self, "alloc_pages", (self.pages,) * len(self.hits))
         if len(self.alloc_pages) != len(self.hits):
@@ -105,29 +102,11 @@ class Config:
     alloc_deterministic: bool = True  # assumption: the hit-time allocation has the same outcome on every rank
 
     def __post_init__(self) -> None:
-        if self.ranks < 1:
-            raise ValueError("ranks must be at least 1")
-        if not self.requests:
-            raise ValueError("at least one request")
-        if self.page_size < 1 or self.storage_batch_size < 1 or self.prefetch_threshold < 0:
-            raise ValueError("page_size and storage_batch_size >= 1, prefetch_threshold >= 0")
-        for name, value, allowed in (
-            ("policy", self.policy, POLICIES),
-            ("shape", self.shape, SHAPES),
-            ("alloc_at", self.alloc_at, ALLOC_AT),
-            ("threshold_test", self.threshold_test, THRESHOLD_TESTS),
-            ("completed_min", self.completed_min, COMPLETED_MIN),
-            ("tail_releases", self.tail_releases, TAIL_RELEASES),
-        ):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}")
-        for q in self.requests:
-            if len(q.hits) != self.ranks:
-                raise ValueError(f"hits name {len(q.hits)} ranks, config has {self.ranks}")
-        if not self.alloc_may_fail:
-            object.__setattr__(self, "alloc_may_fail", (False,) * self.ranks)
-        if len(self.alloc_may_fail) != self.ranks:
-            raise ValueError("alloc_may_fail names every rank")
+        check_common(self, {
+            "policy": POLICIES, "shape": SHAPES, "alloc_at": ALLOC_AT, "threshold_test": THRESHOLD_TESTS,
+            "completed_min": COMPLETED_MIN, "tail_releases": TAIL_RELEASES,
+        })
+        per_rank(self, "alloc_may_fail", False)
         self._check_shape()
 
     def _check_shape(self) -> None:

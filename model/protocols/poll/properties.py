@@ -4,30 +4,21 @@ State properties read the ranks' `RankView`s (computed once per distinct rank st
 `no_early_acceptance` reads the acting rank before a `check`. Each check returns None
 when the property holds, or one sentence saying why not.
 
-Host memory is judged on what is actually given back: a slot put on the release queue is
-freed only by a drain, and a drain frees the count all ranks agree on (MIN over ranks).
-Once every thread is idle nothing is queued any more, so entries beyond the smallest
-queue of all ranks can never be freed: a leak, although every slot was "released". A slot
-freed directly (`direct_release`, 0.5.1.x) is free at once. A slot given back twice,
-queued or freed, is a violation the moment it happens.
+Host memory is judged on what is actually given back (model/protocols/shared_checks.py says
+how); a slot freed directly (`direct_release`, 0.5.1.x) is free at once.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple, Optional
 
 from prefetch_check.model.interface import deadlock_freedom, invariant, progress, step_invariant
-from prefetch_check.model.protocols.poll.state import C_DRAIN, DONE, DOUBLE, HELD, IN_TREE, NOT_INSERTED, REVOKED, WAITING
+from prefetch_check.model.protocols import shared_checks as checks
+from prefetch_check.model.protocols.host_slot_status import slot_faults
+from prefetch_check.model.protocols.poll.state import C_DRAIN, NOT_INSERTED, REVOKED, WAITING
 
-NAMES = (
-    "no_early_acceptance",
-    "wait_complete_delivers",
-    "tp_agreement",
-    "host_memory",
-    "data_integrity",
-    "progress",
-    "deadlock_freedom",
-)
+NAMES = checks.SAFETY + checks.LIVENESS
 
 
 class RankView(NamedTuple):
@@ -50,15 +41,7 @@ def summarize(rank, release_at: Optional[int] = 1, alloc_at_issue: bool = True) 
     """The view of one rank. `release_at`: where the release queue's size sits in the drain's
     all_reduce (None: there is no release queue); `alloc_at_issue`: host slots are reserved at
     issue, so an operation without them is one whose allocation failed (and delivers nothing)."""
-    double = held = unwritten = None
-    for q, op in enumerate(rank.ops):
-        for p, status in enumerate(op.slots):
-            if status == DOUBLE and double is None:
-                double = (q, p)
-            elif status == HELD and held is None:
-                held = (q, p)
-            elif status == IN_TREE and p >= op.written and unwritten is None:
-                unwritten = (q, p)
+    double, held, unwritten = slot_faults(rank.ops)
     return RankView(
         quiet=rank.p_pc < 0
         and not rank.i_pc
@@ -75,16 +58,8 @@ def summarize(rank, release_at: Optional[int] = 1, alloc_at_issue: bool = True) 
         disturbed=tuple(op.io_failed or op.timed_out or (alloc_at_issue and op.issued and not op.allocated) for op in rank.ops),
         issued=tuple(op.issued for op in rank.ops),
         unresolved=tuple(q for q, op in enumerate(rank.ops) if op.issued and not op.ready),
-        queued=rank.release_queue - agreed_release(rank, release_at),
+        queued=rank.release_queue - checks.agreed_release(rank, C_DRAIN, release_at),
     )
-
-
-def agreed_release(rank, release_at: Optional[int] = 1) -> int:
-    """Release-queue entries a drain all ranks agreed on will free, before this rank has popped them."""
-    reg = rank.s_coll
-    if release_at is not None and reg and reg[1] == DONE and reg[0][0] == C_DRAIN:
-        return reg[2][release_at]
-    return 0
 
 
 DELIVERS = {
@@ -120,70 +95,29 @@ def build_properties(protocol) -> list:
         return None
 
     def wait_complete_delivers(views):
-        # judged once every thread is idle: then io_failed/timed_out are final, so the verdict
-        # does not depend on how far other ranks had got when one rank inserted
-        if not all(v.quiet for v in views):
+        # nothing inserted counts as 0 tokens
+        short = checks.short_delivery(views, delivered, expected, lambda v, q: max(v.inserted[q], 0))
+        if short is None:
             return None
-        for q in delivered:
-            if any(v.disturbed[q] for v in views):
-                continue
-            for r, v in enumerate(views):
-                if v.issued[q] and max(v.inserted[q], 0) != expected[q]:  # nothing inserted is 0 tokens
-                    got = "nothing" if v.inserted[q] == NOT_INSERTED else f"{v.inserted[q]} tokens"
-                    if cfg.alloc_at == "issue":
-                        agreed = f"the ranks agreed on {expected[q]} hit tokens"
-                    else:
-                        agreed = f"{expected[q]} tokens were to be delivered (the agreed hits, as far as the host slots allocated hold)"
-                    return f"rank {r} resolved request {q} with {got} inserted, but {agreed} and no load failed or timed out"
-        return None
+        r, q = short
+        got = "nothing" if views[r].inserted[q] == NOT_INSERTED else f"{views[r].inserted[q]} tokens"
+        if cfg.alloc_at == "issue":
+            agreed = f"the ranks agreed on {expected[q]} hit tokens"
+        else:
+            agreed = f"{expected[q]} tokens were to be delivered (the agreed hits, as far as the host slots allocated hold)"
+        return f"rank {r} resolved request {q} with {got} inserted, but {agreed} and no load failed or timed out"
 
     def tp_agreement(views):
         for attr, who in (("s_wait", "schedulers"), ("p_wait", "prefetch threads")):
             waiting = [(r, getattr(v, attr)) for r, v in enumerate(views) if getattr(v, attr) is not None]
-            for (r1, t1), (r2, t2) in zip(waiting, waiting[1:]):
-                if t1 != t2:
-                    return (
-                        f"{who} wait in different collectives: rank {r1} in {protocol.collective_name(t1)}, "
-                        f"rank {r2} in {protocol.collective_name(t2)} (a deadlock)"
-                    )
+            mismatch = checks.collective_mismatch(protocol, who, waiting)
+            if mismatch:
+                return mismatch
         for q in range(cfg.num_requests):
             counts = {r: v.inserted[q] for r, v in enumerate(views) if v.inserted[q] != NOT_INSERTED}
             if len(set(counts.values())) > 1:
                 return f"ranks inserted different token counts for request {q}: {counts}"
         return None
-
-    def host_memory(views):
-        for r, v in enumerate(views):
-            if v.double is not None:
-                return f"rank {r}, request {v.double[0]}: host slot of page {v.double[1]} given back twice"
-        if all(v.quiet for v in views):
-            for r, v in enumerate(views):
-                if v.held is not None:
-                    return (
-                        f"rank {r}, request {v.held[0]}: host slot of page {v.held[1]} never released "
-                        f"although every thread is idle (leak)"
-                    )
-            fewest = min(v.queued for v in views)
-            for r, v in enumerate(views):
-                if v.queued > fewest:
-                    return (
-                        f"rank {r}: {v.queued - fewest} released host slot(s) stay on host_mem_release_queue for "
-                        f"good: every thread is idle and drain frees only the MIN over ranks ({fewest}) (leak)"
-                    )
-        return None
-
-    def data_integrity(views):
-        for r, v in enumerate(views):
-            if v.unwritten is not None:
-                q, p = v.unwritten
-                return f"rank {r}, request {q}: page {p} handed to the tree before its data was written"
-        return None
-
-    def pending(views):
-        left = [(r, q) for r, v in enumerate(views) for q in v.unresolved]
-        if not left:
-            return None
-        return "unresolved: " + ", ".join(f"request {q} on rank {r}" for r, q in left)
 
     delivered = [q for q in range(cfg.num_requests) if cfg.delivered_pages(q) is not None]
     expected = [(cfg.delivered_pages(q) or 0) * cfg.page_size for q in range(cfg.num_requests)]
@@ -208,17 +142,17 @@ def build_properties(protocol) -> list:
         ),
         invariant(
             "host_memory",
-            host_memory,
+            partial(checks.host_memory_violation, owner="request "),
             "every host slot is freed or handed to the tree exactly once once all threads are idle",
         ),
         invariant(
             "data_integrity",
-            data_integrity,
+            partial(checks.unwritten_page, owner="request "),
             "every page handed to the tree has had its data written into host memory",
         ),
         progress(
             "progress",
-            pending,
+            checks.unresolved,
             "every issued prefetch is eventually resolved, under weak fairness of the threads",
         ),
         deadlock_freedom("deadlock_freedom", "every reachable state has a successor"),

@@ -44,12 +44,12 @@ assume:
 from __future__ import annotations
 
 from prefetch_check.model.interface import Collective, RankProtocol, Thread
-from prefetch_check.model.predicate_loader import load_predicate
+from prefetch_check.model.protocols.completion import CompletionPredicate
 from prefetch_check.model.protocols.poll.clock import ClockSteps
 from prefetch_check.model.protocols.poll.config import Config
 from prefetch_check.model.protocols.poll.host_slots import HostSlots
 from prefetch_check.model.protocols.poll.io_thread import IOThreadSteps
-from prefetch_check.model.protocols.poll.predicates import OperationView, Predicate
+from prefetch_check.model.protocols.poll.predicates import Predicate
 from prefetch_check.model.protocols.poll.prefetch_thread import PrefetchThreadSteps
 from prefetch_check.model.protocols.poll.properties import NAMES, RankView, build_properties, summarize
 from prefetch_check.model.protocols.poll.scheduler import SchedulerSteps
@@ -71,7 +71,9 @@ from prefetch_check.model.protocols.poll.state import (
 )
 
 
-class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockSteps, HostSlots, RankProtocol):
+class PollProtocol(
+    SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockSteps, HostSlots, CompletionPredicate, RankProtocol
+):
     """The protocol of PROTOCOL.md for one configuration and one completion predicate."""
 
     protocol_name = "predicate-poll"
@@ -98,15 +100,8 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
                      "completed_min", "queue_unallocated", "alloc_at", "threshold_test")
 
     def __init__(self, config: Config, predicate: Predicate | str = "fixed", name: str | None = None):
-        if isinstance(predicate, tuple):  # (name, function), as a loader gives it
-            name, predicate = predicate
-        if isinstance(predicate, str):
-            name, predicate = load_predicate(predicate)
         self.config = config
-        self.predicate = predicate
-        self.predicate_name = name or getattr(predicate, "__name__", "predicate")
-        self._decisions: dict = {}
-        self._hashes = tuple(tuple(f"h{i}" for i in range(n)) for n in range(max(q.pages for q in config.requests) + 1))
+        self.use_predicate(config, predicate, name)
         self._steady = self._requests_without_interrupts()
         queues = config.drain_queues()
         self._release_at = queues.index("release") if "release" in queues else None
@@ -196,38 +191,6 @@ class PollProtocol(SchedulerSteps, PrefetchThreadSteps, IOThreadSteps, ClockStep
         if not any(any(spec.failing) for spec in cfg.requests):
             out.add("I.load_failed")
         return tuple(k for k in self.action_kinds() if k not in out)
-
-    # ---- the completion predicate ----
-
-    def view_of(self, op) -> OperationView:
-        return OperationView(
-            hash_value=self._hashes[op.hash_value],
-            completed_tokens=op.completed * self.config.page_size,
-            page_size=self.config.page_size,
-            terminated=op.terminated,
-            policy=self.config.policy,
-            timed_out=op.timed_out,
-        )
-
-    def decide_op(self, op) -> bool:
-        """The predicate's local answer (memoised: a predicate must be a pure function)."""
-        key = (op.hash_value, op.completed, op.terminated, op.timed_out)
-        known = self._decisions.get(key)
-        if known is None:
-            known = self._decisions[key] = bool(self.predicate(self.view_of(op)))
-        return known
-
-    def explain_predicate(self, op) -> str:
-        """The predicate's evaluation spelled out: inputs, comparison, answer."""
-        view, answer = self.view_of(op), self.decide_op(op)
-        explain = getattr(self.predicate, "explain", None)
-        if explain is not None:
-            return explain(view, answer)
-        return (
-            f"{self.predicate_name}(len(hash_value)={len(view.hash_value)}, "
-            f"completed_tokens={view.completed_tokens}, terminated={view.terminated}, "
-            f"timed_out={view.timed_out}) -> {'accept' if answer else 'wait'}"
-        )
 
     # ---- what the reductions may assume ----
 

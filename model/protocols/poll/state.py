@@ -14,12 +14,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from prefetch_check.model.interface import DONE, WAITING  # noqa: F401  (the registers' phases)
+from prefetch_check.model.protocols.host_slot_status import DOUBLE, HELD, IN_TREE, RELEASED, give_back  # noqa: F401
 
-# ---- host slot status, one entry per page of an issued operation ----
-HELD = 0  # reserved at issue, not yet given back
-RELEASED = 1  # put on host_mem_release_queue, or freed at once (direct_release), exactly once
-IN_TREE = 2  # handed to the radix tree by insert
-DOUBLE = 3  # given back twice: a host-memory violation
+# host slot status, one entry per page of an issued operation: HELD, RELEASED, IN_TREE, DOUBLE
 
 # ---- prefetch-thread stage of an operation ----
 QUEUED = 0  # on prefetch_queue (or never issued)
@@ -114,12 +111,3 @@ def set_op(rank: Rank, q: int, op: Op, **rank_changes) -> Rank:
     return rank._replace(ops=ops, **rank_changes)
 
 
-def give_back(slots: tuple[int, ...], first: int, last: int, status: int, times: int = 1) -> tuple[int, ...]:
-    """Mark pages [first, last) as released or handed to the tree, `times` times; twice is DOUBLE."""
-    if first >= last:
-        return slots
-    out = list(slots)
-    for _ in range(times):
-        for p in range(first, last):
-            out[p] = status if out[p] == HELD else DOUBLE
-    return tuple(out)
