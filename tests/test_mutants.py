@@ -249,3 +249,15 @@ def test_a_staged_mutant_changes_nothing_in_the_late2025_shape():
     """Its change is in steps only hit-time allocation takes: on the default shape it is the protocol."""
     run = run_mutants(BUILTIN_CONFIGS[:3], STAGED_CATALOGUE)
     assert all(o.status == GAP for o in run.outcomes)
+
+
+def test_a_scenario_without_a_state_limit_gets_the_mutant_budget(tmp_path):
+    """A mutant can turn a small search into millions of states: where neither the scenario nor
+    a flag bounds the states, each search stops at the budget; a scenario's own limit and the flag win."""
+    (tmp_path / "open.toml").write_text("ranks = 2\npages = 1\n")
+    (tmp_path / "own.toml").write_text("ranks = 2\npages = 1\n[limits]\nmax_states = 1234\n")
+    configs = {c.name: c.limits for c in command._configs(parse(str(tmp_path)), "predicate-poll")}
+    assert configs["open"].max_states == command.MUTANT_STATE_BUDGET
+    assert configs["own"].max_states == 1234
+    flagged = {c.name: c.limits for c in command._configs(parse(str(tmp_path), "--max-states", "99"), "predicate-poll")}
+    assert flagged["open"].max_states == flagged["own"].max_states == 99

@@ -7,7 +7,7 @@ scenario kills and nobody explained) or an equivalence claim a scenario refutes,
 from __future__ import annotations
 
 from prefetch_check.explorer.limits import Limits
-from prefetch_check.commands.common import add_limit_flags, check_protocol, limit_overrides, output_console
+from prefetch_check.commands.common import add_limit_flags, check_protocol, limit_defaults, limit_overrides, output_console
 from prefetch_check.mutation import (
     EQUIVALENT,
     GAP,
@@ -26,6 +26,10 @@ from prefetch_check.scenario.errors import did_you_mean
 
 HELP = "check every protocol mutant with the fixed predicate: which property in which scenario catches it"
 PREDICATE = "fixed"
+# A mutant may blow up a search the fixed protocol keeps small (a TP=8 case of 500 states becomes
+# millions): where neither the scenario nor a flag bounds the states, each search stops here and
+# the mutant's row says which searches were cut (BOUNDED), never that it survived them.
+MUTANT_STATE_BUDGET = 200_000
 
 
 def add_arguments(parser) -> None:
@@ -98,16 +102,17 @@ def _batches(args) -> list[tuple[str, list]]:
 def _configs(args, protocol: str) -> list[NamedConfig]:
     """The scenario cases of this protocol (from the paths given), and its built-in configurations."""
     overrides = limit_overrides(args)
+    defaults = {**limit_defaults(), "max_states": MUTANT_STATE_BUDGET}
     configs = []
     if args.paths:
         for scenario in load_scenarios(args.paths):  # every file validated before anything runs
             base = load_protocol(scenario.protocol)
             if protocol_label(builtin_ancestor(base) or base) != protocol:
                 continue
-            limits = scenario.limits_for(PREDICATE, overrides)
+            limits = scenario.limits_for(PREDICATE, overrides, defaults)
             configs += [NamedConfig(case.name, case.config, limits) for case in scenario.cases]
     if args.builtin or not args.paths:
-        limits = Limits(**{k: v for k, v in overrides.items() if v is not None})
+        limits = Limits(**{**defaults, **{k: v for k, v in overrides.items() if v is not None}})
         configs += [NamedConfig(c.name, c.config, limits) for c in catalogue(protocol)[1]]
     names = [c.name for c in configs]
     clash = sorted({n for n in names if names.count(n) > 1})
