@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import resource
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 # The default memory limit: this share of the machine's memory, split among the searches
@@ -62,3 +62,14 @@ def default_memory_mb(searches: int = 1) -> Optional[int]:
     if total is None:
         return None
     return max(1, int(total * DEFAULT_MEMORY_SHARE / max(1, searches)))
+
+
+def with_memory_default(limits: Optional[Limits], searches: int = 1) -> Limits:
+    """`limits` (none given: no other limit) with the machine's memory default where it sets no
+    memory limit of its own, so that a search started from Python ends BOUNDED like one from the
+    command line instead of exhausting the machine."""
+    limits = limits or Limits()
+    if limits.max_memory_mb is not None:
+        return limits
+    memory = default_memory_mb(searches)
+    return limits if memory is None else replace(limits, max_memory_mb=memory)

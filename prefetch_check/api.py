@@ -12,9 +12,9 @@ result's `stats.reductions` says which ran and why.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Optional
 
-from prefetch_check.explorer.limits import Limits
+from prefetch_check.explorer.limits import Limits, with_memory_default
 from prefetch_check.explorer.result import CheckResult
 from prefetch_check.model.engine.compiled import CompiledModel
 from prefetch_check.model.engine.readable import ReadableModel
@@ -43,7 +43,7 @@ def search_model(config, predicate="fixed", protocol=None) -> CompiledModel:
 def check(
     config,
     predicate="fixed",
-    limits: Limits = Limits(),
+    limits: Optional[Limits] = None,
     on_progress=None,
     reductions=True,
     protocol=None,
@@ -55,16 +55,18 @@ def check(
     state graph (slower; the reference the reductions are tested against), "symmetry" for rank
     symmetry alone (counterexamples shortest as found). `workers`: processes the one search runs
     on (the same counts, verdicts and counterexamples for any number from 2 on; see docs/design.md).
+    `limits`: where they set no memory limit, the command line's default applies (half of the
+    machine's memory), so a configuration too big for the machine ends BOUNDED with its figures.
     """
     cls = load_protocol(protocol)
     chosen = choose(cls, predicate, config, reductions)
-    return search(cls(config, predicate), chosen, limits, on_progress, workers=workers)
+    return search(cls(config, predicate), chosen, with_memory_default(limits), on_progress, workers=workers)
 
 
 def compare(
     config,
     predicates: Iterable = ("buggy", "fixed"),
-    limits: Limits = Limits(),
+    limits: Optional[Limits] = None,
     on_progress=None,
     reductions=True,
     protocol=None,

@@ -135,3 +135,18 @@ def test_running_out_of_memory_under_an_address_space_cap_is_bounded(tmp_path):
     run = json.loads(report.read_text())["runs"][0]
     assert "memory ran out (MemoryError)" in run["stats"]["stop_reason"]
     assert {p["verdict"] for p in run["properties"]} == {BOUNDED}
+
+
+def test_the_python_api_applies_the_machine_memory_default(monkeypatch):
+    """check() from Python gets the command line's memory default where its limits set none, and
+    keeps a memory limit the caller gave."""
+    import prefetch_check.explorer.limits as limits_module
+    from prefetch_check import check as check_config, uniform_config
+
+    config = uniform_config(ranks=3, requests=2, pages=2, policy="timeout")  # ~300,000 states
+    monkeypatch.setattr(limits_module, "default_memory_mb", lambda searches=1: 1)
+    cut = check_config(config, "fixed", Limits(time_limit=120))
+    assert not cut.stats.complete and "memory" in cut.stats.stop_reason
+    assert cut.verdict("tp_agreement") == BOUNDED
+    given = check_config(uniform_config(ranks=1, requests=1, pages=2), "fixed", Limits(max_memory_mb=1 << 20))
+    assert given.stats.complete and given.verdict("tp_agreement") == VERIFIED
