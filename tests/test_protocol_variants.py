@@ -66,6 +66,7 @@ def test_a_scenario_names_its_protocol(user_folder):
     assert {p["name"]: p["verdict"] for p in run["properties"]}["progress"] == VIOLATED
     trace = cli(user_folder, "trace", "variant.toml", "--predicate", "fixed", "--property", "progress", "--format", "json")
     assert trace.returncode == 0 and '"schedule"' in trace.stdout
+    assert "reductions for my_variant:NoMarkAfterShortBatch: full: vouched" in trace.stderr
 
 
 WATCHED = '''
@@ -121,6 +122,7 @@ def test_the_mutants_command_runs_a_variant_like_a_mutant(user_folder):
     out = cli(user_folder, "mutants", "--protocol", "my_variant:NoMarkAfterShortBatch", "--no-traces", "-q")
     assert out.returncode == 0, out.stderr
     assert "my_variant:NoMarkAfterShortBatch" in out.stdout and "killed" in out.stdout and "progress" in out.stdout
+    assert all(line.strip() != "upstream:" for line in out.stdout.splitlines())  # a variant names no upstream change
 
 
 class ClaimsTooMuch(PollProtocol):

@@ -8,6 +8,7 @@ import math
 import os
 import stat
 from pathlib import Path
+from typing import Optional
 
 from rich.console import Console
 
@@ -177,3 +178,13 @@ def one_case(path: str, k) -> tuple[Scenario, Case]:
     if k > len(cases):
         raise InputError(f"--case {k}: {path} has only {len(cases)} case(s)")
     return scenario, cases[k - 1]
+
+
+def reductions_note(protocol, result) -> Optional[str]:
+    """For a protocol variant (`--protocol`, a scenario's `protocol` key): its reductions are
+    vouched for at run time or left off, and a user should know which (run and trace print it
+    on stderr); None for a built-in protocol or a variant vouched for like one."""
+    note = result.stats.reductions
+    if protocol is None or note.startswith("full: vouched for this protocol"):
+        return None
+    return f"prefetch-check: reductions for {protocol}: {note}"

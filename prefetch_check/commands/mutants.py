@@ -131,7 +131,8 @@ def catalogue_lines(mutants) -> list[str]:
     for i, m in enumerate(mutants, start=1):
         out.append(f"{i:2}. {m.name}")
         out.append(f"    change:   {m.description}")
-        out.append(f"    upstream: {m.upstream}")
+        if m.upstream:  # a user variant's mutants may not name an upstream change
+            out.append(f"    upstream: {m.upstream}")
         if m.equivalent:
             out.append(f"    equivalent: {m.equivalent}")
         else:
@@ -162,7 +163,8 @@ def report_lines(run: MutationRun, traces: bool = True) -> list[str]:
             head = "GAP: no scenario kills it (an equivalent mutant to explain, or a missing scenario or property)"
         out.append(f"{i:2}. {m.name}: {head}")
         out.append(f"    change:   {m.description}")
-        out.append(f"    upstream: {m.upstream}")
+        if m.upstream:  # a user variant's mutants may not name an upstream change
+            out.append(f"    upstream: {m.upstream}")
         if o.status == EQUIVALENT:
             out.append(f"    why equivalent: {m.equivalent}")
         for scenario, message in o.errors:

@@ -16,7 +16,7 @@ from prefetch_check.model.predicate_loader import load_predicate
 from prefetch_check.model.source.predicate import builtin_protocol, protocol_mismatch
 from prefetch_check.commands.common import (
     add_limit_flags, add_protocol_flag, check_predicate, check_protocol, limit_defaults, limit_overrides, output_console,
-    search_workers,
+    search_workers, reductions_note,
 )
 from prefetch_check.commands import run_outputs
 from prefetch_check.progress import RunProgress
@@ -180,15 +180,13 @@ def _default_paths() -> list:
 
 
 def _say_reductions(tasks, results) -> None:
-    """A protocol variant's reductions are vouched for at run time, or left off: say which (stderr),
-    once per protocol and outcome."""
+    """Each variant's reductions note (`reductions_note`), once per protocol and outcome."""
     said = set()
     for task, result in zip(tasks, results):
-        note = result.stats.reductions
-        if task.protocol is None or (task.protocol, note) in said or note.startswith("full: vouched for this protocol"):
-            continue
-        said.add((task.protocol, note))
-        print(f"prefetch-check: reductions for {task.protocol}: {note}", file=sys.stderr)
+        note = reductions_note(task.protocol, result)
+        if note is not None and note not in said:
+            said.add(note)
+            print(note, file=sys.stderr)
 
 
 def _hints(tasks, report, pages: dict):

@@ -12,7 +12,7 @@ from pathlib import Path
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.commands.common import (
     add_case_flag, add_limit_flags, add_protocol_flag, check_predicate, check_property, check_protocol, limit_defaults,
-    limit_overrides, one_case, output_console, positive_int, search_workers,
+    limit_overrides, one_case, output_console, positive_int, search_workers, reductions_note,
 )
 from prefetch_check.commands.overrides import apply_options, parse_sets
 from prefetch_check.model.predicate_loader import load_predicate
@@ -76,6 +76,9 @@ def execute(args) -> int:
         result = run_check(config, predicate, limits, progress.callback(0), case.name, not args.no_reductions, protocol,
                            search_workers(args.workers))
         progress.finish(0, result)
+    note = reductions_note(protocol, result)
+    if note is not None:
+        print(note, file=sys.stderr)
     if prop is None:
         prop = next((n for n in result.violated), None)
         if prop is None:
