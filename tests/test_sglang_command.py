@@ -121,6 +121,25 @@ def test_an_edited_unified_predicate_is_caught(tmp_path, capsys):
     assert status == 1 and row["properties"]["no_early_acceptance"]["release"]["verdict"] == "VIOLATED"
 
 
+def test_a_footnote_says_which_options_of_its_case_the_release_replaced(tmp_path, capsys):
+    """A case written for another shape (here ACKs matched by request id) runs with the release's
+    options; its footnote and JSON say so, so its name does not mislead."""
+    edited = tree(tmp_path / "edited", "ack-drain")
+    path = edited / "sglang" / "srt" / "mem_cache" / "unified_radix_cache.py"
+    wait = '        if self.prefetch_stop_policy == "wait_complete":\n            return False\n'
+    path.write_text(path.read_text().replace(wait, wait.replace("return False", "return True")))
+    rid = tmp_path / "by-rid.toml"
+    rid.write_text((ROOT / "scenarios" / "ack-drain" / "fixture-ack-tp2.toml").read_text() + 'ack_match = "rid"\n')
+    status, doc = sglang(capsys, tmp_path, str(edited), scenarios=[str(rid)])
+    [row] = doc["releases"]
+    violated = row["properties"]["no_early_acceptance"]["release"]
+    assert status == 1 and violated["verdict"] == "VIOLATED" and violated["case"] == "by-rid"
+    assert violated["case_options_replaced"] == "with this release's ack_match=operation for its rid"
+    assert "--set ack_match=operation" in violated["command"]
+    assert main(["sglang", str(edited), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--scenarios", str(rid)]) == 1
+    assert "[1] by-rid (with this release's ack_match=operation for its rid): prefetch-check trace" in capsys.readouterr().out
+
+
 def test_a_second_run_comes_from_the_cache(tmp_path, capsys):
     trees = [str(tree(tmp_path / "unified", "ack-drain")), str(tree(tmp_path / "late", *LATE_ONCE))]
     _, first = sglang(capsys, tmp_path, *trees)

@@ -50,6 +50,14 @@ class Run:
     limits: object
     summary: Optional[dict] = None
     cached: bool = False
+    replaced: tuple = ()  # (option, the scenario's value, the release's) where the release's shape differs
+
+    def replaced_text(self) -> str:
+        """What a reader of this case's name must know: the options of its own that this release's
+        shape replaced (`ack-exceptions-caught` run with a release that ends the IO thread)."""
+        if not self.replaced:
+            return ""
+        return "with this release's " + ", ".join(f"{name}={new} for its {old}" for name, old, new in self.replaced)
 
     def command(self, prop: str) -> str:
         """The `prefetch-check trace` command line that shows this run's counterexample of `prop`."""
@@ -71,6 +79,7 @@ class PropertyVerdict:
     case: str = ""
     command: str = ""
     reason: str = ""
+    replaced: str = ""  # the case's own options this release's shape replaced (Run.replaced_text)
 
 
 @dataclass
@@ -146,10 +155,11 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
             continue
         applied = dataclasses.replace(case, config=config)
         number = index + 1 if len(scenario.cases) > 1 else None
+        replaced = _replaced(case, config, release.options)
         for spec, ident, runs in ((row.predicate_spec, own_id, row.own), (TRANSCRIPTION, TRANSCRIPTION, row.ours)):
             limits = scenario.limits_for(spec, {}, limit_defaults)
             key = verdict_cache.task_key(release.protocol, ident, config, limits)
-            runs.append(Run(key, scenario, applied, number, spec, release.options, limits))
+            runs.append(Run(key, scenario, applied, number, spec, release.options, limits, replaced=replaced))
     if skipped:
         row.note = "; ".join(filter(None, [row.note, f"not for this shape (skipped): {', '.join(skipped)}"]))
     return row
@@ -161,6 +171,14 @@ def _whole_shape(case, options: dict) -> dict:
     defaults = {f.name: f.default for f in dataclasses.fields(case.config) if f.default is not dataclasses.MISSING}
     shape = load_protocol(case.protocol).shape_options
     return {**{name: defaults[name] for name in shape if name in defaults}, **options}
+
+
+def _replaced(case, config, options: dict) -> tuple:
+    """(option, the scenario's value, the release's) for each shape option the scenario sets to
+    something other than the protocol's default and the release's shape replaces."""
+    defaults = {f.name: f.default for f in dataclasses.fields(case.config) if f.default is not dataclasses.MISSING}
+    return tuple((name, getattr(case.config, name), getattr(config, name)) for name in _whole_shape(case, options)
+                 if getattr(case.config, name) not in (defaults.get(name), getattr(config, name)))
 
 
 def run_all(rows: list[ReleaseCheck], cache: Path, jobs: int, progress_factory) -> tuple[int, int]:
@@ -212,7 +230,7 @@ def aggregate(runs: list[Run], prop: str) -> PropertyVerdict:
                       key=lambda t: (t[0], t[1]))
     if violated:
         steps, _, run, v = violated[0]
-        return PropertyVerdict(VIOLATED, steps, run.case.name, run.command(prop), v["reason"])
+        return PropertyVerdict(VIOLATED, steps, run.case.name, run.command(prop), v["reason"], run.replaced_text())
     bounded = [(run, v) for run, v in found if v["verdict"] == BOUNDED]
     if bounded:
         run, v = bounded[0]

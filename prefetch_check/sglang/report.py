@@ -32,7 +32,8 @@ class Footnotes:
         self.notes: list[tuple[str, str]] = []  # (case, command)
 
     def add(self, verdict: PropertyVerdict) -> int:
-        self.notes.append((verdict.case, verdict.command))
+        case = f"{verdict.case} ({verdict.replaced})" if verdict.replaced else verdict.case
+        self.notes.append((case, verdict.command))
         return len(self.notes)
 
 
@@ -117,6 +118,8 @@ def _verdict_json(v: PropertyVerdict) -> dict:
     out = {"verdict": v.verdict}
     if v.verdict == VIOLATED:
         out.update(steps=v.steps, case=v.case, command=v.command)
+        if v.replaced:
+            out["case_options_replaced"] = v.replaced
     if v.reason and v.verdict in (VIOLATED, BOUNDED):
         out["reason"] = v.reason
     return out
