@@ -175,13 +175,10 @@ class ThresholdInPages(Mutant):
         verb = "<" if a.step == "revoke" else ">="
         return f"all_reduce(MIN) -> {agreed} hit page(s), compared as if tokens: {agreed} {verb} threshold"
 
-    @formats("P.revoke")
-    def format_p_revoke_in_pages(self, before, after, a):
-        return f"{self._decision_text(before, a)} {self.config.effective_threshold}: revoke q{a.q}"
-
-    @formats("P.publish")
-    def format_p_publish_in_pages(self, before, after, a):
-        return f"{self._decision_text(before, a)} {self.config.effective_threshold}: publish q{a.q}"
+    @formats("P.revoke", "P.publish")
+    def format_p_decision_in_pages(self, before, after, a):
+        """Both outcomes of the decision read alike: the comparison, then the step taken (revoke or publish)."""
+        return f"{self._decision_text(before, a)} {self.config.effective_threshold}: {a.step} q{a.q}"
 
 
 # ---- scheduler ----
