@@ -138,51 +138,28 @@ def test_syntax_error_names_the_line(tmp_path):
     assert "not valid Python" in str(err.value) and "line 2" in str(err.value)
 
 
-def test_wrong_signature_and_async_are_refused(tmp_path):
-    path = write(
-        tmp_path,
-        """
-        class C:
-            def two(self, operation, extra):
-                return True
-
-            async def later(self, operation):
-                return True
-        """,
-    )
-    with pytest.raises(PredicateError, match=r"takes \(self, operation, extra\)"):
-        load_source_predicate(f"{path}:C.two")
-    with pytest.raises(PredicateError, match="async def"):
-        load_source_predicate(f"{path}:C.later")
-
-
-def test_predicate_that_writes_to_the_operation_is_refused(tmp_path):
-    path = write(
-        tmp_path,
-        """
-        class C:
-            def can_terminate_prefetch(self, operation):
-                operation.completed_tokens = 0
-                return True
-        """,
-    )
-    with pytest.raises(PredicateError, match="assigns `operation.completed_tokens`"):
-        load_source_predicate(f"{path}:C.can_terminate_prefetch")
-
-
-def test_non_boolean_answer_is_refused(tmp_path):
-    path = write(
-        tmp_path,
-        """
-        class C:
-            def can_terminate_prefetch(self, operation):
-                if self.prefetch_stop_policy == "timeout":
-                    return None
-                return True
-        """,
-    )
-    with pytest.raises(PredicateError, match="returned None"):
-        load_source_predicate(f"{path}:C.can_terminate_prefetch")
+@pytest.mark.parametrize(
+    "method, refusal",
+    [
+        ("def two(self, operation, extra):\n    return True", r"takes \(self, operation, extra\)"),
+        ("async def later(self, operation):\n    return True", "async def"),
+        (
+            "def can_terminate_prefetch(self, operation):\n    operation.completed_tokens = 0\n    return True",
+            "assigns `operation.completed_tokens`",
+        ),
+        (  # a non-boolean answer
+            "def can_terminate_prefetch(self, operation):\n"
+            "    if self.prefetch_stop_policy == \"timeout\":\n        return None\n    return True",
+            "returned None",
+        ),
+    ],
+    ids=["wrong signature", "async", "writes to the operation", "non-boolean answer"],
+)
+def test_a_method_the_adapter_cannot_run_is_refused(tmp_path, method, refusal):
+    path = write(tmp_path, "class C:\n" + textwrap.indent(method, "    ") + "\n")
+    name = method.split("(")[0].split()[-1]  # the method's name, off its `def` line
+    with pytest.raises(PredicateError, match=refusal):
+        load_source_predicate(f"{path}:C.{name}")
 
 
 # ---- shapes the adapter understands ----
