@@ -3,7 +3,7 @@
 import pytest
 
 from prefetch_check.model.source.detect import FAMILIES, UNKNOWN, classify, detect_shape
-from sglang_fixtures import FAMILIES as FIXTURES, ROOT, files_of
+from sglang_fixtures import FAMILIES as FIXTURES, files_of
 
 
 def shape_of(family: str):
@@ -91,7 +91,7 @@ def test_each_family_shows_its_features(family):
 def test_every_feature_carries_evidence_with_file_and_line():
     shape = shape_of("late2025")
     ev = shape.check_collective.evidence[0]
-    lines = (ROOT / "late2025/sglang/srt" / ev.file).read_text().splitlines()
+    lines = files_of(*FIXTURES["late2025"][0])[ev.file].splitlines()
     assert ev.file == "mem_cache/hiradix_cache.py" and "ReduceOp.MAX" in lines[ev.line - 1]
     for name, feat in shape.features().items():
         if feat.value not in ("no", "none", "n/a", "no-abort-path", "queue-empty-only"):
