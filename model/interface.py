@@ -131,13 +131,14 @@ def deadlock_freedom(name: str, description: str) -> RankProperty:
 # ---- step descriptions ------------------------------------------------------------------
 
 
-def formats(kind: str):
+def formats(*kinds: str):
     """Mark a method `(self, before, after, action) -> str` as the description of step `kind`
-    (e.g. "S.issue"): `before` and `after` are the acting rank's states around the step
-    (after the collective it arrived in completed, if it did). Write it beside the step."""
+    (e.g. "S.issue"), or of each of several kinds that one text describes: `before` and `after`
+    are the acting rank's states around the step (after the collective it arrived in completed,
+    if it did). Write it beside the step."""
 
     def mark(fn):
-        fn.formats_kind = kind
+        fn.formats_kinds = kinds
         return fn
 
     return mark
@@ -179,8 +180,7 @@ class RankProtocol:
         found = {}  # the most derived description of each kind wins
         for klass in cls.__mro__:
             for attr in vars(klass).values():
-                kind = getattr(attr, "formats_kind", None)
-                if kind is not None:
+                for kind in getattr(attr, "formats_kinds", ()):
                     found.setdefault(kind, attr)
         cls._formatters = found
 

@@ -28,6 +28,86 @@ _UNIFIED = "mem_cache/unified_radix_cache.py"
 
 # layer -> its edits of the files the layers before it made
 EDITS: dict[str, tuple[Edit, ...]] = {
+    # late 2025 from the seed era, in the controller: host slots go back through host_mem_release_queue
+    # (twice for the tail, as some releases shipped), pages are read in storage batches and counted
+    # after their write, a short batch marks the operation terminated, the IO barrier is gone
+    "late2025-controller": (
+        Edit(
+            _CONTROLLER,
+            "# Fixture: seed-era controller (revoke queue, clamped threshold in the prefetch thread,\n"
+            "# count before write, the tail freed directly after an IO barrier).\n"
+            "class PrefetchOperation:\n"
+            "    def increment(self, num_tokens):\n"
+            "        with self._lock:\n"
+            "            if self._done_flag:\n"
+            "                return False\n"
+            "            self.completed_tokens += num_tokens\n"
+            "            return True\n"
+            "\n"
+            "\n"
+            "class HiCacheController:\n"
+            "    def __init__(self, prefetch_threshold=256):\n",
+            "# Fixture: late2025 controller; the tail [completed, L) is queued for release twice,\n"
+            "# once in _page_transfer and once in prefetch_io_aux_func (as some releases shipped).\n"
+            "class HiCacheController:\n"
+            "    def attach_storage_backend(self, prefetch_threshold=256):\n",
+        ),
+        Edit(
+            _CONTROLLER,
+            "        self.prefetch_revoke_queue = Queue()\n",
+            "        self.prefetch_revoke_queue = Queue()\n"
+            "        self.host_mem_release_queue = Queue()\n",
+        ),
+        Edit(
+            _CONTROLLER,
+            "    def generic_page_transfer(self, operation, batch_size=8):\n"
+            "        for i in range(0, len(operation.hash_value), batch_size):\n"
+            "            page_data = self.storage_backend.batch_get(operation.hash_value[i : i + batch_size])\n"
+            "            if page_data is None:\n"
+            "                break\n"
+            "            if operation.increment(self.page_size * len(page_data)):\n"
+            "                for data in page_data:\n"
+            "                    self.mem_pool_host.set_from_flat_data_page(operation.host_indices[i], data)\n"
+            "            else:\n"
+            "                break\n",
+            "    def _generic_page_get(self, operation, hash_values, host_indices):\n"
+            "        page_data = self.storage_backend.batch_get(hash_values)\n"
+            "        for i in range(len(hash_values)):\n"
+            "            if page_data[i] is None:\n"
+            "                break\n"
+            "            self.mem_pool_host.set_from_flat_data_page(host_indices[i * self.page_size], page_data[i])\n"
+            "            if not operation.increment(self.page_size):\n"
+            "                break\n"
+            "\n"
+            "    def _page_transfer(self, operation):\n"
+            "        for i in range(0, len(operation.hash_value), self.storage_batch_size):\n"
+            "            batch = operation.hash_value[i : i + self.storage_batch_size]\n"
+            "            before = operation.completed_tokens\n"
+            "            self.page_get_func(operation, batch, operation.host_indices)\n"
+            "            if operation.completed_tokens != before + len(batch) * self.page_size:\n"
+            "                operation.mark_terminate()\n"
+            "                break\n"
+            "        self.append_host_mem_release(operation.host_indices[operation.completed_tokens :])\n",
+        ),
+        Edit(
+            _CONTROLLER,
+            "                self.generic_page_transfer(operation)\n"
+            "                torch.distributed.barrier(group=self.prefetch_io_tp_group)\n"
+            "                self.mem_pool_host.free(operation.host_indices[operation.completed_tokens :])\n",
+            "                self._page_transfer(operation)\n"
+            "                self.append_host_mem_release(operation.host_indices[operation.completed_tokens :])\n",
+        ),
+        Edit(
+            _CONTROLLER,
+            "storage_hit_count = self.query(operation)\n",
+            "hash_value, storage_hit_count = self._storage_hit_query(operation)\n",
+        ),
+        Edit(
+            _CONTROLLER,
+            "self.mem_pool_host.free(operation.host_indices)\n",
+            "self.append_host_mem_release(operation.host_indices)\n",
+        ),
+    ),
     # 0.5.6 on: the tail [completed, L) is queued once, after the transfer, not also inside it
     "late2025-tail-once": (
         Edit(
@@ -204,6 +284,12 @@ EDITS: dict[str, tuple[Edit, ...]] = {
     ),
 }
 
+# folder layer -> {file the folder does not hold: (the layer it grew from, the edit layer that makes
+# it)}: that release's file is the older family's with the lines the release changed
+DERIVED: dict[str, dict[str, tuple[str, str]]] = {
+    "late2025": {_CONTROLLER: ("seed", "late2025-controller")},
+}
+
 # family -> (its layers, the cache class to judge: None = the one the factory builds)
 FAMILIES = {
     "seed": (("seed",), None),
@@ -227,6 +313,8 @@ def files_of(*layers: str) -> dict[str, str]:
             files = edited(files, layer)
         else:
             files.update(read_protocol_files(find_srt(ROOT / layer)))
+            for rel, (base, edit) in DERIVED.get(layer, {}).items():
+                files[rel] = edited({rel: files_of(base)[rel]}, edit)[rel]
     return files
 
 

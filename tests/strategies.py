@@ -11,6 +11,16 @@ from prefetch_check.model.protocols.poll.config import POLICIES, SHAPES, Config,
 SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+def sizes(draw, max_threshold: int) -> dict:
+    """page_size 1-2, storage_batch_size 1-2 and a threshold up to `max_threshold`, drawn in that
+    order: the sizes every protocol's configuration takes."""
+    return dict(
+        page_size=draw(st.integers(1, 2)),
+        storage_batch_size=draw(st.integers(1, 2)),
+        prefetch_threshold=draw(st.integers(0, max_threshold)),
+    )
+
+
 @st.composite
 def configs(draw, min_ranks: int = 1, max_ranks: int = 2):
     """Small random configurations: requests 1-2, pages 1-3, page_size 1-2; hits per rank,
@@ -25,9 +35,7 @@ def configs(draw, min_ranks: int = 1, max_ranks: int = 2):
     return Config(
         ranks=ranks,
         requests=tuple(requests),
-        page_size=draw(st.integers(1, 2)),
-        storage_batch_size=draw(st.integers(1, 2)),
-        prefetch_threshold=draw(st.integers(0, 4)),
+        **sizes(draw, max_threshold=4),
         clamp_threshold=draw(st.booleans()),
         policy=draw(st.sampled_from(POLICIES)),
         timeout_clock=draw(st.booleans()),
@@ -63,9 +71,7 @@ def ack_configs(draw, min_ranks: int = 1, max_ranks: int = 2):
     return AckConfig(
         ranks=ranks,
         requests=tuple(requests),
-        page_size=draw(st.integers(1, 2)),
-        storage_batch_size=draw(st.integers(1, 2)),
-        prefetch_threshold=draw(st.integers(0, 2)),
+        **sizes(draw, max_threshold=2),
         policy=draw(st.sampled_from(ACK_POLICIES)),
         timeout_clock=draw(st.booleans()),
         host_pages=host_pages,

@@ -31,23 +31,6 @@ def error_of(tmp_path, text: str) -> ScenarioError:
 # ---- each kind of bad input ----
 
 
-def test_toml_syntax_error_names_line_and_column(tmp_path):
-    err = error_of(tmp_path, "ranks = 2\npages = = 2\n")
-    assert err.line == 2
-    assert "not valid TOML" in err.message and "column" in err.message
-
-
-def test_unknown_key_suggests_the_closest_name(tmp_path):
-    err = error_of(tmp_path, "pages = 2\nrank = 2\n")
-    assert err.line == 2
-    assert "unknown key 'rank'" in err.message and "did you mean 'ranks'?" in err.message
-
-
-def test_unknown_key_far_from_any_name_lists_the_valid_names(tmp_path):
-    err = error_of(tmp_path, "zzzz = 1\n")
-    assert "valid names:" in err.message and "ranks" in err.message
-
-
 @pytest.mark.parametrize(
     "line, expected",
     [
@@ -66,88 +49,56 @@ def test_wrong_type_or_range_states_the_allowed_values(tmp_path, line, expected)
     assert expected in err.message
 
 
-def test_misspelled_choice_suggests_the_closest(tmp_path):
-    err = error_of(tmp_path, 'policy = "wait_completed"\n')
-    assert "did you mean 'wait_complete'?" in err.message
+# name -> (the file, the line the error must name or None, words the message must hold)
+BAD_FILES = {
+    "toml syntax error names line and column": ("ranks = 2\npages = = 2\n", 2, ["not valid TOML", "column"]),
+    "unknown key suggests the closest name": (
+        "pages = 2\nrank = 2\n", 2,
+        ["unknown key 'rank'", "did you mean 'ranks'?"]),
+    "unknown key far from any name lists the valid names": ("zzzz = 1\n", None, ["valid names:", "ranks"]),
+    "misspelled choice suggests the closest": ('policy = "wait_completed"\n', None, ["did you mean 'wait_complete'?"]),
+    "a list at top level points to the matrix": ("ranks = [1, 2]\n", None, ["[matrix]"]),
+    "a list for a per rank value says per rank values are tables": (
+        "ranks = 2\nhits = [2, 1]\n", 2,
+        ["tables keyed by rank"]),
+    "hits larger than pages": (
+        "ranks = 2\npages = 2\nhits = { 1 = 3 }\n", 3,
+        ["hits = 3 on rank 1 is larger than pages = 2"]),
+    "failing page outside the request": (
+        "ranks = 2\n\n[[request]]\npages = 1\n\n[[request]]\npages = 2\nfailing = { 1 = [2] }\n", 8,
+        ["request 1: failing page 2 on rank 1 is outside the request (pages are 0..1)"]),
+    "failing must name its rank": ("ranks = 2\nfailing = [1]\n", None, ["keyed by rank"]),
+    "per rank table naming a rank that does not exist": (
+        "ranks = 2\nalloc_may_fail = { 2 = true }\n", None,
+        ["names rank 2, but ranks = 2 (ranks are numbered 0..1)"]),
+    "predicate path that does not import": (
+        'pages = 1\n\n[expect."no_such_pkg.mod:fn"]\nverifies = "all"\n', 3,
+        ["cannot import module 'no_such_pkg.mod'"]),
+    "unknown property in an expectation": ('[expect.fixed]\nverifies = ["progres"]\n', 2, ["did you mean 'progress'?"]),
+    "a property expected two ways": (
+        '[expect.fixed]\nviolates = ["progress"]\nnot_applicable = ["progress"]\n', None,
+        ["listed under both violates and not_applicable"]),
+    "why for an unknown property": (
+        '[expect.fixed]\nverifies = "all"\nwhy.progess = "x"\n', 3,
+        ["did you mean 'progress'?"]),
+    "unknown key in a request table": ("[[request]]\npage = 2\n", 2, ["did you mean 'pages'?"]),
+    "request tables exclude the top level shorthand": ("pages = 2\n[[request]]\npages = 1\n", 1, ["[[request]]"]),
+    "matrix key set twice": ("ranks = 2\n[matrix]\nranks = [1, 2]\n", 3, ["both at the top level and in [matrix]"]),
+    "matrix value out of range names its case": (
+        "[matrix]\nranks = [1, 0]\n", 2,
+        ["ranks must be an integer in 1..16, got 0", "matrix case ranks=0"]),
+    "bad limit": ("[limits]\nmax_states = 0\n", 2, ["max_states must be an integer >= 1"]),
+}
 
 
-def test_a_list_at_top_level_points_to_the_matrix(tmp_path):
-    err = error_of(tmp_path, "ranks = [1, 2]\n")
-    assert "[matrix]" in err.message
-
-
-def test_a_list_for_a_per_rank_value_says_per_rank_values_are_tables(tmp_path):
-    err = error_of(tmp_path, "ranks = 2\nhits = [2, 1]\n")
-    assert "tables keyed by rank" in err.message and err.line == 2
-
-
-def test_hits_larger_than_pages(tmp_path):
-    err = error_of(tmp_path, "ranks = 2\npages = 2\nhits = { 1 = 3 }\n")
-    assert err.line == 3
-    assert "hits = 3 on rank 1 is larger than pages = 2" in err.message
-
-
-def test_failing_page_outside_the_request(tmp_path):
-    err = error_of(tmp_path, "ranks = 2\n\n[[request]]\npages = 1\n\n[[request]]\npages = 2\nfailing = { 1 = [2] }\n")
-    assert err.line == 8
-    assert "request 1: failing page 2 on rank 1 is outside the request (pages are 0..1)" in err.message
-
-
-def test_failing_must_name_its_rank(tmp_path):
-    err = error_of(tmp_path, "ranks = 2\nfailing = [1]\n")
-    assert "keyed by rank" in err.message
-
-
-def test_per_rank_table_naming_a_rank_that_does_not_exist(tmp_path):
-    err = error_of(tmp_path, "ranks = 2\nalloc_may_fail = { 2 = true }\n")
-    assert "names rank 2, but ranks = 2 (ranks are numbered 0..1)" in err.message
-
-
-def test_predicate_path_that_does_not_import(tmp_path):
-    err = error_of(tmp_path, 'pages = 1\n\n[expect."no_such_pkg.mod:fn"]\nverifies = "all"\n')
-    assert err.line == 3
-    assert "cannot import module 'no_such_pkg.mod'" in err.message
-
-
-def test_unknown_property_in_an_expectation(tmp_path):
-    err = error_of(tmp_path, '[expect.fixed]\nverifies = ["progres"]\n')
-    assert err.line == 2 and "did you mean 'progress'?" in err.message
-
-
-def test_a_property_expected_two_ways(tmp_path):
-    err = error_of(tmp_path, '[expect.fixed]\nviolates = ["progress"]\nnot_applicable = ["progress"]\n')
-    assert "listed under both violates and not_applicable" in err.message
-
-
-def test_why_for_an_unknown_property(tmp_path):
-    err = error_of(tmp_path, '[expect.fixed]\nverifies = "all"\nwhy.progess = "x"\n')
-    assert err.line == 3 and "did you mean 'progress'?" in err.message
-
-
-def test_unknown_key_in_a_request_table(tmp_path):
-    err = error_of(tmp_path, "[[request]]\npage = 2\n")
-    assert err.line == 2 and "did you mean 'pages'?" in err.message
-
-
-def test_request_tables_exclude_the_top_level_shorthand(tmp_path):
-    err = error_of(tmp_path, "pages = 2\n[[request]]\npages = 1\n")
-    assert err.line == 1 and "[[request]]" in err.message
-
-
-def test_matrix_key_set_twice(tmp_path):
-    err = error_of(tmp_path, "ranks = 2\n[matrix]\nranks = [1, 2]\n")
-    assert err.line == 3 and "both at the top level and in [matrix]" in err.message
-
-
-def test_matrix_value_out_of_range_names_its_case(tmp_path):
-    err = error_of(tmp_path, "[matrix]\nranks = [1, 0]\n")
-    assert err.line == 2
-    assert "ranks must be an integer in 1..16, got 0" in err.message and "matrix case ranks=0" in err.message
-
-
-def test_bad_limit(tmp_path):
-    err = error_of(tmp_path, "[limits]\nmax_states = 0\n")
-    assert err.line == 2 and "max_states must be an integer >= 1" in err.message
+@pytest.mark.parametrize("name", BAD_FILES)
+def test_a_bad_file_names_the_line_and_says_what_is_wrong(tmp_path, name):
+    text, line, words = BAD_FILES[name]
+    err = error_of(tmp_path, text)
+    if line is not None:
+        assert err.line == line
+    for w in words:
+        assert w in err.message
 
 
 # ---- good input ----

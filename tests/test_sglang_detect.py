@@ -3,7 +3,7 @@
 import pytest
 
 from prefetch_check.model.source.detect import FAMILIES, UNKNOWN, classify, detect_shape
-from sglang_fixtures import FAMILIES as FIXTURES, ROOT, files_of
+from sglang_fixtures import FAMILIES as FIXTURES, files_of
 
 
 def shape_of(family: str):
@@ -20,72 +20,78 @@ def test_each_family_fixture_is_classified_as_its_family(family):
     assert classify(shape_of(family)) == family
 
 
-def test_seed_features():
-    v = values("seed")
-    assert v["cache_class"] == "HiRadixCache"  # built by the scheduler: there is no registry.py
-    assert v["predicate"] == "mem_cache/hiradix_cache.py:HiRadixCache.can_terminate_prefetch"
-    assert (v["host_alloc"], v["hit_queue"], v["revoke_queue"], v["acks"]) == ("issue", "no", "yes", "none")
-    assert v["check_collective"] == "min-can-terminate"
-    assert v["threshold"] == "prefetch-thread-clamped"
-    assert v["io_short_batch"] == "stop"
-    assert v["tail_release"] == "io-thread-direct"
-    assert v["timeout"] == "fixed"
-    assert v["write_order"] == "count-then-write"
-    assert v["abort_barrier"] == "no-abort-path"
-    assert v["storage_exceptions"] == "queue-empty-only"
-    assert v["ack_match"] == "n/a"
+# family -> the features its fixture must show (what each release family looks like)
+FEATURES = {
+    "seed": {
+        "cache_class": "HiRadixCache",  # built by the scheduler: there is no registry.py
+        "predicate": "mem_cache/hiradix_cache.py:HiRadixCache.can_terminate_prefetch",
+        "host_alloc": "issue",
+        "hit_queue": "no",
+        "revoke_queue": "yes",
+        "acks": "none",
+        "check_collective": "min-can-terminate",
+        "threshold": "prefetch-thread-clamped",
+        "io_short_batch": "stop",
+        "tail_release": "io-thread-direct",
+        "timeout": "fixed",
+        "write_order": "count-then-write",
+        "abort_barrier": "no-abort-path",
+        "storage_exceptions": "queue-empty-only",
+        "ack_match": "n/a",
+    },
+    "late2025": {
+        "check_collective": "max-not-can-terminate-terminated",
+        "io_short_batch": "mark-terminate",
+        "tail_release": "io-thread-release-queue-twice",  # queued in _page_transfer and again after it
+        "timeout": "linear",
+        "write_order": "write-then-count",
+        "abort_barrier": "yes",
+    },
+    "staged": {
+        "host_alloc": "hit",
+        "hit_queue": "yes",
+        "revoke_queue": "yes",
+        "threshold": "prefetch-thread-clamped",
+        "tail_release": "io-thread-release-queue",
+        "timeout": "linear-capped",
+    },
+    "staged-drain-threshold": {"revoke_queue": "no", "threshold": "drain-raw"},
+    "ack-drain-hiradix": {
+        "cache_class": "UnifiedRadixCache",
+        "judged_class": "HiRadixCache",
+        "acks": "ack+sync-thread",
+        "check_collective": "max-vote-pp0",
+        "io_short_batch": "keep-acking",
+        "ack_match": "rid",
+        "tail_release": "drain-direct",  # through a local name: `tail = ...; free(tail)`
+        "write_order": "write-then-ack",
+        "storage_exceptions": "caught",
+        "abort_barrier": "no",
+    },
+    "unified": {
+        "judged_class": "UnifiedRadixCache",
+        "predicate": "mem_cache/unified_radix_cache.py:UnifiedRadixCache._can_terminate_prefetch",
+        "host_alloc": "hit",  # through the controller's allocate_storage_hit
+        "check_collective": "vote-only-under-timeout",
+        "ack_match": "operation",
+        "tail_release": "drain-release-queue",
+        "threshold": "drain-raw",
+        "timeout": "linear",
+    },
+    "unified-deadline": {"timeout": "admission-deadline"},
+}
 
 
-def test_late2025_features():
-    v = values("late2025")
-    assert v["check_collective"] == "max-not-can-terminate-terminated"
-    assert v["io_short_batch"] == "mark-terminate"
-    assert v["tail_release"] == "io-thread-release-queue-twice"  # queued in _page_transfer and again after it
-    assert v["timeout"] == "linear"
-    assert v["write_order"] == "write-then-count"
-    assert v["abort_barrier"] == "yes"
-
-
-def test_staged_features():
-    v = values("staged")
-    assert (v["host_alloc"], v["hit_queue"], v["revoke_queue"]) == ("hit", "yes", "yes")
-    assert v["threshold"] == "prefetch-thread-clamped"
-    assert v["tail_release"] == "io-thread-release-queue"
-    assert v["timeout"] == "linear-capped"
-    v = values("staged-drain-threshold")
-    assert (v["revoke_queue"], v["threshold"]) == ("no", "drain-raw")
-
-
-def test_ack_drain_hiradix_features():
-    v = values("ack-drain-hiradix")
-    assert v["cache_class"] == "UnifiedRadixCache" and v["judged_class"] == "HiRadixCache"
-    assert v["acks"] == "ack+sync-thread"
-    assert v["check_collective"] == "max-vote-pp0"
-    assert v["io_short_batch"] == "keep-acking"
-    assert v["ack_match"] == "rid"
-    assert v["tail_release"] == "drain-direct"  # through a local name: `tail = ...; free(tail)`
-    assert v["write_order"] == "write-then-ack"
-    assert v["storage_exceptions"] == "caught"
-    assert v["abort_barrier"] == "no"
-
-
-def test_unified_features():
-    v = values("unified")
-    assert v["judged_class"] == "UnifiedRadixCache"
-    assert v["predicate"] == "mem_cache/unified_radix_cache.py:UnifiedRadixCache._can_terminate_prefetch"
-    assert v["host_alloc"] == "hit"  # through the controller's allocate_storage_hit
-    assert v["check_collective"] == "vote-only-under-timeout"
-    assert v["ack_match"] == "operation"
-    assert v["tail_release"] == "drain-release-queue"
-    assert v["threshold"] == "drain-raw"
-    assert v["timeout"] == "linear"
-    assert values("unified-deadline")["timeout"] == "admission-deadline"
+@pytest.mark.parametrize("family", FEATURES)
+def test_each_family_shows_its_features(family):
+    v = values(family)
+    assert {name: v[name] for name in FEATURES[family]} == FEATURES[family]
 
 
 def test_every_feature_carries_evidence_with_file_and_line():
     shape = shape_of("late2025")
     ev = shape.check_collective.evidence[0]
-    lines = (ROOT / "late2025/sglang/srt" / ev.file).read_text().splitlines()
+    lines = files_of(*FIXTURES["late2025"][0])[ev.file].splitlines()
     assert ev.file == "mem_cache/hiradix_cache.py" and "ReduceOp.MAX" in lines[ev.line - 1]
     for name, feat in shape.features().items():
         if feat.value not in ("no", "none", "n/a", "no-abort-path", "queue-empty-only"):

@@ -12,12 +12,51 @@ from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.model.protocols.poll.predicates import PredicateError, buggy, fixed
 from prefetch_check.model.source.predicate import is_source_spec, load_source_predicate, probe_views
 from prefetch_check import check, uniform_config
+from sglang_fixtures import Edit, edited
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BEFORE = f"{FIXTURES / 'hiradix_before_fix.py'}:HiRadixCache.can_terminate_prefetch"
 AFTER = f"{FIXTURES / 'hiradix_after_fix.py'}:HiRadixCache.can_terminate_prefetch"
-AFTER_GUARDED = f"{FIXTURES / 'hiradix_after_fix.py'}:HiRadixCacheGuarded.can_terminate_prefetch"
 UNSUPPORTED = FIXTURES / "hiradix_unsupported.py"
+
+# The guarded after-fix shape is the before-fix predicate with the seed fix made: an empty page
+# list is not done, and the ranks reduce [1 - int(may_stop), int(terminated)] with MAX inside the
+# same `if self.tp_world_size > 1` branch (the timeout still through `self.is_prefetch_timeout`).
+SEED_FIX = (
+    Edit(
+        "f",
+        "        # every published page counted? (an empty page list counts as done)\n"
+        "        done = operation.completed_tokens == len(operation.hash_value) * self.page_size\n",
+        "        if len(operation.hash_value) == 0:\n"
+        "            done = False\n"
+        "        else:\n"
+        "            done = operation.completed_tokens == len(operation.hash_value) * self.page_size\n",
+    ),
+    Edit(
+        "f",
+        "        if self.tp_world_size > 1:\n"
+        "            vote = torch.tensor(int(may_stop), dtype=torch.int)\n"
+        "            torch.distributed.all_reduce(vote, op=torch.distributed.ReduceOp.MIN, group=self.tp_group)\n"
+        "            may_stop = bool(vote.item())\n"
+        "        return may_stop\n",
+        "        stopped_here = operation.is_terminated()\n"
+        "        if self.tp_world_size > 1:\n"
+        "            votes = torch.tensor([1 - int(may_stop), int(stopped_here)], dtype=torch.int)\n"
+        "            torch.distributed.all_reduce(votes, op=torch.distributed.ReduceOp.MAX, group=self.tp_group)\n"
+        "            may_stop = votes[0].item() == 0\n"
+        "            stopped_here = votes[1].item() == 1\n"
+        "        return may_stop or stopped_here\n",
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def specs(tmp_path_factory) -> dict:
+    """name -> predicate spec: the fixture files', and the guarded shape (SEED_FIX made in a copy)."""
+    guarded = tmp_path_factory.mktemp("guarded") / "hiradix_guarded_fix.py"
+    before = (FIXTURES / "hiradix_before_fix.py").read_text()
+    guarded.write_text(edited({"f": before}, "seed fix", SEED_FIX)["f"])
+    return {"before": BEFORE, "after": AFTER, "after_guarded": f"{guarded}:HiRadixCache.can_terminate_prefetch"}
 
 
 def line_of(path: Path, snippet: str) -> int:
@@ -53,7 +92,7 @@ def test_before_fix_shape_is_caught_in_its_own_protocol_version():
     assert "no_early_acceptance" in result.violated
 
 
-@pytest.mark.parametrize("spec", [AFTER, AFTER_GUARDED])
+@pytest.mark.parametrize("spec", ["after", "after_guarded"])
 @pytest.mark.parametrize(
     "params",
     [
@@ -63,26 +102,26 @@ def test_before_fix_shape_is_caught_in_its_own_protocol_version():
         dict(ranks=1, requests=2, pages=2, hits=1, page_size=2),
     ],
 )
-def test_after_fix_shapes_are_verified(spec, params):
-    _, predicate = load_source_predicate(spec)
+def test_after_fix_shapes_are_verified(specs, spec, params):
+    _, predicate = load_source_predicate(specs[spec])
     result = check(uniform_config(**params), predicate)
     assert result.all_verified, result.violated
 
 
-@pytest.mark.parametrize("spec, builtin", [(BEFORE, buggy), (AFTER, fixed), (AFTER_GUARDED, fixed)])
-def test_source_predicate_answers_like_the_builtin_with_the_same_shape(spec, builtin):
-    _, predicate = load_source_predicate(spec)
+@pytest.mark.parametrize("spec, builtin", [("before", buggy), ("after", fixed), ("after_guarded", fixed)])
+def test_source_predicate_answers_like_the_builtin_with_the_same_shape(specs, spec, builtin):
+    _, predicate = load_source_predicate(specs[spec])
     for view in probe_views():
         assert predicate(view) == builtin(view), view
 
 
-def test_name_and_detected_protocol_version():
+def test_name_and_detected_protocol_version(specs):
     name, after = load_source_predicate(AFTER)
     assert name == "hiradix_after_fix.py:HiRadixCache.can_terminate_prefetch"
     assert after.__name__ == name
     assert after.shape == "late2025"
     assert load_source_predicate(BEFORE)[1].shape == "seed"
-    assert load_source_predicate(AFTER_GUARDED)[1].shape == "late2025"
+    assert load_source_predicate(specs["after_guarded"])[1].shape == "late2025"
 
 
 def test_explanation_names_the_collective_line():
@@ -138,51 +177,28 @@ def test_syntax_error_names_the_line(tmp_path):
     assert "not valid Python" in str(err.value) and "line 2" in str(err.value)
 
 
-def test_wrong_signature_and_async_are_refused(tmp_path):
-    path = write(
-        tmp_path,
-        """
-        class C:
-            def two(self, operation, extra):
-                return True
-
-            async def later(self, operation):
-                return True
-        """,
-    )
-    with pytest.raises(PredicateError, match=r"takes \(self, operation, extra\)"):
-        load_source_predicate(f"{path}:C.two")
-    with pytest.raises(PredicateError, match="async def"):
-        load_source_predicate(f"{path}:C.later")
-
-
-def test_predicate_that_writes_to_the_operation_is_refused(tmp_path):
-    path = write(
-        tmp_path,
-        """
-        class C:
-            def can_terminate_prefetch(self, operation):
-                operation.completed_tokens = 0
-                return True
-        """,
-    )
-    with pytest.raises(PredicateError, match="assigns `operation.completed_tokens`"):
-        load_source_predicate(f"{path}:C.can_terminate_prefetch")
-
-
-def test_non_boolean_answer_is_refused(tmp_path):
-    path = write(
-        tmp_path,
-        """
-        class C:
-            def can_terminate_prefetch(self, operation):
-                if self.prefetch_stop_policy == "timeout":
-                    return None
-                return True
-        """,
-    )
-    with pytest.raises(PredicateError, match="returned None"):
-        load_source_predicate(f"{path}:C.can_terminate_prefetch")
+@pytest.mark.parametrize(
+    "method, refusal",
+    [
+        ("def two(self, operation, extra):\n    return True", r"takes \(self, operation, extra\)"),
+        ("async def later(self, operation):\n    return True", "async def"),
+        (
+            "def can_terminate_prefetch(self, operation):\n    operation.completed_tokens = 0\n    return True",
+            "assigns `operation.completed_tokens`",
+        ),
+        (  # a non-boolean answer
+            "def can_terminate_prefetch(self, operation):\n"
+            "    if self.prefetch_stop_policy == \"timeout\":\n        return None\n    return True",
+            "returned None",
+        ),
+    ],
+    ids=["wrong signature", "async", "writes to the operation", "non-boolean answer"],
+)
+def test_a_method_the_adapter_cannot_run_is_refused(tmp_path, method, refusal):
+    path = write(tmp_path, "class C:\n" + textwrap.indent(method, "    ") + "\n")
+    name = method.split("(")[0].split()[-1]  # the method's name, off its `def` line
+    with pytest.raises(PredicateError, match=refusal):
+        load_source_predicate(f"{path}:C.{name}")
 
 
 # ---- shapes the adapter understands ----

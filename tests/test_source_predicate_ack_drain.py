@@ -16,7 +16,7 @@ from prefetch_check.model.protocols.ack_drain import predicates as ack_predicate
 from prefetch_check.model.protocols.ack_drain.config import uniform_ack_config
 from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.model.source.predicate import load_source_predicate, probe_views, protocol_mismatch
-from sglang_fixtures import Edit, edited
+from sglang_fixtures import ROOT, files_of
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHAPES = FIXTURES / "ack_drain_predicates.py"
@@ -29,21 +29,17 @@ def spec(qualname: str) -> str:
 
 
 HIRADIX = spec("HiRadixCache.can_terminate_prefetch")
-UNIFIED = spec("UnifiedRadixCache._can_terminate_prefetch")
-# 0.5.23: the unified predicate decides on the admission deadline instead of the linear timeout
-TO_DEADLINE = Edit(
-    SHAPES.name,
-    "                should_terminate = self._prefetch_timeout_check_linear_func(operation)\n",
-    "                should_terminate = self._prefetch_deadline_expired(operation)\n",
-)
+# 0.5.19-0.5.22's unified predicate, in the upstream-shaped tree of the ack-drain family
+UNIFIED_FILE = ROOT / "ack-drain" / "sglang" / "srt" / "mem_cache" / "unified_radix_cache.py"
+UNIFIED = f"{UNIFIED_FILE}:UnifiedRadixCache._can_terminate_prefetch"
 
 
 @pytest.fixture(scope="module")
 def shapes(tmp_path_factory) -> dict:
     """The spec of each upstream predicate shape: 0.5.19's HiRadixCache, 0.5.19-0.5.22's unified one
-    and 0.5.23's (the unified one with TO_DEADLINE made, in a copy of the fixture)."""
-    deadline = tmp_path_factory.mktemp("deadline") / SHAPES.name
-    deadline.write_text(edited({SHAPES.name: SHAPES.read_text()}, "0.5.23 deadline", (TO_DEADLINE,))[SHAPES.name])
+    and 0.5.23's (the unified-deadline family's file: the unified one with the deadline call)."""
+    deadline = tmp_path_factory.mktemp("deadline") / UNIFIED_FILE.name
+    deadline.write_text(files_of("ack-drain", "unified-deadline")["mem_cache/unified_radix_cache.py"])
     return {"hiradix": HIRADIX, "unified": UNIFIED, "deadline": f"{deadline}:UnifiedRadixCache._can_terminate_prefetch"}
 
 
@@ -51,7 +47,6 @@ def shapes(tmp_path_factory) -> dict:
     "qualname, protocol, shape",
     [
         ("HiRadixCache.can_terminate_prefetch", "ack-drain", "hiradix"),
-        ("UnifiedRadixCache._can_terminate_prefetch", "ack-drain", "unified"),
         ("UnifiedOldTest._can_terminate_prefetch", "ack-drain", "unified"),
         ("NegatedMax.can_terminate_prefetch", "predicate-poll", "seed"),
         ("LocalGuarded.can_terminate_prefetch", None, None),
@@ -62,15 +57,16 @@ def test_the_protocol_is_read_from_what_the_function_does(qualname, protocol, sh
     assert (predicate.protocol, predicate.shape) == (protocol, shape), predicate.membership
 
 
-def test_the_deadline_shape_is_read_as_the_unified_one(shapes):
-    _, predicate = load_source_predicate(shapes["deadline"])
+@pytest.mark.parametrize("shape", ["unified", "deadline"])
+def test_the_unified_shapes_are_read_as_the_unified_one(shapes, shape):
+    _, predicate = load_source_predicate(shapes[shape])
     assert (predicate.protocol, predicate.shape) == ("ack-drain", "unified"), predicate.membership
 
 
 def test_the_file_name_does_not_decide(tmp_path):
     """The same function in a file named like a predicate-poll release is still ack-drain's."""
     renamed = tmp_path / "hiradix_cache.py"
-    shutil.copy(SHAPES, renamed)
+    shutil.copy(UNIFIED_FILE, renamed)
     _, predicate = load_source_predicate(f"{renamed}:UnifiedRadixCache._can_terminate_prefetch")
     assert predicate.protocol == "ack-drain"
 

@@ -31,21 +31,23 @@ def output_console(file=None) -> Console:
     return console
 
 
-def positive_int(text: str) -> int:
+def _number(text: str, convert, what: str):
+    """`text` as a number (int or float), or the argparse error that names what was expected."""
     try:
-        value = int(text)
+        return convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    value = _number(text, int, "a whole number")
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
     return value
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    value = _number(text, float, "a number of seconds")
     if not (value > 0 and math.isfinite(value)):  # nan and inf would mean "no limit"
         raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text}")
     return value

@@ -7,27 +7,21 @@ shares (parameters.py).
 
 from __future__ import annotations
 
-import dataclasses
+from functools import partial
 
 from prefetch_check.model.protocols.ack_drain.config import (
     ACK_MATCHES, CACHES, DEADLINES, EXCEPTIONS, POLICIES, AckConfig, Request,
 )
 from prefetch_check.scenario.parameters import ValueProblem, _bad, _is_int, per_rank, read_requests, request_spec, scalar
-from prefetch_check.scenario.schema import Param
+from prefetch_check.scenario.schema import Param, field_defaults, field_param, sizing_params
 
-_DEFAULTS = {f.name: f.default for f in dataclasses.fields(AckConfig) if f.default is not dataclasses.MISSING}
-_REQUEST_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Request) if f.default is not dataclasses.MISSING}
-
-
-def _config(name, kind, doc, **kw) -> Param:
-    return Param(name, kind, doc, default=_DEFAULTS.get(name), **kw)
+_REQUEST_DEFAULTS = field_defaults(Request)
+_config = partial(field_param, AckConfig)
 
 
 GLOBAL = (
-    Param("ranks", "int", "tensor-parallel ranks R", 1, 16, default=1),
-    _config("page_size", "int", "tokens per page", low=1, high=4096),
-    _config("storage_batch_size", "int", "pages the IO thread reads per storage batch (an ACK per batch)", low=1, high=4096),
-    _config("prefetch_threshold", "int", "tokens below which no prefetch is issued / a hit is revoked (raw, no clamp)", low=0, high=1_000_000),
+    *sizing_params(AckConfig, "pages the IO thread reads per storage batch (an ACK per batch)",
+                   "tokens below which no prefetch is issued / a hit is revoked (raw, no clamp)"),
     _config("policy", "choice", "completion policy of the scheduler", choices=POLICIES),
     _config("timeout_clock", "bool", "under policy timeout: the clock may fire (false: it never does)"),
     _config("cache", "choice", "unified: UnifiedRadixCache (0.5.19+, what the server builds); hiradix: HiRadixCache 0.5.19-0.5.20", choices=CACHES),

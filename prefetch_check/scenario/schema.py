@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import partial
 from typing import Optional
 
 from prefetch_check.model.protocols.poll.config import ALLOC_AT, COMPLETED_MIN, POLICIES, SHAPES, THRESHOLD_TESTS, Config
 from prefetch_check.model.protocols.poll.releases import FAMILIES
-
-_CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Config) if f.default is not dataclasses.MISSING}
 
 
 @dataclass(frozen=True)
@@ -47,16 +46,34 @@ class Param:
         return "a table keyed by rank of page-index lists, e.g. { 1 = [0] } (page 0 fails on rank 1)"
 
 
-def _config(name, kind, doc, **kw) -> Param:
-    return Param(name, kind, doc, default=_CONFIG_DEFAULTS.get(name), **kw)
+def field_defaults(cls) -> dict:
+    """The default of each field of the dataclass `cls` that has one: what a key left out means."""
+    return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+
+
+def field_param(cls, name: str, kind: str, doc: str, **kw) -> Param:
+    """A parameter whose default is that of the field of `cls` with the same name (None if it has none)."""
+    return Param(name, kind, doc, default=field_defaults(cls).get(name), **kw)
+
+
+def sizing_params(cls, batch_doc: str, threshold_doc: str) -> tuple[Param, ...]:
+    """The sizes every protocol's scenario sets, with the same ranges: ranks, page size, storage
+    batch size and prefetch threshold (the last two documented in the protocol's own words)."""
+    return (
+        Param("ranks", "int", "tensor-parallel ranks R", 1, 16, default=1),
+        field_param(cls, "page_size", "int", "tokens per page", low=1, high=4096),
+        field_param(cls, "storage_batch_size", "int", batch_doc, low=1, high=4096),
+        field_param(cls, "prefetch_threshold", "int", threshold_doc, low=0, high=1_000_000),
+    )
+
+
+_config = partial(field_param, Config)
 
 
 # Protocol parameters that hold for the whole scenario (fields of Config).
 GLOBAL = (
-    Param("ranks", "int", "tensor-parallel ranks R", 1, 16, default=1),
-    _config("page_size", "int", "tokens per page", low=1, high=4096),
-    _config("storage_batch_size", "int", "pages the IO thread loads per batch", low=1, high=4096),
-    _config("prefetch_threshold", "int", "tokens below which no prefetch is issued / a prefetch is revoked", low=0, high=1_000_000),
+    *sizing_params(Config, "pages the IO thread loads per batch",
+                   "tokens below which no prefetch is issued / a prefetch is revoked"),
     _config("clamp_threshold", "bool", "the prefetch thread compares hits against max(threshold, page_size)"),
     _config("policy", "choice", "completion policy of the scheduler", choices=POLICIES),
     _config("timeout_clock", "bool", "under policy timeout: the clock may fire (false: it never does)"),

@@ -43,7 +43,7 @@ from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request, 
 from prefetch_check.model.protocols.ack_drain.io_thread import IOThreadSteps
 from prefetch_check.model.protocols.ack_drain.prefetch_thread import PrefetchThreadSteps
 from prefetch_check.model.protocols.ack_drain.properties import NAMES, RankView, build_properties, summarize
-from prefetch_check.model.protocols.ack_drain.scheduler import SchedulerSteps
+from prefetch_check.model.protocols.ack_drain.scheduler import SchedulerSteps, scheduler_pc_words
 from prefetch_check.model.protocols.ack_drain.state import (
     C_ACK,
     C_DRAIN,
@@ -53,12 +53,6 @@ from prefetch_check.model.protocols.ack_drain.state import (
     IO_ACK,
     IO_READ,
     NO_OP,
-    S_CHECK,
-    S_CRASHED,
-    S_DRAIN_WAIT,
-    S_ISSUE,
-    S_ROUND,
-    S_VOTE_WAIT,
     initial_rank,
 )
 from prefetch_check.model.protocols.ack_drain.sync_thread import SyncThreadSteps
@@ -193,7 +187,7 @@ class AckDrainProtocol(
         out = {}
         ps = self.config.page_size
         for r, rank in enumerate(state):
-            out[f"r{r}.scheduler"] = _scheduler_pc(rank.s_pc)
+            out[f"r{r}.scheduler"] = scheduler_pc_words(rank.s_pc)
             out[f"r{r}.prefetch"] = _thread_pc(rank.p_pc, "waiting in all_reduce(MIN hits)")
             out[f"r{r}.io"] = _io_pc(rank.i_pc)
             out[f"r{r}.sync"] = "idle" if not rank.y_pc else f"#{rank.y_pc[0]}: waiting in all_reduce(MIN) of an ACK"
@@ -234,18 +228,6 @@ def _thread_pc(pc: int, waiting: str) -> str:
 def _ack(ack, page_size: int) -> str:
     i, kind, pages = ack
     return f"#{i} progress {pages * page_size}" if kind == 0 else f"#{i} completed_req"
-
-
-def _scheduler_pc(pc) -> str:
-    kind, q, _ = pc
-    return {
-        S_ISSUE: f"issue q{q}",
-        S_ROUND: "round start (aborts, drain)",
-        S_DRAIN_WAIT: "waiting in drain all_reduce(MIN)",
-        S_CHECK: f"check q{q}",
-        S_VOTE_WAIT: f"q{q}: waiting in all_reduce(MAX)",
-        S_CRASHED: "dead",
-    }[kind]
 
 
 def _io_pc(pc) -> str:

@@ -16,65 +16,55 @@ irreversible: the rank-symmetry reduction the mutation run uses relies on both.
 from __future__ import annotations
 
 from prefetch_check.model.interface import Collective, Step, formats, result
-from prefetch_check.model.protocols.mutant import MutantInfo
+from prefetch_check.model.protocols.mutant import MutantInfo, answers_no
 from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
 from prefetch_check.model.protocols.poll.protocol import PollProtocol
 from prefetch_check.model.protocols.poll.state import C_HITS, C_TERMINATE, DROPPED, PUBLISHED, RELEASED, give_back, set_op
 
 
 class Mutant(MutantInfo, PollProtocol):
-    """A predicate-poll protocol with one deliberate change; class attributes document it."""
+    """A predicate-poll protocol with one deliberate change; its class line and docstring document it."""
 
 
 # ---- IO thread ----
 
 
-class IncrementIgnoresTerminated(Mutant):
-    name = "increment_ignores_terminated"
-    description = "increment() adds page_size to completed_tokens without checking the terminated flag"
+class IncrementIgnoresTerminated(
+    Mutant, name="increment_ignores_terminated", touches=("I.increment",), expected="host_memory"
+):
+    """increment() adds page_size to completed_tokens without checking the terminated flag"""
+
     upstream = "cache_controller.py, PrefetchOperation.increment: the early `return False` when the operation is terminated"
-    touches = ("I.increment",)
-    expected = "host_memory"
-
-    def refuses_increment(self, op) -> bool:
-        return False
+    refuses_increment = answers_no
 
 
-class CountBeforeWrite(Mutant):
-    name = "count_before_write"
-    description = "the IO thread calls increment() for a page before copying the page's data into host memory"
+class CountBeforeWrite(
+    Mutant, name="count_before_write", touches=("I.write", "I.increment", "I.increment_refused"), expected="data_integrity"
+):
+    """the IO thread calls increment() for a page before copying the page's data into host memory"""
+
     upstream = "cache_controller.py, the page get loop: `operation.increment(page_size)` moved above the host-memory write"
-    touches = ("I.write", "I.increment", "I.increment_refused")
-    expected = "data_integrity"
-
-    def write_then_count(self) -> bool:
-        return False
+    write_then_count = answers_no
 
 
-class ReleaseUntruncated(Mutant):
-    name = "release_untruncated"
-    description = (
-        "publish no longer truncates host_indices to the hit count, so the IO thread's final release "
-        "covers [completed_tokens, L) instead of [completed_tokens, hits)"
-    )
+class ReleaseUntruncated(Mutant, name="release_untruncated", touches=("I.release",), expected="host_memory"):
+    """publish no longer truncates host_indices to the hit count, so the IO thread's final release covers
+    [completed_tokens, L) instead of [completed_tokens, hits)"""
+
     upstream = "cache_controller.py, prefetch_thread_func: `operation.host_indices = operation.host_indices[:hits]` dropped"
-    touches = ("I.release",)
-    expected = "host_memory"
 
     def io_release_range(self, op, q: int) -> tuple[int, int]:
         return op.completed, len(op.slots)
 
 
-class NoMarkTerminateAfterShortBatch(Mutant):
-    name = "no_mark_terminate_after_short_batch"
-    description = "when a batch loads fewer pages than asked, the IO thread just stops, without mark_terminate()"
-    upstream = "cache_controller.py, the batch loop of the IO thread: `operation.mark_terminate()` before `break` removed"
-    touches = ("I.load_failed",)
-    expected = "progress"
+class NoMarkTerminateAfterShortBatch(
+    Mutant, name="no_mark_terminate_after_short_batch", touches=("I.load_failed",), expected="progress"
+):
+    """when a batch loads fewer pages than asked, the IO thread just stops, without mark_terminate()"""
 
-    @property
-    def short_batch_terminates(self) -> bool:
-        return False
+    upstream = "cache_controller.py, the batch loop of the IO thread: `operation.mark_terminate()` before `break` removed"
+
+    short_batch_terminates = False  # the protocol's own is a property, always true
 
 
 # ---- prefetch thread ----
@@ -82,15 +72,13 @@ class NoMarkTerminateAfterShortBatch(Mutant):
 ENQUEUED = 6  # stage of this mutant only: on prefetch_buffer, hash_value not yet set
 
 
-class PublishBeforeHashValue(Mutant):
-    name = "publish_before_hash_value"
-    description = (
-        "publish puts the operation on prefetch_buffer first and sets hash_value afterwards "
-        "(host slots released and truncated before both)"
-    )
+class PublishBeforeHashValue(
+    Mutant, name="publish_before_hash_value", touches=("P.publish", "P.set_hash_value", "I.release"), expected="progress"
+):
+    """publish puts the operation on prefetch_buffer first and sets hash_value afterwards (host slots released and
+    truncated before both)"""
+
     upstream = "cache_controller.py, prefetch_thread_func: `self.prefetch_buffer.put(operation)` moved above `operation.hash_value = ...`"
-    touches = ("P.publish", "P.set_hash_value", "I.release")
-    expected = "progress"
 
     def p_decide(self, r, rank, q):
         op = rank.ops[q]
@@ -116,56 +104,44 @@ class PublishBeforeHashValue(Mutant):
         return f"publish q{a.q} (second half): hash_value = {after.ops[a.q].hash_value} page(s)"
 
 
-class PublishReleasesPrefix(Mutant):
-    name = "publish_releases_prefix"
-    description = "publish releases the first L-hits host slots instead of the tail [hits, L) beyond the hit count"
+class PublishReleasesPrefix(Mutant, name="publish_releases_prefix", touches=("P.publish",), expected="host_memory"):
+    """publish releases the first L-hits host slots instead of the tail [hits, L) beyond the hit count"""
+
     upstream = "cache_controller.py, prefetch_thread_func: `host_indices[hits:]` written as `host_indices[:L - hits]`"
-    touches = ("P.publish",)
-    expected = "host_memory"
 
     def unused_slots(self, hit_pages: int, pages: int) -> tuple[int, int]:
         return 0, pages - hit_pages  # the head, not the tail
 
 
-class RevokeKeepsSlots(Mutant):
-    name = "revoke_keeps_slots"
-    description = "revoke puts the request on the revoke queue but forgets to release its host slots"
+class RevokeKeepsSlots(Mutant, name="revoke_keeps_slots", touches=("P.revoke",), expected="host_memory"):
+    """revoke puts the request on the revoke queue but forgets to release its host slots"""
+
     upstream = "cache_controller.py, prefetch_thread_func, revoke branch: `append_host_mem_release(operation.host_indices)` removed"
-    touches = ("P.revoke",)
-    expected = "host_memory"
-
-    def revoke_releases(self) -> bool:
-        return False
+    revoke_releases = answers_no
 
 
-class RevokeNotQueued(Mutant):
-    name = "revoke_not_queued"
-    description = "revoke releases the host slots but never puts the request id on the revoke queue"
+class RevokeNotQueued(Mutant, name="revoke_not_queued", touches=("P.revoke",), expected="progress"):
+    """revoke releases the host slots but never puts the request id on the revoke queue"""
+
     upstream = "cache_controller.py, prefetch_thread_func, revoke branch: `prefetch_revoke_queue.put(request_id)` removed"
-    touches = ("P.revoke",)
-    expected = "progress"
-
-    def revoke_queues(self) -> bool:
-        return False
+    revoke_queues = answers_no
 
 
-class DecideOnLocalHits(Mutant):
-    name = "decide_on_local_hits"
-    description = "the prefetch thread decides revoke-or-publish on its own storage hit count, not the all_reduce(MIN) result"
+class DecideOnLocalHits(Mutant, name="decide_on_local_hits", touches=("P.revoke", "P.publish"), expected="progress"):
+    """the prefetch thread decides revoke-or-publish on its own storage hit count, not the all_reduce(MIN) result"""
+
     upstream = "cache_controller.py, prefetch_thread_func: `storage_hit_count = tensor.item()` after the all_reduce dropped"
-    touches = ("P.revoke", "P.publish")
-    expected = "progress"
 
     def decision_hits(self, agreed, r, q):
         return self.config.requests[q].hits[r]
 
 
-class ThresholdInPages(Mutant):
-    name = "threshold_in_pages"
-    description = "the prefetch thread compares the hit count in pages, not tokens, against the token threshold"
+class ThresholdInPages(
+    Mutant, name="threshold_in_pages", touches=("P.revoke", "P.publish"), expected="wait_complete_delivers"
+):
+    """the prefetch thread compares the hit count in pages, not tokens, against the token threshold"""
+
     upstream = "cache_controller.py, prefetch_thread_func: `storage_hit_count < self.prefetch_threshold` with the count in pages"
-    touches = ("P.revoke", "P.publish")
-    expected = "wait_complete_delivers"
 
     def revokes(self, hit_pages: int) -> bool:
         return hit_pages < self.config.effective_threshold  # pages against tokens
@@ -175,84 +151,70 @@ class ThresholdInPages(Mutant):
         verb = "<" if a.step == "revoke" else ">="
         return f"all_reduce(MIN) -> {agreed} hit page(s), compared as if tokens: {agreed} {verb} threshold"
 
-    @formats("P.revoke")
-    def format_p_revoke_in_pages(self, before, after, a):
-        return f"{self._decision_text(before, a)} {self.config.effective_threshold}: revoke q{a.q}"
-
-    @formats("P.publish")
-    def format_p_publish_in_pages(self, before, after, a):
-        return f"{self._decision_text(before, a)} {self.config.effective_threshold}: publish q{a.q}"
+    @formats("P.revoke", "P.publish")
+    def format_p_decision_in_pages(self, before, after, a):
+        """Both outcomes of the decision read alike: the comparison, then the step taken (revoke or publish)."""
+        return f"{self._decision_text(before, a)} {self.config.effective_threshold}: {a.step} q{a.q}"
 
 
 # ---- scheduler ----
 
 
-class DrainWithoutAgreement(Mutant):
-    name = "drain_without_agreement"
-    description = "drain pops each rank's own revoke and release queue sizes, without the all_reduce(MIN) over ranks"
+class DrainWithoutAgreement(Mutant, name="drain_without_agreement", touches=("S.drain",), expected="tp_agreement"):
+    """drain pops each rank's own revoke and release queue sizes, without the all_reduce(MIN) over ranks"""
+
     upstream = "hiradix_cache.py, drain_storage_control_queues: the all_reduce(MIN) of the queue sizes removed"
-    touches = ("S.drain",)
-    expected = "tp_agreement"
 
     def s_drain_arrive(self, r, rank):
         own = self.drained(r, rank, len(rank.revoke_queue), rank.release_queue, len(rank.hit_queue))
         return [Step("S", "drain", -1, own)]
 
 
-class DrainReleaseUnagreed(Mutant):
-    name = "drain_release_unagreed"
-    description = "drain agrees on the revoke queue size but frees each rank's whole host_mem_release_queue"
+class DrainReleaseUnagreed(Mutant, name="drain_release_unagreed", touches=("S.drain",), expected="host_memory"):
+    """drain agrees on the revoke queue size but frees each rank's whole host_mem_release_queue"""
+
     upstream = "hiradix_cache.py, drain_storage_control_queues: `n_release` taken from the local qsize, not the reduced one"
-    touches = ("S.drain",)
     # Once thought equivalent (a slot on the release queue counted as released). Judged on what
     # drains actually free, it leaks: the rank that freed its whole queue brings 0 to the next
     # MIN, so the other ranks' queued slots are never freed.
-    expected = "host_memory"
 
     def release_count(self, agreed: int, rank) -> int:
         return rank.release_queue  # this rank's whole queue, not the agreed count
 
 
-class TerminationMin(Mutant):
-    name = "termination_min"
-    description = "the termination collective reduces [not can_terminate, terminated] with MIN instead of MAX"
+class TerminationMin(
+    Mutant, name="termination_min", touches=("S.check", "S.keep_waiting", "S.terminate"), expected="wait_complete_delivers"
+):
+    """the termination collective reduces [not can_terminate, terminated] with MIN instead of MAX"""
+
     upstream = "hiradix_cache.py, can_terminate_prefetch: `ReduceOp.MAX` written as `ReduceOp.MIN`"
-    touches = ("S.check", "S.keep_waiting", "S.terminate")
-    expected = "wait_complete_delivers"
     collectives = {
         **PollProtocol.collectives,
         C_TERMINATE: Collective("s_coll", min, "all_reduce(MIN, was MAX, [not can_terminate, terminated])"),
     }
 
 
-class CheckIgnoresTerminated(Mutant):
-    name = "check_ignores_terminated"
-    description = "check_prefetch_progress reduces only [not can_terminate]: the terminated flag is not shared"
+class CheckIgnoresTerminated(Mutant, name="check_ignores_terminated", touches=("S.check",), expected="progress"):
+    """check_prefetch_progress reduces only [not can_terminate]: the terminated flag is not shared"""
+
     upstream = "hiradix_cache.py, can_terminate_prefetch: `int(operation.is_terminated())` left out of the reduced tensor"
-    touches = ("S.check",)
-    expected = "progress"
 
     def termination_vote(self, op, can):
         return (1 - int(can), 0)
 
 
-class TerminateWithoutMark(Mutant):
-    name = "terminate_without_mark"
-    description = "terminate_prefetch reads completed_tokens and hash_value but no longer calls mark_terminate()"
+class TerminateWithoutMark(Mutant, name="terminate_without_mark", touches=("S.terminate",), expected="host_memory"):
+    """terminate_prefetch reads completed_tokens and hash_value but no longer calls mark_terminate()"""
+
+    # it touches S.check too under best_effort, which terminates at once
     upstream = "cache_controller.py, terminate_prefetch: `operation.mark_terminate()` removed"
-    touches = ("S.terminate",)  # and S.check under best_effort, which terminates at once
-    expected = "host_memory"
-
-    def terminate_marks(self) -> bool:
-        return False
+    terminate_marks = answers_no
 
 
-class InsertLocalCompleted(Mutant):
-    name = "insert_local_completed"
-    description = "insert uses this rank's completed_tokens instead of the all_reduce(MIN) min_completed_tokens"
+class InsertLocalCompleted(Mutant, name="insert_local_completed", touches=("S.insert",), expected="tp_agreement"):
+    """insert uses this rank's completed_tokens instead of the all_reduce(MIN) min_completed_tokens"""
+
     upstream = "hiradix_cache.py, check_prefetch_progress: `completed_tokens` used where `min_completed_tokens` belongs"
-    touches = ("S.insert",)
-    expected = "tp_agreement"
 
     def insert_tokens(self, agreed, op):
         return op.completed * self.config.page_size
@@ -264,15 +226,13 @@ class InsertLocalCompleted(Mutant):
 # scenario files with `prefetch-check mutants --mutant NAME FILE`).
 
 
-class CheckUnallocatedFirst(Mutant):
-    name = "check_unallocated_first"
-    description = (
-        "check_prefetch_progress resolves an operation without host slots before it asks the predicate "
-        "(0.5.1's early return for host_indices None, kept in the staged design)"
-    )
+class CheckUnallocatedFirst(
+    Mutant, name="check_unallocated_first", touches=("S.terminate_unallocated",), expected="wait_complete_delivers"
+):
+    """check_prefetch_progress resolves an operation without host slots before it asks the predicate (0.5.1's early
+    return for host_indices None, kept in the staged design)"""
+
     upstream = "hiradix_cache.py, check_prefetch_progress: the `host_indices is None` branch moved above `can_terminate_prefetch`"
-    touches = ("S.terminate_unallocated",)
-    expected = "wait_complete_delivers"
 
     def s_check(self, r, rank, q):
         op = rank.ops[q]
@@ -281,23 +241,20 @@ class CheckUnallocatedFirst(Mutant):
         return super().s_check(r, rank, q)
 
 
-class HitDrainUnagreed(Mutant):
-    name = "hit_drain_unagreed"
-    description = "drain pops this rank's whole prefetch_hit_queue, not the count all ranks agreed on"
+class HitDrainUnagreed(Mutant, name="hit_drain_unagreed", touches=("S.drain",), expected="tp_agreement"):
+    """drain pops this rank's whole prefetch_hit_queue, not the count all ranks agreed on"""
+
     upstream = "hiradix_cache.py, drain_storage_control_queues: `n_storage_hit` taken from the local qsize, not the reduced one"
-    touches = ("S.drain",)
-    expected = "tp_agreement"
 
     def drained(self, r, rank, n_revoke, n_release, n_hit=0):
         return super().drained(r, rank, n_revoke, n_release, len(rank.hit_queue))
 
 
-class DrainRevokeKeepsOngoing(Mutant):
-    name = "drain_revoke_keeps_ongoing"
-    description = "the drain skips an operation whose hits are below the threshold without revoking it (it stays in ongoing_prefetch)"
+class DrainRevokeKeepsOngoing(Mutant, name="drain_revoke_keeps_ongoing", touches=("S.drain",), expected="progress"):
+    """the drain skips an operation whose hits are below the threshold without revoking it (it stays in
+    ongoing_prefetch)"""
+
     upstream = "hiradix_cache.py, _drain_and_alloc_storage_hit: `_revoke_pending_prefetch(req_id)` missing before `continue` in the threshold branch"
-    touches = ("S.drain",)
-    expected = "progress"
 
     def hit_drained(self, r, q, op):
         cfg = self.config

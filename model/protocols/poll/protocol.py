@@ -52,19 +52,12 @@ from prefetch_check.model.protocols.poll.io_thread import IOThreadSteps
 from prefetch_check.model.protocols.poll.predicates import Predicate
 from prefetch_check.model.protocols.poll.prefetch_thread import PrefetchThreadSteps
 from prefetch_check.model.protocols.poll.properties import NAMES, RankView, build_properties, summarize
-from prefetch_check.model.protocols.poll.scheduler import SchedulerSteps
+from prefetch_check.model.protocols.poll.scheduler import SchedulerSteps, scheduler_pc_words
 from prefetch_check.model.protocols.poll.state import (
     C_COMPLETED,
     C_DRAIN,
     C_HITS,
     C_TERMINATE,
-    S_CHECK,
-    S_DRAIN,
-    S_DRAIN_WAIT,
-    S_INSERT,
-    S_ISSUE,
-    S_MAX_WAIT,
-    S_MIN_WAIT,
     IO_COUNT,
     IO_READ,
     initial_rank,
@@ -330,7 +323,7 @@ class PollProtocol(
         out = {}
         ps = self.config.page_size
         for r, rank in enumerate(state):
-            out[f"r{r}.scheduler"] = _scheduler_pc(rank.s_pc)
+            out[f"r{r}.scheduler"] = scheduler_pc_words(rank.s_pc)
             out[f"r{r}.prefetch"] = "idle" if rank.p_pc < 0 else f"q{rank.p_pc}: waiting in all_reduce(MIN hits)"
             out[f"r{r}.io"] = _io_pc(rank.i_pc)
             out[f"r{r}.prefetch_queue"] = list(rank.prefetch_queue)
@@ -368,19 +361,6 @@ class PollProtocol(
 
 
 STAGE_NAMES = {0: "queued", 1: "queried", 2: "revoked", 3: "published", 4: "on prefetch_hit_queue", 5: "dropped at the drain"}
-
-
-def _scheduler_pc(pc) -> str:
-    kind, q = pc
-    return {
-        S_ISSUE: f"issue q{q}",
-        S_DRAIN: "drain (round start)",
-        S_DRAIN_WAIT: "waiting in drain all_reduce(MIN)",
-        S_CHECK: f"check q{q}",
-        S_MAX_WAIT: f"q{q}: waiting in all_reduce(MAX)",
-        S_MIN_WAIT: f"q{q}: waiting in all_reduce(MIN completed)",
-        S_INSERT: f"insert q{q} (own completed_tokens)",
-    }[kind]
 
 
 def _io_pc(pc) -> str:

@@ -55,6 +55,20 @@ def next_waiting(ops, after: int) -> tuple[int, int]:
     return (S_DRAIN, 0)
 
 
+def scheduler_pc_words(pc) -> str:
+    """Where the scheduler is, in words (the trace's per-rank view)."""
+    kind, q = pc
+    return {
+        S_ISSUE: f"issue q{q}",
+        S_DRAIN: "drain (round start)",
+        S_DRAIN_WAIT: "waiting in drain all_reduce(MIN)",
+        S_CHECK: f"check q{q}",
+        S_MAX_WAIT: f"q{q}: waiting in all_reduce(MAX)",
+        S_MIN_WAIT: f"q{q}: waiting in all_reduce(MIN completed)",
+        S_INSERT: f"insert q{q} (own completed_tokens)",
+    }[kind]
+
+
 class SchedulerSteps:
     def scheduler_steps(self, r: int, rank) -> list[Step]:
         kind, q = rank.s_pc
