@@ -8,6 +8,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from prefetch_check import Limits, check
+from prefetch_check.model.engine.vouch import hidden_steps
 from strategies import SETTINGS, ack_configs
 
 BUDGET = 20_000  # states of the plain search; larger configurations are not compared
@@ -28,3 +29,4 @@ def test_the_reductions_keep_every_verdict(config, predicate):
     reduced = check(config, predicate, protocol="ack-drain")
     assert reduced.stats.complete
     assert verdicts(reduced) == verdicts(plain), config
+    assert not hidden_steps(reduced, plain), (config, hidden_steps(reduced, plain))

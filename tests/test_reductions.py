@@ -27,6 +27,7 @@ from prefetch_check.explorer.result import VERIFIED
 from strategies import SETTINGS, configs, release_configs
 from prefetch_check import build_model, check
 from prefetch_check.scenario import load_scenarios
+from prefetch_check.model.engine.vouch import hidden_steps
 
 SCENARIO_DIR = Path(__file__).parent.parent / "scenarios"
 PREDICATES = ("buggy", "fixed")
@@ -50,6 +51,7 @@ def verdicts(result) -> dict:
 def assert_same_verdicts(config, predicate, reduced, reference, where: str, protocol=None) -> None:
     assert reduced.stats.complete, f"{where}: the reduced search did not finish"
     assert verdicts(reduced) == verdicts(reference), f"{where}: a reduction changed a verdict"
+    assert not hidden_steps(reduced, reference), f"{where}: the reductions never take {hidden_steps(reduced, reference)}"
     assert set(reduced.violated) == set(reference.violated), where
     model = build_model(config, predicate, protocol)
     for name in reduced.violated:

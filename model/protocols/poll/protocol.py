@@ -25,7 +25,12 @@ assume:
                              before its write, so the write is no persistent set on its own
     P.take                   pops the head of prefetch_queue (issue appends at the tail) and
                              arrives in all_reduce(MIN hits); no other thread reads the stage
-                             it sets or the prefetch thread's register
+                             it sets or the prefetch thread's register. Its hits read whether
+                             the operation has host slots, fixed at issue. Not with
+                             `alloc_at = "hit"`: there it reads `terminated`, which the
+                             scheduler's terminate_unallocated may set first (0 hits, then a
+                             revoke instead of record_hits), so the take is no persistent set
+                             on its own
     I.increment_refused      reads `terminated`, which is already set and stays set; writes only
                              the IO thread's own pc
     S.insert                 after terminate: `completed_tokens` is frozen (increments are refused)
@@ -205,6 +210,8 @@ class PollProtocol(
         kind = action.kind
         if kind == "I.write" and not self.write_then_count():
             return None  # the page is counted already: an insert may take it before this write
+        if kind == "P.take" and self.config.alloc_at == "hit":
+            return None  # reads `terminated`: the scheduler may terminate the operation before the take
         declared = self.solo_steps.get(kind)  # unconditional (a variant may declare more)
         if declared is not None:
             return declared
