@@ -88,5 +88,5 @@ def _vouch(protocol_class, predicate, config) -> Reductions:
     if not compared:
         return Reductions(OFF, "off: no configuration small enough for the soundness harness to vouch for the reductions")
     return Reductions(
-        FULL, f"full: vouched for this variant by the soundness harness ({compared} configurations, reduced vs plain verdicts equal)"
+        FULL, f"full: vouched for this variant by the soundness harness ({compared} configurations, reduced vs plain: the same verdicts and step kinds)"
     )
