@@ -142,6 +142,29 @@ def test_the_harness_refuses_reductions_that_change_a_verdict():
     assert result.verdict("no_early_acceptance") == VIOLATED  # the plain search finds the race
 
 
+class TakeAlone(PollProtocol):
+    """A variant that takes the prefetch thread's take alone even with hit-time allocation, where
+    the take reads `terminated`: no verdict changes, but the revoke after an early terminate is
+    never reached, so the reductions would hide a step."""
+
+    def solo_priority(self, rank, action):
+        if action.kind == "P.take":
+            return 5
+        return super().solo_priority(rank, action)
+
+
+def test_the_harness_refuses_reductions_that_hide_a_step():
+    from prefetch_check.model.engine.vouch import compare
+    from prefetch_check.model.protocols.poll.releases import options
+
+    config = uniform_config(ranks=2, pages=2, **options("staged"))
+    assert compare(TakeAlone, config, "buggy") == (
+        "hide a step", "P.revoke: taken by the plain search, never with the reductions")
+    assert compare(PollProtocol, config, "buggy") is None  # the built-in protocol does not take it alone
+    chosen = choose(TakeAlone, "buggy", config, True)
+    assert chosen.level == "off" and "hide a step of this variant (P.revoke" in chosen.note
+
+
 def test_builtin_protocols_are_vouched_by_the_test_suite_and_subclasses_are_not():
     assert choose(PollProtocol, "fixed", uniform_config(), True).note.startswith("full: vouched for this protocol")
 
