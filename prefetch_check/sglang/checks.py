@@ -149,13 +149,14 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     skipped = []
     for scenario, index, case in chosen:
         try:
-            config = apply_options(case.config, _whole_shape(case, release.options), flag="release option")
+            shape = _whole_shape(case, release.options)
+            config = apply_options(case.config, shape, flag="release option")
         except InputError:  # the scenario sets what this shape does not have (e.g. hit-time allocation)
             skipped.append(case.name)
             continue
         applied = dataclasses.replace(case, config=config)
         number = index + 1 if len(scenario.cases) > 1 else None
-        replaced = _replaced(case, config, release.options)
+        replaced = _replaced(case, config, shape)
         for spec, ident, runs in ((row.predicate_spec, own_id, row.own), (TRANSCRIPTION, TRANSCRIPTION, row.ours)):
             limits = scenario.limits_for(spec, {}, limit_defaults)
             key = verdict_cache.task_key(release.protocol, ident, config, limits)
@@ -165,19 +166,24 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     return row
 
 
+def _defaults(config) -> dict:
+    """The protocol's default of every option of a configuration."""
+    return {f.name: f.default for f in dataclasses.fields(config) if f.default is not dataclasses.MISSING}
+
+
 def _whole_shape(case, options: dict) -> dict:
     """The release's options, with every other option of its shape at the protocol's default: a
     scenario written for one release shape is checked with this release's whole shape."""
-    defaults = {f.name: f.default for f in dataclasses.fields(case.config) if f.default is not dataclasses.MISSING}
+    defaults = _defaults(case.config)
     shape = load_protocol(case.protocol).shape_options
     return {**{name: defaults[name] for name in shape if name in defaults}, **options}
 
 
-def _replaced(case, config, options: dict) -> tuple:
-    """(option, the scenario's value, the release's) for each shape option the scenario sets to
-    something other than the protocol's default and the release's shape replaces."""
-    defaults = {f.name: f.default for f in dataclasses.fields(case.config) if f.default is not dataclasses.MISSING}
-    return tuple((name, getattr(case.config, name), getattr(config, name)) for name in _whole_shape(case, options)
+def _replaced(case, config, shape: dict) -> tuple:
+    """(option, the scenario's value, the release's) for each option of the release's whole shape
+    that the scenario sets to something other than the protocol's default and the shape replaces."""
+    defaults = _defaults(case.config)
+    return tuple((name, getattr(case.config, name), getattr(config, name)) for name in shape
                  if getattr(case.config, name) not in (defaults.get(name), getattr(config, name)))
 
 
