@@ -1,22 +1,31 @@
 """One breadth-first search over several processes (`SearchOptions.workers`).
 
 Shape, and why it suits Python on a few cores:
-- Shared nothing. Worker w owns the states whose stable key (`state_codec().key`, the same
-  number in every process) falls in its slice of the key space, and keeps their visited
-  set, parents, pending bits and graph edges. Only successors cross: per BFS level each
-  worker expands its frontier and sends every successor to its owner in one batch per
-  owner (flat arrays of ints, pickled once per batch, plus the values new since the last
-  level); pickling state by state would cost as much as the search.
-- Level-synchronous, so deterministic: the new states of a level get their ids in the
-  order of their stable key (then content), the key-space slices follow the worker order,
-  so every id, and with them parents (the smallest id among a state's predecessors), the
-  first finding of each property (the smallest id) and every counterexample, are the same
-  whatever the number of workers. Per level the main process only routes batches and
-  hands out id ranges; a level costs three exchanges.
-- The graph for the progress analysis: each owner answers every successor asked about with
-  the successor's id once ids are handed out, so the expanding worker writes its edges
-  complete; at the end the main process gathers the edges as flat arrays and runs the
-  progress analysis on the whole graph, exactly as after a search in one process.
+- Shared nothing. Worker w owns the states whose group key (`state_codec().group_key`, a hash
+  of what the properties read, the same number in every process) falls in its slice of the
+  64-bit key space, and keeps their visited set, parents, pending bits and graph edges. States
+  with equal property keys have equal answers, so each property key is judged by one worker
+  only: owning by the state's own key made each worker judge most of them again (a judgement
+  costs some 20 us, a stored state some 5). Only successors cross: per BFS level each
+  worker expands its frontier and sends every successor it does not own to its owner in one
+  batch per owner (flat arrays of ints, pickled once per batch, plus the values new since
+  the last level), each state once per level; pickling state by state would cost as much as
+  the search.
+- Level-synchronous, so deterministic: a level's states are ordered by their group key, then
+  their own stable key (`key`), then content, and the key-space slices follow the worker order, so a state's id is its level's
+  first id + the sizes of the lower workers' blocks of that level + its place in its owner's
+  block: every id, and with them parents (the smallest id among a state's predecessors,
+  which all lie in the level before), the first finding of each property (the smallest id)
+  and every counterexample, are the same whatever the number of workers. While searching a
+  worker only needs where a state stands in its own block (a parent is "worker w, place p",
+  which orders like the ids), so ids are worked out once, at the end. A level costs two
+  exchanges with the main process: the batches, then how many new states each worker got
+  (for the state limit and the end).
+- The graph for the progress analysis: an edge to a state owned elsewhere is written as
+  "the i-th state sent to worker d"; at the end each owner turns what it was sent into ids,
+  so every worker writes its edges complete, and the main process gathers them as flat
+  arrays and runs the progress analysis on the whole graph, exactly as after a search in
+  one process.
 - No chain fusion (a chain crosses owners): every visited state is stored. The counts
   (visited states, transitions, steps per action) are those of the one-process search,
   which fuses without changing them; only the stored count differs.
@@ -32,7 +41,8 @@ import time
 from array import array
 from bisect import bisect_right
 from collections import Counter
-from itertools import accumulate
+from itertools import accumulate, chain, islice, repeat
+from operator import add, and_, eq, mul, rshift
 
 from prefetch_check.explorer.exploration import CHECK_EVERY, Exploration
 from prefetch_check.explorer.graph import EVERY, LABEL_SLOTS, Labels
@@ -40,8 +50,8 @@ from prefetch_check.explorer.interface import hooks
 from prefetch_check.explorer.judge import Finding, Judge
 from prefetch_check.explorer.limits import peak_memory_mb
 
-MASK32 = (1 << 32) - 1
 MASK64 = (1 << 64) - 1
+PLACE_BITS = 40  # a parent while searching: worker << PLACE_BITS | place in its block (orders like the ids)
 
 
 def can_run_parallel(model) -> bool:
@@ -49,10 +59,6 @@ def can_run_parallel(model) -> bool:
     allowed to start workers (a daemonic one, e.g. a worker of `run --jobs`, is not)."""
     h = hooks(model)
     return h.state_codec is not None and h.actors is not None and not multiprocessing.current_process().daemon
-
-
-def owner_of(key: int, workers: int) -> int:
-    return ((key & MASK32) * workers) >> 32
 
 
 def explore_parallel(model, options, graph, workers: int) -> Exploration:
@@ -83,7 +89,7 @@ def explore_parallel(model, options, graph, workers: int) -> Exploration:
                 proc.join()
 
 
-# ---- the main process: routes batches, hands out ids, gathers the result ----
+# ---- the main process: routes batches, applies the limits, numbers the states, gathers the result ----
 
 
 class _Coordinator:
@@ -116,15 +122,12 @@ class _Coordinator:
             expanded = sum(o[3]["expanded"] for o in outs)
             for d, c in enumerate(conns):
                 c.send(("in", [(s, outs[s][1], outs[s][2].get(d)) for s in range(n) if s != d]))
-            counts = [m[1] for m in self._gather()]  # ("count", new states)
-            offsets = [visited + x for x in accumulate(counts, initial=0)]
+            counts = [m[1] for m in self._gather()]  # ("count", new states): each worker's block of the level
             room = None if limits.max_states is None else max(0, limits.max_states - visited)
-            keep = [c if room is None else max(0, min(c, room - (o - visited))) for c, o in zip(counts, offsets)]
-            if room is not None and sum(counts) > room:
+            keep = counts
+            if room is not None and sum(counts) > room:  # the first states in id order: lower workers' blocks first
+                keep = [max(0, min(c, room - before)) for c, before in zip(counts, accumulate(counts, initial=0))]
                 stop_reason = stop_reason or f"state limit of {limits.max_states} reached"
-            for c, o, k in zip(conns, offsets, keep):
-                c.send(("ids", o, k))
-            replies = [m[1] for m in self._gather()]  # ("replies", {sender: gids})
             visited += sum(keep)
             self.visited = visited
             level += 1
@@ -133,14 +136,34 @@ class _Coordinator:
             if stop_reason is None and limits.time_limit is not None and elapsed > limits.time_limit:
                 stop_reason = f"time limit of {limits.time_limit}s reached"
             go = stop_reason is None and sum(keep) > 0
-            for s, c in enumerate(conns):
-                c.send(("replies", [(d, replies[d].get(s)) for d in range(n) if d != s], go))
+            for c, k in zip(conns, keep):
+                c.send(("keep", k, go))
             if not go:
                 break
+        self._number()
         parts = [f[1] for f in self._gather()]
         for w, part in enumerate(parts):
             self.news[w].extend(part["news"])
         return self._merge(parts, stop_reason)
+
+    def _number(self) -> None:
+        """Ids, once the search is over: every worker says its block sizes per level, learns where
+        each worker's blocks start, and sends each other worker the ids of the states it was sent."""
+        n, conns = self.n, self.conns
+        sizes = [m[1] for m in self._gather()]  # ("sizes", [block size per level])
+        levels = max(len(s) for s in sizes)
+        starts, gid = [], 0  # starts[level][worker]: the id of the worker's first state of that level
+        for level in range(levels):
+            row = []
+            for w in range(n):
+                row.append(gid)
+                gid += sizes[w][level] if level < len(sizes[w]) else 0
+            starts.append(row)
+        for c in conns:
+            c.send(("starts", starts))
+        answers = [m[1] for m in self._gather()]  # ("answers", {sender: ids of the states it sent})
+        for d, c in enumerate(conns):
+            c.send(("answers", {s: answers[s].get(d) for s in range(n) if s != d}))
 
     def out_of_memory(self) -> Exploration:
         ex = Exploration(model=self.model, canonical=self.options.canonical)
@@ -311,7 +334,14 @@ def _work(me, n, model, options, recording, conn, start) -> None:
 
 
 class _Worker:
-    """One owner of a slice of the key space: its visited set, its frontier, its edges."""
+    """One owner of a slice of the key space: its visited set, its blocks, its edges.
+
+    Local indices number this worker's states in the order it stored them; a level's new
+    states are a contiguous range of them, and `blocks[level]` lists them in id order. An
+    edge's successor is the x-th entry of table d (`dests`, `targets[d]`): local index x when
+    d is this worker, else the x-th state sent to worker d. The per-state work at the end is
+    done by C-level maps over arrays: a loop in Python per state would cost as much as a
+    third of the search."""
 
     def __init__(self, me, n, model, options, recording, conn, start):
         self.me, self.n, self.model, self.options, self.conn, self.start = me, n, model, options, conn, start
@@ -323,22 +353,24 @@ class _Worker:
         self.actor_index = {a: i for i, a in enumerate(hooks(model).actors())}
         self.actor_of: dict = {}  # action -> its actor's index
         self.level = -1  # of the states being stored
-        self.sortkey: list = []  # local index -> the key states are put in id order by
         self.index: dict = {}  # state -> local index
         self.states: list = []  # local index -> state
-        self.keys: list = []  # local index -> stable key
-        self.parent = array("q")  # local index -> parent id
+        self.parent = array("q")  # local index -> parent: worker << PLACE_BITS | place in its block (-1: none)
         self.pending = array("q")  # local index -> pending bits
-        self.gid = array("q")  # local index -> id (-1: not yet, or dropped at the state limit)
-        self.order: list = []  # per level: local indices of the level's new states, in id order
-        self.candidates: dict = {}  # property -> [(local index, reason)] at the level of its first finding
+        self.level_keys: list = []  # the level's states' order (group key, key), from its first local index on
+        self.blocks: list = []  # per level: local indices of its states, in id order
+        self.firsts: list = []  # per level: the local index of its first state
+        self.found: list = []  # per level: how many states it has (the block keeps fewer at the state limit)
+        self.sent_to = [0] * n  # states sent to each worker so far
+        self.received: dict = {}  # sender -> local index of every state it sent, in its order
+        self.candidates: dict = {}  # property -> [(local index, reason)] at the level of its first finding here
         self.found_level: dict = {}  # property -> level of its first finding here
-        self.findings: dict = {}  # property -> (id, reason, action)
-        self.deadlocks: list = []
+        self.deadlocks: list = []  # local indices
         self.counts: dict = {}
         self.transitions = self.expanded = 0
-        self.edge_counts, self.edges, self.enabled = array("q"), array("q"), []
-        self.edge_index: list = []  # per level: where the level's states start in edge_counts
+        self.edge_counts, self.enabled = array("q"), []
+        self.dests, self.labels = array("b" if n < 128 else "q"), array("q")  # per edge: its table, its label
+        self.targets = [array("q") for _ in range(n)]  # per table: the x of each edge that uses it
         self.truncated = False
         self.stop = None
 
@@ -350,70 +382,71 @@ class _Worker:
 
     # ---- one level ----
 
-    def _new_state(self, state, k: int, parent_id: int) -> int:
+    def _new_state(self, state, group: int, parent: int) -> int:
         """Store a state first met in this level; judge it (its findings wait for its id)."""
         idx = self.index[state] = len(self.states)
         self.states.append(state)
-        self.sortkey.append((k & MASK32) << 64 | (k & MASK64))
-        self.parent.append(parent_id)
-        self.gid.append(-1)
-        self._new.append(idx)
+        self.level_keys.append(group << 64 | self.codec.key(state) & MASK64)
+        self.parent.append(parent)
         bad, bits = self.judge.verdict(state)
         if self.recording:
             self.pending.append(bits)
-        level = self.level
-        for prop, reason in bad:
-            if self.found_level.get(prop.name, level) == level:
-                self.found_level[prop.name] = level
-                self.candidates.setdefault(prop.name, []).append((idx, reason))
+        if bad:
+            level = self.level
+            for prop, reason in bad:
+                if self.found_level.get(prop.name, level) == level:
+                    self.found_level[prop.name] = level
+                    self.candidates.setdefault(prop.name, []).append((idx, reason))
         return idx
 
     def _begin_level(self) -> None:
         self.level += 1
         self._first_new = len(self.states)
-        self._new = []
-        self._out = [(array("i"), array("q"), array("q")) for _ in range(self.n)]  # codes, parents, keys
+        self.level_keys = []
+        self._out = [(array("i"), array("q"), array("Q")) for _ in range(self.n)]  # codes, parents, group keys
+        self._sent: dict = {}  # state -> x * n + d: the x-th state sent to worker d, for those sent in this level
 
-    def _send_or_store(self, state, parent_id: int, refs: array) -> None:
-        """A successor not stored here: stored now if this worker owns it, else queued for its owner;
-        `refs` gets how to find its id once ids are out (local index * n + me, or ask number *
-        n + owner). The frontier is expanded in id order, so the first parent met is the smallest
-        of this worker's; smaller ones from other workers come in `receive`."""
+    def _route(self, state, parent: int) -> None:
+        """A successor neither stored here nor sent yet in this level: stored now if this worker
+        owns it, else queued for its owner (each state once per level, with the first parent
+        met: the frontier is expanded in id order, so that is the smallest of this worker's;
+        smaller ones from other workers come in `receive`). Its edge's reference is written."""
         n, me = self.n, self.me
-        k = self.codec.key(state)
-        d = ((k & MASK32) * n) >> 32
+        group = self.codec.group_key(state) & MASK64
+        d = (group * n) >> 64  # the owner: slices of the key space in worker order
         if d == me:
-            idx = self.index.get(state)
-            if idx is None:
-                idx = self._new_state(state, k, parent_id)
-            elif idx >= self._first_new and parent_id < self.parent[idx]:
-                self.parent[idx] = parent_id
-            refs.append(idx * n + me)
+            x = self._new_state(state, group, parent)
         else:
+            x = self.sent_to[d]
+            self.sent_to[d] = x + 1
+            self._sent[state] = x * n + d
             box = self._out[d]
-            refs.append(len(box[1]) * n + d)
             box[0].extend(state)
-            box[1].append(parent_id)
-            box[2].append(k)
+            box[1].append(parent)
+            box[2].append(group)
+        self.dests.append(d)
+        self.targets[d].append(x)
 
-    def expand(self, frontier: list, level: int):
-        """Expand the frontier (local indices in id order): successors stored or queued, edges'
+    def expand(self, block: list):
+        """Expand a level's block (local indices in id order): successors stored or queued, edges'
         references, judged steps."""
         model, options, judge = self.model, self.options, self.judge
         expand, successors, canon = options.expand, model.successors, self.canon
-        counts, actor_bit, send_or_store = self.counts, self.actor_bit, self._send_or_store
+        counts, actor_bit, route = self.counts, self.actor_bit, self._route
         index_get, me, n, actor_of = self.index.get, self.me, self.n, self.actor_of
-        edge_counts, enabled_of = self.edge_counts, self.enabled
+        edge_counts, enabled_of, labels, dests = self.edge_counts, self.enabled, self.labels, self.dests
+        mine, targets = self.targets[me], self.targets
         limits = options.limits
         max_depth = limits.max_depth
         budget_mb = None if limits.max_memory_mb is None else limits.max_memory_mb / self.n
+        at_max_depth = max_depth is not None and self.level >= max_depth
         self._begin_level()
-        refs, labels = array("q"), array("q")
+        sent_get = self._sent.get
         live_step = judge.live_step
-        self.edge_index.append(len(self.edge_counts))
+        states = self.states
         done = 0
-        gids, states = self.gid, self.states
-        for idx in frontier:
+        here = me << PLACE_BITS
+        for place, idx in enumerate(block):
             if done % CHECK_EVERY == 0 and done:
                 if os.getppid() != self.parent_pid:
                     raise EOFError  # the main process is gone: nobody waits for this level
@@ -425,17 +458,16 @@ class _Worker:
                 if self.stop:
                     break
             done += 1
-            gid = gids[idx]
             state = states[idx]
-            if max_depth is not None and level >= max_depth:
+            if at_max_depth:
                 self.truncated = True
-                self.edge_counts.append(0)
-                self.enabled.append(0)
+                edge_counts.append(0)
+                enabled_of.append(0)
                 continue
             if expand is not None:
                 succ, enabled = expand(state)
                 if not enabled:
-                    self.deadlocks.append(gid)
+                    self.deadlocks.append(idx)
                 if enabled.__class__ is not int:
                     mask = 0
                     for action in enabled:
@@ -444,13 +476,14 @@ class _Worker:
             else:
                 succ = successors(state)
                 if not succ:
-                    self.deadlocks.append(gid)
+                    self.deadlocks.append(idx)
                 enabled = 0
             self.transitions += len(succ)
+            parent = here | place
             for action, nxt in succ:
                 counts[action] = counts.get(action, 0) + 1
                 if live_step:
-                    judge.judge_step(gid, state, action, nxt)
+                    judge.judge_step(idx, state, action, nxt)  # a local index: made an id at the end
                 a = actor_of.get(action)
                 if a is None:
                     a = actor_bit(action)
@@ -459,132 +492,130 @@ class _Worker:
                 labels.append(a)
                 key = canon(nxt)
                 known = index_get(key)
-                if known is not None:  # stored here already: ours, and its parent has a smaller id
-                    refs.append(known * n + me)
+                if known is not None:  # stored here already: its parent has a smaller id
+                    dests.append(me)
+                    mine.append(known)
+                    continue
+                sent = sent_get(key)
+                if sent is None:
+                    route(key, parent)
                 else:
-                    send_or_store(key, gid, refs)
+                    dests.append(sent % n)
+                    targets[sent % n].append(sent // n)
             edge_counts.append(len(succ))
             enabled_of.append(enabled)
         self.expanded += done
-        self._pending_edges = (refs, labels)
         return {"transitions": self.transitions, "expanded": self.expanded, "stop": self.stop}
 
     def seed(self):
-        """The initial states, routed to their owners like successors (parent -1, no edges)."""
+        """The initial states, routed to their owners like successors (no parent; no edges: the
+        references `_route` writes are dropped)."""
         self._begin_level()
-        self.edge_index.append(len(self.edge_counts))
         if self.me == 0:
             for state in self.model.initial_states():
-                self._send_or_store(self.canon(state), -1, array("q"))
-        self._pending_edges = (array("q"), array("q"))
+                key = self.canon(state)
+                if key not in self.index and key not in self._sent:
+                    self._route(key, -1)
+        del self.dests[:]
+        for t in self.targets:
+            del t[:]
         return {"transitions": 0, "expanded": 0, "stop": None}
 
     def receive(self, inbound: list) -> list:
         """Store the successors other workers sent (in worker order), then put the level's new
-        states in id order; keeps, per sender, the local index of each state it asked about."""
-        index, parent, first_new = self.index, self.parent, self._first_new
-        answers = {}
-        width = self.codec.width
+        states in id order (group key, key, then content); keeps, per sender, the local index
+        of each state it sent."""
+        index, parent, first_new, width = self.index, self.parent, self._first_new, self.codec.width
+        new_state = self._new_state
         for s, news, batch in sorted(inbound, key=lambda x: x[0]):
             table = self.codec.learn(s, news)
-            local = answers[s] = array("q")
             if batch is None:
                 continue
-            flat, parents, ks = batch
-            lookup = table.__getitem__
-            for i, p, k in zip(range(0, len(flat), width), parents, ks):
-                state = tuple(map(lookup, flat[i : i + width]))
+            flat, parents, groups = batch
+            local = self.received.setdefault(s, array("q"))
+            codes = iter(list(map(table.__getitem__, flat)))
+            for state, p, g in zip(zip(*[codes] * width), parents, groups):
                 idx = index.get(state)
                 if idx is None:
-                    idx = self._new_state(state, k, p)
+                    idx = new_state(state, g, p)
                 elif idx >= first_new and p < parent[idx]:
                     parent[idx] = p
                 local.append(idx)
-        new, sortkey, states, content = self._new, self.sortkey, self.states, self.codec.content
-        new.sort(key=sortkey.__getitem__)
-        i = 1
-        while i < len(new):  # equal keys (all but never): by content, which every process agrees on
-            if sortkey[new[i]] != sortkey[new[i - 1]]:
-                i += 1
-                continue
-            j = i - 1
-            while i < len(new) and sortkey[new[i]] == sortkey[new[j]]:
-                i += 1
-            new[j:i] = sorted(new[j:i], key=lambda x: content(states[x]))
-        self._answers = answers
-        return new
-
-    def assign(self, first_id: int, keep: int) -> dict:
-        """Ids for the level's new states (the first `keep` of them; the rest fall to the state
-        limit); returns per sender the id of each state it asked about (-1: dropped)."""
-        new, gid = self._new, self.gid
-        for i, idx in enumerate(new[:keep]):
-            gid[idx] = first_id + i
-        for idx in new[keep:]:
-            del self.index[self.states[idx]]
-        self.order.append(new[:keep])
-        for name, found in list(self.candidates.items()):
-            kept = [(gid[idx], reason) for idx, reason in found if gid[idx] >= 0]
-            if kept and name not in self.findings:
-                self.findings[name] = (*min(kept, key=lambda x: x[0]), None)
-            del self.candidates[name]
-            if not kept:
-                self.found_level.pop(name, None)
-        lookup = gid.__getitem__
-        return {s: array("q", map(lookup, local)) for s, local in self._answers.items()}
-
-    def resolve(self, replies: list) -> None:
-        """The level's edges, now that every successor has its id."""
-        refs, labels = self._pending_edges
-        n, me, gid = self.n, self.me, self.gid
-        ids = dict(replies)
-        edges = self.edges
-        for ref, label in zip(refs, labels):
-            d = ref % n
-            sid = gid[ref // n] if d == me else ids[d][ref // n]
-            edges.append(sid * LABEL_SLOTS + label)  # sid -1: dropped at the state limit (the graph goes unused)
+        keys, states, content = self.level_keys, self.states, self.codec.content
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        ordered = list(map(keys.__getitem__, order))
+        if any(map(eq, ordered, islice(ordered, 1, None))):  # equal keys (all but never): by content, which every process agrees on
+            order.sort(key=lambda x: (keys[x], content(states[first_new + x])))
+        self.firsts.append(first_new)
+        return list(map(first_new.__add__, order))
 
     def run(self) -> None:
         conn = self.conn
         info = self.seed()
-        level = 0
         while True:
             batches = {d: b for d, b in enumerate(self._out) if d != self.me and len(b[1])}
             conn.send(("out", self.codec.news(), batches, info))
-            new = self.receive(conn.recv()[1])
-            conn.send(("count", len(new)))
-            _, first_id, keep = conn.recv()
-            conn.send(("replies", self.assign(first_id, keep)))
-            _, replies, go = conn.recv()
-            self.resolve(replies)
+            block = self.receive(conn.recv()[1])
+            conn.send(("count", len(block)))
+            _, keep, go = conn.recv()
+            self.found.append(len(block))
+            self.blocks.append(block[:keep])
             if not go:
                 break
-            info = self.expand(self.order[-1], level)
-            level += 1
+            info = self.expand(self.blocks[-1])
         self.finish()
 
+    def _ids(self, starts: list) -> array:
+        """local index -> id (-1: dropped at the state limit)."""
+        gid = array("q", [-1]) * len(self.states)
+        for level, (block, lo, found) in enumerate(zip(self.blocks, self.firsts, self.found)):
+            first = starts[level][self.me]
+            if len(block) == found:  # a whole level: its local indices are lo, lo + 1, ...; the place of each by one sort
+                places = sorted(range(len(block)), key=block.__getitem__)
+                gid[lo : lo + len(block)] = array("q", map(first.__add__, places))
+            else:  # the level cut at the state limit
+                for place, idx in enumerate(block):
+                    gid[idx] = first + place
+        return gid
+
     def finish(self) -> None:
-        """Everything the main process merges: per level the block of states, in id order."""
-        codes = array("i")
-        parents, pending = array("q"), array("q")
-        for block in self.order:
-            for idx in block:
-                codes.extend(self.states[idx])
-                parents.append(self.parent[idx])
-                if self.recording:
-                    pending.append(self.pending[idx])
-        self.conn.send(("final", {
-            "blocks": [len(b) for b in self.order],
+        """Ids for every state (with the main process), then everything it merges: per level the
+        block of states in id order, parents and edges as ids."""
+        conn, n, me = self.conn, self.n, self.me
+        conn.send(("sizes", [len(b) for b in self.blocks]))
+        _, starts = conn.recv()
+        gid = self._ids(starts)
+        conn.send(("answers", {s: array("q", map(gid.__getitem__, local)) for s, local in self.received.items()}))
+        _, answers = conn.recv()
+        tables = [gid if d == me else (answers.get(d) or array("q")) for d in range(n)]
+        streams = [map(table.__getitem__, xs) for table, xs in zip(tables, self.targets)]
+        sids = map(next, map(streams.__getitem__, self.dests))  # each edge's successor id, in edge order
+        edges = array("q", map(add, map(mul, sids, repeat(LABEL_SLOTS)), self.labels))  # id -1: dropped at the state limit (the graph goes unused)
+        codes, parents, pending = array("i"), array("q"), array("q")
+        place_mask = (1 << PLACE_BITS) - 1
+        for level, block in enumerate(self.blocks):
+            codes.extend(chain.from_iterable(map(self.states.__getitem__, block)))
+            if level == 0:
+                parents.extend(array("q", [-1]) * len(block))
+            else:
+                ps = array("q", map(self.parent.__getitem__, block))
+                row = starts[level - 1]
+                parents.extend(map(add, map(row.__getitem__, map(rshift, ps, repeat(PLACE_BITS))), map(and_, ps, repeat(place_mask))))
+            if self.recording:
+                pending.extend(map(self.pending.__getitem__, block))
+        sizes = [len(b) for b in self.blocks]
+        conn.send(("final", {
+            "blocks": sizes,
             "codes": codes,
             "news": self.codec.news(),  # the values made since the last level's
             "parent": parents,
             "pending": pending,
             "edge_counts": self.edge_counts,
-            "edge_index": self.edge_index[1:] + [len(self.edge_counts)],
-            "edges": self.edges,
+            "edge_index": list(accumulate(sizes[:-1], initial=0)) + [len(self.edge_counts)],
+            "edges": edges,
             "enabled": self.enabled,
-            "findings": self._all_findings(),
-            "deadlocks": self.deadlocks,
+            "findings": self._all_findings(gid),
+            "deadlocks": [gid[i] for i in self.deadlocks],
             "counts": self.counts,
             "transitions": self.transitions,
             "expanded": self.expanded,
@@ -593,8 +624,14 @@ class _Worker:
             "peak_mb": peak_memory_mb(),
         }))
 
-    def _all_findings(self) -> dict:
-        out = dict(self.findings)
-        for name, f in self.judge.findings.items():  # step invariants, judged as this worker expanded
-            out[name] = (f.state_id, f.reason, f.action)
+    def _all_findings(self, gid: array) -> dict:
+        """property -> (id, reason, action) of its first finding here: state properties at the level
+        they were first found (the smallest kept id), step properties as expanded (in id order)."""
+        out = {}
+        for name, found in self.candidates.items():
+            kept = [(gid[idx], reason) for idx, reason in found if gid[idx] >= 0]
+            if kept:
+                out[name] = (*min(kept, key=lambda x: x[0]), None)
+        for name, f in self.judge.findings.items():
+            out[name] = (gid[f.state_id], f.reason, f.action)
         return out

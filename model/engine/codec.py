@@ -24,6 +24,7 @@ class CodeCodec:
         self.width = model.ranks  # ints per state
         self._sent = 0  # codes up to here were handed out by `news`
         self._stable: list[int] = []  # code -> stable hash of its rank state
+        self._stable_view: list[int] = []  # code -> stable hash of its rank's view
         self._tables: dict = {}  # sender -> [local code of each sender code]
 
     def news(self) -> list:
@@ -45,6 +46,13 @@ class CodeCodec:
         stable, rank_of = self._stable, self.model.rank_of
         if len(stable) < len(rank_of):
             stable.extend(zlib.crc32(repr(rank).encode()) for rank in rank_of[len(stable) :])
+        return hash(tuple(map(stable.__getitem__, state)))
+
+    def group_key(self, state: tuple) -> int:
+        """A 64-bit hash of the ranks' views, equal in every process and every run."""
+        stable, views = self._stable_view, self.model.views
+        if len(stable) < len(views):
+            stable.extend(zlib.crc32(repr(view).encode()) for view in views[len(stable) :])
         return hash(tuple(map(stable.__getitem__, state)))
 
     def content(self, state: tuple) -> tuple:
