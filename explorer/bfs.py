@@ -32,7 +32,7 @@ from prefetch_check.explorer.interface import Model, hooks
 from prefetch_check.explorer.judge import Finding, Judge
 from prefetch_check.explorer.limits import peak_memory_mb
 from prefetch_check.explorer.options import SearchOptions
-from prefetch_check.explorer.parallel import can_run_parallel, explore_parallel
+from prefetch_check.explorer.parallel import MAX_WORKERS, can_run_parallel, explore_parallel
 
 __all__ = ["CHECK_EVERY", "Exploration", "Finding", "Label", "explore"]
 
@@ -42,7 +42,7 @@ def explore(model: Model, options: SearchOptions = SearchOptions(), graph: Optio
     (when given) records the state graph for the progress analysis.
 
     With `options.workers` > 1 (and a model that can cross processes) the search runs on that
-    many processes (`parallel.py`); `stop_when_found` searches always run here.
+    many processes (`parallel.py`, at most MAX_WORKERS); `stop_when_found` searches always run here.
 
     The search allocates millions of acyclic tuples: the cycle collector would scan them
     again and again and find nothing, so it is off during the search, on again after.
@@ -52,7 +52,7 @@ def explore(model: Model, options: SearchOptions = SearchOptions(), graph: Optio
     try:
         if options.workers > 1 and not options.stop_when_found:
             if can_run_parallel(model):
-                return explore_parallel(model, options, graph, options.workers)
+                return explore_parallel(model, options, graph, min(options.workers, MAX_WORKERS))
         return _Search(model, options, graph).run()
     finally:
         if collecting:

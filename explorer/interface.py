@@ -106,10 +106,9 @@ class Hooks:
         how states cross between the processes of one search (`parallel.py`): states are tuples of
         `codec.width` ints naming values each process numbers for itself; `codec.news()` the values
         new since the last call, `codec.learn(sender, news)` -> table sender int -> own int,
-        `codec.key(state)` a hash equal in every process and run, `codec.group_key(state)` one
-        too, equal for states with equal `property_key` (one process owns them all, so each key
-        is judged once: else `key`), `codec.content(state)` an order every process agrees on.
-        Without it a search runs in one process.
+        `codec.group_key(state)` a 64-bit hash equal in every process and run, and equal for
+        states with equal `property_key` (one process owns them all, so each key is judged
+        once). Without it a search runs in one process.
     """
 
     actors: Optional[Callable] = None

@@ -12,13 +12,15 @@ Shape, and why it suits Python on a few cores:
   the last level), each state once per level; pickling state by state would cost as much as
   the search.
 - Level-synchronous, so deterministic: a level's states are ordered by their group key, then
-  their own stable key (`key`), then content, and the key-space slices follow the worker order, so a state's id is its level's
-  first id + the sizes of the lower workers' blocks of that level + its place in its owner's
-  block: every id, and with them parents (the smallest id among a state's predecessors,
-  which all lie in the level before), the first finding of each property (the smallest id)
-  and every counterexample, are the same whatever the number of workers. While searching a
-  worker only needs where a state stands in its own block (a parent is "worker w, place p",
-  which orders like the ids), so ids are worked out once, at the end. A level costs two
+  by how they were first reached (`via`: the smallest of their parents, then which of that
+  parent's successors they are; no two states share both), and the key-space slices follow
+  the worker order, so a state's id is its level's first id + the sizes of the lower workers'
+  blocks of that level + its place in its owner's block: every id, and with them parents
+  (the smallest id among a state's predecessors, which all lie in the level before), the
+  first finding of each property (the smallest id) and every counterexample, are the same
+  whatever the number of workers. While searching a worker only needs where a state stands
+  in its own block (a parent is "worker w, place p", which orders like the ids), so ids are
+  worked out once, at the end. A level costs two
   exchanges with the main process: the batches, then how many new states each worker got
   (for the state limit and the end).
 - The graph for the progress analysis: an edge to a state owned elsewhere is written as
@@ -42,8 +44,8 @@ import time
 from array import array
 from bisect import bisect_right
 from collections import Counter
-from itertools import accumulate, chain, islice, repeat
-from operator import add, and_, eq, mul, rshift
+from itertools import accumulate, chain, repeat
+from operator import add, and_, mul, rshift, sub
 
 from prefetch_check.explorer.exploration import CHECK_EVERY, Exploration
 from prefetch_check.explorer.graph import EVERY, LABEL_SLOTS, Labels
@@ -52,7 +54,12 @@ from prefetch_check.explorer.judge import Finding, Judge
 from prefetch_check.explorer.limits import peak_memory_mb
 
 MASK64 = (1 << 64) - 1
-PLACE_BITS = 40  # a parent while searching: worker << PLACE_BITS | place in its block (orders like the ids)
+# How a state was first reached, while searching (`via`, ordered like its parent's id, then the
+# successor's index): ((worker << PLACE_BITS | place in its block) + 1) << STEP_BITS | index,
+# 0 << STEP_BITS | index for an initial state. It fits in 63 bits (array "q").
+PLACE_BITS = 36
+STEP_BITS = 20
+MAX_WORKERS = (1 << (63 - PLACE_BITS - STEP_BITS)) - 1  # 127
 
 
 def can_run_parallel(model) -> bool:
@@ -361,9 +368,9 @@ class _Worker:
         self.level = -1  # of the states being stored
         self.index: dict = {}  # state -> local index
         self.states: list = []  # local index -> state
-        self.parent = array("q")  # local index -> parent: worker << PLACE_BITS | place in its block (-1: none)
+        self.via = array("q")  # local index -> how it was first reached (see PLACE_BITS)
         self.pending = array("q")  # local index -> pending bits
-        self.level_keys: list = []  # the level's states' order (group key, key), from its first local index on
+        self.level_keys: list = []  # the level's states' order (group key, via), from its first local index on
         self.blocks: list = []  # per level: local indices of its states, in id order
         self.firsts: list = []  # per level: the local index of its first state
         self.found: list = []  # per level: how many states it has (the block keeps fewer at the state limit)
@@ -388,12 +395,12 @@ class _Worker:
 
     # ---- one level ----
 
-    def _new_state(self, state, group: int, parent: int) -> int:
+    def _new_state(self, state, group: int, via: int) -> int:
         """Store a state first met in this level; judge it (its findings wait for its id)."""
         idx = self.index[state] = len(self.states)
         self.states.append(state)
-        self.level_keys.append(group << 64 | self.codec.key(state) & MASK64)
-        self.parent.append(parent)
+        self.level_keys.append(group << 64 | via)
+        self.via.append(via)
         bad, bits = self.judge.verdict(state)
         if self.recording:
             self.pending.append(bits)
@@ -409,26 +416,26 @@ class _Worker:
         self.level += 1
         self._first_new = len(self.states)
         self.level_keys = []
-        self._out = [(array("i"), array("q"), array("Q")) for _ in range(self.n)]  # codes, parents, group keys
+        self._out = [(array("i"), array("q"), array("Q")) for _ in range(self.n)]  # codes, vias, group keys
         self._sent: dict = {}  # state -> x * n + d: the x-th state sent to worker d, for those sent in this level
 
-    def _route(self, state, parent: int) -> None:
+    def _route(self, state, via: int) -> None:
         """A successor neither stored here nor sent yet in this level: stored now if this worker
-        owns it, else queued for its owner (each state once per level, with the first parent
-        met: the frontier is expanded in id order, so that is the smallest of this worker's;
+        owns it, else queued for its owner (each state once per level, as first reached: the
+        frontier is expanded in id order, so that is the smallest `via` of this worker's;
         smaller ones from other workers come in `receive`). Its edge's reference is written."""
         n, me = self.n, self.me
         group = self.codec.group_key(state) & MASK64
         d = (group * n) >> 64  # the owner: slices of the key space in worker order
         if d == me:
-            x = self._new_state(state, group, parent)
+            x = self._new_state(state, group, via)
         else:
             x = self.sent_to[d]
             self.sent_to[d] = x + 1
             self._sent[state] = x * n + d
             box = self._out[d]
             box[0].extend(state)
-            box[1].append(parent)
+            box[1].append(via)
             box[2].append(group)
         self.dests.append(d)
         self.targets[d].append(x)
@@ -452,6 +459,7 @@ class _Worker:
         states = self.states
         done = 0
         here = me << PLACE_BITS
+        most = 1 << STEP_BITS
         for place, idx in enumerate(block):
             if done % CHECK_EVERY == 0 and done:
                 if os.getppid() != self.parent_pid:
@@ -485,7 +493,9 @@ class _Worker:
                     self.deadlocks.append(idx)
                 enabled = 0
             self.transitions += len(succ)
-            parent = here | place
+            if len(succ) > most:
+                raise ValueError(f"a state with {len(succ)} successors: the parallel search numbers at most {most}")
+            via = (here | place) + 1 << STEP_BITS
             for action, nxt in succ:
                 counts[action] = counts.get(action, 0) + 1
                 if live_step:
@@ -504,10 +514,11 @@ class _Worker:
                     continue
                 sent = sent_get(key)
                 if sent is None:
-                    route(key, parent)
+                    route(key, via)
                 else:
                     dests.append(sent % n)
                     targets[sent % n].append(sent // n)
+                via += 1
             edge_counts.append(len(succ))
             enabled_of.append(enabled)
         self.expanded += done
@@ -518,10 +529,10 @@ class _Worker:
         references `_route` writes are dropped)."""
         self._begin_level()
         if self.me == 0:
-            for state in self.model.initial_states():
+            for via, state in enumerate(self.model.initial_states()):
                 key = self.canon(state)
                 if key not in self.index and key not in self._sent:
-                    self._route(key, -1)
+                    self._route(key, via)
         del self.dests[:]
         for t in self.targets:
             del t[:]
@@ -529,29 +540,26 @@ class _Worker:
 
     def receive(self, inbound: list) -> list:
         """Store the successors other workers sent (in worker order), then put the level's new
-        states in id order (group key, key, then content); keeps, per sender, the local index
-        of each state it sent."""
-        index, parent, first_new, width = self.index, self.parent, self._first_new, self.codec.width
-        new_state = self._new_state
+        states in id order (group key, then via); keeps, per sender, the local index of each
+        state it sent."""
+        index, vias, first_new, width = self.index, self.via, self._first_new, self.codec.width
+        new_state, keys = self._new_state, self.level_keys
         for s, news, batch in sorted(inbound, key=lambda x: x[0]):
             table = self.codec.learn(s, news)
             if batch is None:
                 continue
-            flat, parents, groups = batch
+            flat, sent_vias, groups = batch
             local = self.received.setdefault(s, array("q"))
             codes = iter(list(map(table.__getitem__, flat)))
-            for state, p, g in zip(zip(*[codes] * width), parents, groups):
+            for state, v, g in zip(zip(*[codes] * width), sent_vias, groups):
                 idx = index.get(state)
                 if idx is None:
-                    idx = new_state(state, g, p)
-                elif idx >= first_new and p < parent[idx]:
-                    parent[idx] = p
+                    idx = new_state(state, g, v)
+                elif idx >= first_new and v < vias[idx]:
+                    vias[idx] = v
+                    keys[idx - first_new] = g << 64 | v
                 local.append(idx)
-        keys, states, content = self.level_keys, self.states, self.codec.content
-        order = sorted(range(len(keys)), key=keys.__getitem__)
-        ordered = list(map(keys.__getitem__, order))
-        if any(map(eq, ordered, islice(ordered, 1, None))):  # equal keys (all but never): by content, which every process agrees on
-            order.sort(key=lambda x: (keys[x], content(states[first_new + x])))
+        order = sorted(range(len(keys)), key=keys.__getitem__)  # no two keys are equal
         self.firsts.append(first_new)
         return list(map(first_new.__add__, order))
 
@@ -603,8 +611,8 @@ class _Worker:
             codes.extend(chain.from_iterable(map(self.states.__getitem__, block)))
             if level == 0:
                 parents.extend(array("q", [-1]) * len(block))
-            else:
-                ps = array("q", map(self.parent.__getitem__, block))
+            else:  # via -> the parent's worker and place -> its id
+                ps = array("q", map(sub, map(rshift, map(self.via.__getitem__, block), repeat(STEP_BITS)), repeat(1)))
                 row = starts[level - 1]
                 parents.extend(map(add, map(row.__getitem__, map(rshift, ps, repeat(PLACE_BITS))), map(and_, ps, repeat(place_mask))))
             if self.recording:

@@ -151,3 +151,14 @@ def test_the_command_line_runs_one_search_on_several_workers_and_refuses_it_with
     assert both.returncode == 2 and "--workers" in both.stderr and "Traceback" not in both.stderr
     negative = subprocess.run(run + ["--workers", "-1"], capture_output=True, text=True)
     assert negative.returncode == 2 and "--workers" in negative.stderr
+
+
+def test_more_workers_than_the_packing_allows_run_on_the_most_it_allows(monkeypatch):
+    import prefetch_check.explorer.bfs as bfs
+    from prefetch_check.explorer.parallel import MAX_WORKERS
+
+    asked = []
+    monkeypatch.setattr(bfs, "explore_parallel", lambda model, options, graph, workers: asked.append(workers))
+    model = compiled(uniform_config(ranks=2, pages=1), "fixed")
+    explore(model, SearchOptions(canonical=model.canonicalizer(), workers=MAX_WORKERS + 50))
+    assert asked == [MAX_WORKERS] == [127]

@@ -6,9 +6,12 @@ that process met the rank states, so the same state has different codes in diffe
 worker processes. What crosses between processes is therefore the codes plus, once, the
 rank state behind every code new since the last exchange (a few thousand rank states in
 a search of millions of global states); the receiver interns each and keeps a table
-from the sender's codes to its own. A state's `key` is the same number in every process
-and every run: a hash over a stable per-rank-state hash (crc32 of its repr; Python's own
-`hash` of a string differs between runs).
+from the sender's codes to its own. A state's `group_key` is the same number in every
+process and every run: a hash over a stable hash of each rank's view (crc32 of its repr;
+Python's own `hash` of a string differs between runs). States with equal views have equal
+property answers (`CompiledModel.property_key`), and the parallel search gives all of them
+to one process, which then judges each combination of views once, as one process alone
+would, instead of every process judging most of them.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ class CodeCodec:
         self.model = model
         self.width = model.ranks  # ints per state
         self._sent = 0  # codes up to here were handed out by `news`
-        self._stable: list[int] = []  # code -> stable hash of its rank state
         self._stable_view: list[int] = []  # code -> stable hash of its rank's view
         self._tables: dict = {}  # sender -> [local code of each sender code]
 
@@ -41,21 +43,9 @@ class CodeCodec:
         table.extend(map(encode, news))
         return table
 
-    def key(self, state: tuple) -> int:
-        """A 64-bit hash of the state, equal in every process and every run."""
-        stable, rank_of = self._stable, self.model.rank_of
-        if len(stable) < len(rank_of):
-            stable.extend(zlib.crc32(repr(rank).encode()) for rank in rank_of[len(stable) :])
-        return hash(tuple(map(stable.__getitem__, state)))
-
     def group_key(self, state: tuple) -> int:
         """A 64-bit hash of the ranks' views, equal in every process and every run."""
         stable, views = self._stable_view, self.model.views
         if len(stable) < len(views):
             stable.extend(zlib.crc32(repr(view).encode()) for view in views[len(stable) :])
         return hash(tuple(map(stable.__getitem__, state)))
-
-    def content(self, state: tuple) -> tuple:
-        """The state's rank states themselves: an order every process agrees on (ties of `key`)."""
-        rank_of = self.model.rank_of
-        return tuple(rank_of[c] for c in state)
