@@ -119,9 +119,11 @@ def test_the_speedup_of_one_search_on_two_processes_is_judged_from_the_pair_of_r
     two = next(r for r in bench.ROWS if r.key == "parallel-w2")
     assert (one.policy, one.workers, two.workers) == ("timeout", 1, 2) and "x2 proc" in two.configuration
     done = dict(complete=True, states=10, verdicts={"progress": VERIFIED})
-    pair = [bench.Measurement(one, search_seconds=10.0, **done), bench.Measurement(two, search_seconds=5.0, **done)]
+    pair = [bench.Measurement(one, search_seconds=10.0, progress_seconds=1.0, **done),
+            bench.Measurement(two, search_seconds=5.0, progress_seconds=6.0, **done)]
     (s,) = bench.speedups(pair, headroom=1.9)
     assert s.factor == 2.0 and s.met and "1.90x" in s.text
+    assert "the whole check 1.00x (11.00 s -> 11.00 s" in s.text  # what --workers buys end to end
     (slow,) = bench.speedups([pair[0], bench.Measurement(two, search_seconds=8.0, **done)])
     assert not slow.met and "NOT MET" in slow.text
     assert bench.speedups([pair[0], bench.Measurement(two, search_seconds=5.0, complete=False)]) == []
