@@ -20,9 +20,8 @@ Shape, and why it suits Python on a few cores:
   first finding of each property (the smallest id) and every counterexample, are the same
   whatever the number of workers. While searching a worker only needs where a state stands
   in its own block (a parent is "worker w, place p", which orders like the ids), so ids are
-  worked out once, at the end. A level costs two
-  exchanges with the main process: the batches, then how many new states each worker got
-  (for the state limit and the end).
+  worked out once, at the end. A level costs two exchanges with the main process: the
+  batches, then how many new states each worker got (for the state limit and the end).
 - The graph for the progress analysis: an edge to a state owned elsewhere is written as
   "the i-th state sent to worker d"; at the end each owner turns what it was sent into ids,
   so every worker writes its edges complete, and the main process gathers them as flat
@@ -382,7 +381,7 @@ class _Worker:
         self.counts: dict = {}
         self.transitions = self.expanded = 0
         self.edge_counts, self.enabled = array("q"), []
-        self.dests, self.labels = array("b" if n < 128 else "q"), array("q")  # per edge: its table, its label
+        self.dests, self.labels = array("b"), array("q")  # per edge: its table (n <= MAX_WORKERS), its label
         self.targets = [array("q") for _ in range(n)]  # per table: the x of each edge that uses it
         self.truncated = False
         self.stop = None
