@@ -418,11 +418,12 @@ class _Worker:
         self._out = [(array("i"), array("q"), array("Q")) for _ in range(self.n)]  # codes, vias, group keys
         self._sent: dict = {}  # state -> x * n + d: the x-th state sent to worker d, for those sent in this level
 
-    def _route(self, state, via: int) -> None:
+    def _route(self, state, via: int) -> tuple[int, int]:
         """A successor neither stored here nor sent yet in this level: stored now if this worker
         owns it, else queued for its owner (each state once per level, as first reached: the
         frontier is expanded in id order, so that is the smallest `via` of this worker's;
-        smaller ones from other workers come in `receive`). Its edge's reference is written."""
+        smaller ones from other workers come in `receive`). Returns its edge's reference: table
+        d, entry x."""
         n, me = self.n, self.me
         group = self.codec.group_key(state) & MASK64
         d = (group * n) >> 64  # the owner: slices of the key space in worker order
@@ -436,8 +437,7 @@ class _Worker:
             box[0].extend(state)
             box[1].append(via)
             box[2].append(group)
-        self.dests.append(d)
-        self.targets[d].append(x)
+        return d, x
 
     def expand(self, block: list):
         """Expand a level's block (local indices in id order): successors stored or queued, edges'
@@ -494,8 +494,9 @@ class _Worker:
             self.transitions += len(succ)
             if len(succ) > most:
                 raise ValueError(f"a state with {len(succ)} successors: the parallel search numbers at most {most}")
-            via = (here | place) + 1 << STEP_BITS
+            via = ((here | place) + 1 << STEP_BITS) - 1
             for action, nxt in succ:
+                via += 1  # this successor's index among the state's successors
                 counts[action] = counts.get(action, 0) + 1
                 if live_step:
                     judge.judge_step(idx, state, action, nxt)  # a local index: made an id at the end
@@ -513,28 +514,24 @@ class _Worker:
                     continue
                 sent = sent_get(key)
                 if sent is None:
-                    route(key, via)
+                    d, x = route(key, via)
                 else:
-                    dests.append(sent % n)
-                    targets[sent % n].append(sent // n)
-                via += 1
+                    x, d = divmod(sent, n)
+                dests.append(d)
+                targets[d].append(x)
             edge_counts.append(len(succ))
             enabled_of.append(enabled)
         self.expanded += done
         return {"transitions": self.transitions, "expanded": self.expanded, "stop": self.stop}
 
     def seed(self):
-        """The initial states, routed to their owners like successors (no parent; no edges: the
-        references `_route` writes are dropped)."""
+        """The initial states, routed to their owners like successors (no parent, no edges)."""
         self._begin_level()
         if self.me == 0:
             for via, state in enumerate(self.model.initial_states()):
                 key = self.canon(state)
                 if key not in self.index and key not in self._sent:
                     self._route(key, via)
-        del self.dests[:]
-        for t in self.targets:
-            del t[:]
         return {"transitions": 0, "expanded": 0, "stop": None}
 
     def receive(self, inbound: list) -> list:
