@@ -83,3 +83,26 @@ def shortest_violation_length(model, prop, max_depth: int) -> int | None:
 @pytest.fixture(scope="session")
 def shortest_violation():
     return shortest_violation_length
+
+
+@pytest.fixture
+def fixture_trees_followed(monkeypatch):
+    """Let the upstream-shaped fixture trees stand for the releases they are shaped after, so a test
+    of shape detection and release mapping gets verdicts for them (sglang_fixtures.fixture_follows)."""
+    from prefetch_check.sglang import followed
+    from sglang_fixtures import fixture_follows
+
+    follows = fixture_follows()
+    monkeypatch.setattr(followed, "shipped", lambda: follows)
+    return follows
+
+
+def also_follow(monkeypatch, follows, label: str, srt, cache_class=None):
+    """Let one more tree (its sglang/srt folder) stand for a release the model follows: for tests of
+    what happens after the floor (an edited predicate's verdicts, footnotes), not of the floor."""
+    from prefetch_check.sglang import followed
+    from prefetch_check.sglang.locate import read_protocol_files
+
+    more = follows.merged(followed.build([(label, read_protocol_files(srt), cache_class)]))
+    monkeypatch.setattr(followed, "shipped", lambda: more)
+    return more

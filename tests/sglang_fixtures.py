@@ -341,3 +341,15 @@ def tree(folder: Path, *layers: str) -> Path:
     """An SGLang-shaped tree `folder/sglang/srt/...` made of fixture layers."""
     write_srt(folder / "sglang" / "srt", files_of(*layers))
     return folder
+
+
+def fixture_follows():
+    """The shipped fingerprints plus those of every fixture family: where a test checks a fixture
+    tree through `prefetch-check sglang`, the tree stands for the release family it is shaped after
+    (the honest floor, prefetch_check/sglang/followed.py, would refuse it otherwise)."""
+    from prefetch_check.sglang import followed
+
+    shapes = [(name, layers, cls) for name, (layers, cls) in FAMILIES.items() if name != "unknown"]
+    shapes.append(("late2025 (tail once)", LATE_ONCE, None))
+    return followed.shipped().merged(followed.build((f"fixture {name}", files_of(*layers), cls)
+                                                    for name, layers, cls in shapes))

@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from prefetch_check.cli import main
+from conftest import also_follow
 from sglang_fixtures import FAMILIES, LATE_ONCE, ROOT, tree
+
+# The fixture trees stand for the release families they are shaped after (the floor has its own
+# tests in test_sglang_floor.py).
+pytestmark = pytest.mark.usefixtures("fixture_trees_followed")
 
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
 POLL = [str(SCENARIOS / "tp2.toml")]
@@ -84,16 +89,40 @@ def test_the_table_shows_family_options_and_verdicts(tmp_path, capsys, monkeypat
         assert text in out, text
 
 
-def remove_guard(folder: Path) -> None:
+def remove_guard(folder: Path) -> Path:
+    """Drop the seed fix's page-list test from a fixture tree's predicate; its sglang/srt folder."""
     path = folder / "sglang" / "srt" / "mem_cache" / "hiradix_cache.py"
     text = path.read_text()
     assert GUARD in text
     path.write_text(text.replace(GUARD, ""))
+    return folder / "sglang" / "srt"
 
 
-def test_an_edited_release_without_the_guard_has_the_race(tmp_path, capsys):
+def test_an_edited_predicate_is_refused_for_the_tree_and_judged_with_predicate_source(tmp_path, capsys):
+    """The tree's answer would rest on the loader's reading of an edited predicate, so the tree is
+    refused by name (exit 3); the predicate itself is judged on the model with --predicate-source."""
     edited = tree(tmp_path / "edited", *LATE_ONCE)
     remove_guard(edited)
+    status, doc = sglang(capsys, tmp_path, str(edited))
+    [row] = doc["releases"]
+    assert status == 3 and row["status"] == "not modelled" and "properties" not in row
+    assert row["note"].startswith("HiRadixCache.can_terminate_prefetch at mem_cache/hiradix_cache.py:")
+    assert "differs from every release the model follows" in row["note"]
+    assert row["path_code"]["differing"] == [{"piece": "HiRadixCache.can_terminate_prefetch",
+                                              "file": "mem_cache/hiradix_cache.py",
+                                              "line": row["path_code"]["differing"][0]["line"]}]
+    spec = f"{edited / 'sglang/srt/mem_cache/hiradix_cache.py'}:HiRadixCache.can_terminate_prefetch"
+    capsys.readouterr()
+    assert main(["run", POLL[0], "--predicate-source", spec, "--quiet", "--json", "-"]) == 0
+    [run] = json.loads(capsys.readouterr().out)["runs"]
+    verdicts = {p["name"]: p["verdict"] for p in run["properties"]}
+    assert verdicts["no_early_acceptance"] == "VIOLATED"
+
+
+def test_an_edited_release_without_the_guard_has_the_race(tmp_path, capsys, monkeypatch, fixture_trees_followed):
+    edited = tree(tmp_path / "edited", *LATE_ONCE)
+    remove_guard(edited)
+    also_follow(monkeypatch, fixture_trees_followed, "edited", edited / "sglang" / "srt")
     status, doc = sglang(capsys, tmp_path, str(edited))
     [row] = doc["releases"]
     assert status == 1 and row["status"] == "checked"
@@ -108,7 +137,7 @@ def test_an_edited_release_without_the_guard_has_the_race(tmp_path, capsys):
     assert len(shown["steps"]) == own["steps"] and shown["property"]["name"] == "no_early_acceptance"
 
 
-def test_an_edited_unified_predicate_is_caught(tmp_path, capsys):
+def test_an_edited_unified_predicate_is_caught(tmp_path, capsys, monkeypatch, fixture_trees_followed):
     edited = tree(tmp_path / "edited", "ack-drain")
     path = edited / "sglang" / "srt" / "mem_cache" / "unified_radix_cache.py"
     text = path.read_text()
@@ -116,18 +145,21 @@ def test_an_edited_unified_predicate_is_caught(tmp_path, capsys):
     assert wait in text
     path.write_text(text.replace(wait, wait.replace(
         "return False", "return operation.completed_tokens == len(operation.hash_value) * self.page_size")))
+    also_follow(monkeypatch, fixture_trees_followed, "edited", edited / "sglang" / "srt")
     status, doc = sglang(capsys, tmp_path, str(edited), scenarios=ACK)
     [row] = doc["releases"]
     assert status == 1 and row["properties"]["no_early_acceptance"]["release"]["verdict"] == "VIOLATED"
 
 
-def test_a_footnote_says_which_options_of_its_case_the_release_replaced(tmp_path, capsys):
+def test_a_footnote_says_which_options_of_its_case_the_release_replaced(tmp_path, capsys, monkeypatch,
+                                                                     fixture_trees_followed):
     """A case written for another shape (here ACKs matched by request id) runs with the release's
     options; its footnote and JSON say so, so its name does not mislead."""
     edited = tree(tmp_path / "edited", "ack-drain")
     path = edited / "sglang" / "srt" / "mem_cache" / "unified_radix_cache.py"
     wait = '        if self.prefetch_stop_policy == "wait_complete":\n            return False\n'
     path.write_text(path.read_text().replace(wait, wait.replace("return False", "return True")))
+    also_follow(monkeypatch, fixture_trees_followed, "edited", edited / "sglang" / "srt")
     rid = tmp_path / "by-rid.toml"
     rid.write_text((ROOT / "scenarios" / "ack-drain" / "fixture-ack-tp2.toml").read_text() + 'ack_match = "rid"\n')
     status, doc = sglang(capsys, tmp_path, str(edited), scenarios=[str(rid)])
@@ -170,7 +202,8 @@ def test_the_class_shipped_but_not_built_when_asked(tmp_path, capsys):
 def test_a_protocol_without_scenarios_says_so(tmp_path, capsys):
     status, doc = sglang(capsys, tmp_path, str(tree(tmp_path / "u", "ack-drain")), scenarios=POLL)
     [row] = doc["releases"]
-    assert status == 0 and row["status"] == "no scenarios" and "--scenarios" in row["note"]
+    # no verdicts for the tree: exit 3, so a CI gate does not pass on a tree nobody checked
+    assert status == 3 and row["status"] == "no scenarios" and "--scenarios" in row["note"]
 
 
 def test_markdown_is_appended(tmp_path, capsys):
@@ -200,7 +233,7 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def test_commits_say_where_each_verdict_changed(tmp_path, capsys):
+def test_commits_say_where_each_verdict_changed(tmp_path, capsys, monkeypatch, fixture_trees_followed):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     repo = tmp_path / "sglang"
@@ -222,6 +255,13 @@ def test_commits_say_where_each_verdict_changed(tmp_path, capsys):
     tree(repo / "python", *LATE_ONCE)
     fixed = commit("restore the guard")
 
+    # by default the commit that edits the predicate is refused, and that is a change too
+    status, doc = sglang(capsys, tmp_path, str(repo), "--commits", f"{base}..HEAD", scenarios=POLL)
+    assert [r["status"] for r in doc["releases"]] == ["checked", "not modelled", "checked"]
+    assert ("status", "checked", "not modelled") in [(c["what"], c["before"], c["after"]) for c in doc["changes"]]
+    assert status == 3
+    # with the broken commit standing for a release, the verdict that changed is named
+    also_follow(monkeypatch, fixture_trees_followed, "broken", remove_guard(tree(tmp_path / "broken", *LATE_ONCE)))
     status, doc = sglang(capsys, tmp_path, str(repo), "--commits", f"{base}..HEAD", scenarios=POLL)
     labels = [r["release"] for r in doc["releases"]]
     assert [label.split()[0] for label in labels] == [base[:10], broken[:10], fixed[:10]]  # docs-only left out

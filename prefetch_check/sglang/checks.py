@@ -28,13 +28,15 @@ from prefetch_check.model.source.predicate import builtin_protocol, load_source_
 from prefetch_check.model.source.release_options import ReleaseOptions
 from prefetch_check.scenario.loader import Case, Scenario
 from prefetch_check.scenario.runner import Task, run_tasks
-from prefetch_check.sglang import verdict_cache
+from prefetch_check.sglang import followed, verdict_cache
+from prefetch_check.sglang.followed import Followed
+from prefetch_check.sglang.path_code import prefetch_path
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.protocols import release_protocol
 from prefetch_check.sglang.trees import Tree
 
 TRANSCRIPTION = "fixed"  # our transcription of the releases' predicate, in each protocol
-CHECKED, NO_SCENARIOS, NOT_READ = "checked", "no scenarios", "not read"
+CHECKED, NO_SCENARIOS, NOT_READ, NOT_MODELLED = "checked", "no scenarios", "not read", "not modelled"
 
 
 @dataclass
@@ -90,8 +92,10 @@ class ReleaseCheck:
     release: Optional[ReleaseOptions] = None
     predicate: str = "?"  # file:Class.method below sglang/srt
     predicate_spec: str = ""  # PATH.py:Class.method as loaded
-    status: str = NOT_READ  # CHECKED, NO_SCENARIOS, NOT_READ, "not modelled", "not modelled yet"
+    status: str = NOT_READ  # CHECKED, NO_SCENARIOS, NOT_READ, NOT_MODELLED, "not modelled yet"
     note: str = ""
+    path: dict = field(default_factory=dict)  # ident -> PathFunction: the tree's prefetch path, fingerprinted
+    path_differs: list = field(default_factory=list)  # the pieces of it no followed release has
     own: list[Run] = field(default_factory=list)  # under the release's predicate
     ours: list[Run] = field(default_factory=list)  # under our transcription
 
@@ -112,31 +116,40 @@ class ReleaseCheck:
 
 
 def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cache_class: Optional[str],
-         limit_defaults: dict) -> ReleaseCheck:
+         limit_defaults: dict, follows: Optional[Followed] = None) -> ReleaseCheck:
     """Everything about one tree short of running the searches. `scenarios` maps a protocol name
-    to its chosen (scenario, case index, case) triples."""
+    to its chosen (scenario, case index, case) triples; `follows` the releases the model follows
+    (default: the fingerprints shipped with prefetch-check)."""
     row = ReleaseCheck(tree.label)
     if tree.srt is None:
         row.note = tree.error
         return row
-    shape = detect_shape(read_protocol_files(tree.srt), cache_class)
+    files = read_protocol_files(tree.srt)
+    shape = detect_shape(files, cache_class)
     row.shape, row.family = shape, classify(shape)
     row.release = release = release_protocol(shape, row.family)
     if shape.predicate.value:
         row.predicate = shape.predicate.value
         rel, _, qualname = shape.predicate.value.partition(":")
         row.predicate_spec = f"{tree.srt / rel}:{qualname}"
+    if shape.judged_class.value is not None:
+        follows = follows if follows is not None else followed.shipped()
+        row.path = prefetch_path(files, shape.judged_class.value)
+        row.path_differs = follows.differing(row.path)
+        if row.path_differs:  # the honest floor: never a verdict about code the model has not read
+            row.status, row.note = NOT_MODELLED, followed.refusal(row.path_differs, follows)
+            return row
     if not release.modelled:
         row.status, row.note = release.status, "; ".join(release.not_modelled)
         return row
     try:
         name, predicate = load_source_predicate(row.predicate_spec)
     except PredicateError as exc:
-        row.status, row.note = "not modelled", f"the release's predicate cannot be read: {exc}"
+        row.status, row.note = NOT_MODELLED, f"the release's predicate cannot be read: {exc}"
         return row
     why = protocol_mismatch(name, predicate, release.protocol)
     if why:
-        row.status, row.note = "not modelled", why
+        row.status, row.note = NOT_MODELLED, why
         return row
     chosen = scenarios.get(release.protocol, [])
     if not chosen:
@@ -258,10 +271,15 @@ def choose_cases(scenarios: list[Scenario], max_ranks: int) -> dict[str, list[tu
     return out
 
 
+UNJUDGED = 3  # the exit status of a run in which some tree got no verdicts
+
+
 def exit_status(rows: list[ReleaseCheck]) -> int:
-    """0: every verdict of every checked release's own predicate VERIFIED or not applicable; 1 otherwise."""
+    """1: a verdict of some checked tree's own predicate is VIOLATED or BOUNDED; else 3 when some
+    tree got no verdicts (not modelled, not read, no scenarios: a CI gate must not pass on code
+    nobody checked); else 0 (every verdict VERIFIED or not applicable)."""
     for row in rows:
         for verdict in row.verdicts("own").values():
             if verdict.verdict not in (VERIFIED, NOT_APPLICABLE):
                 return 1
-    return 0
+    return UNJUDGED if any(row.status != CHECKED for row in rows) else 0

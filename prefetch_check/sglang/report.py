@@ -143,6 +143,11 @@ def row_json(row: ReleaseCheck) -> dict:
                            "evidence": [str(e) for e in s.evidence], "why": s.why} for s in row.release.settings]
         out["not_modelled"] = list(row.release.not_modelled)
         out["left_out"] = list(row.release.left_out)
+    if row.path:
+        out["path_code"] = {
+            "pieces": len(row.path),  # functions, classes and module bindings of the prefetch path, fingerprinted
+            "differing": [{"piece": p.name, "file": p.file, "line": p.line} for p in row.path_differs],
+        }
     if row.status == CHECKED:
         own, ours = row.verdicts("own"), row.verdicts("ours")
         out["properties"] = {p: {"release": _verdict_json(own[p]), "transcription": _verdict_json(ours[p])} for p in own}
