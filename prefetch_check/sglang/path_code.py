@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import ast
 import copy
-import hashlib
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Optional
 
 from prefetch_check.model.source.detect import CACHE_FILES, CONTROLLER
+from prefetch_check.sglang.code_digest import digest
 
 HYBRID_CONTROLLER = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
 CONTROLLER_FILES = (CONTROLLER, HYBRID_CONTROLLER)
@@ -77,44 +77,6 @@ class PathFunction:
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
-
-
-def digest(node: ast.AST) -> str:
-    """The fingerprint of a piece of code: its syntax tree without docstrings or positions."""
-    return hashlib.sha256(canonical(_without_docstrings(node)).encode()).hexdigest()[:16]
-
-
-def canonical(node) -> str:
-    """A syntax tree as text that every Python from 3.11 on writes alike: node names and their
-    fields, leaving out fields that are empty (newer Pythons add some, e.g. `type_params`),
-    positions and type comments."""
-    if isinstance(node, ast.AST):
-        parts = []
-        for name in node._fields:
-            if name in _IGNORED_FIELDS:
-                continue
-            value = getattr(node, name, None)
-            if value is None or value == []:
-                continue
-            parts.append(f"{name}={canonical(value)}")
-        return f"{type(node).__name__}({', '.join(parts)})"
-    if isinstance(node, list):
-        return "[" + ", ".join(canonical(v) for v in node) + "]"
-    return repr(node)
-
-
-_IGNORED_FIELDS = frozenset({"type_comment", "kind"})
-
-
-def _without_docstrings(node: ast.AST) -> ast.AST:
-    node = copy.deepcopy(node)
-    for n in ast.walk(node):
-        body = getattr(n, "body", None)
-        if (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
-            n.body = body[1:] or [ast.Pass()]
-    return node
 
 
 class _Module:
