@@ -58,9 +58,19 @@ def check(
     `limits`: where they set no memory limit, the command line's default applies (half of the
     machine's memory), so a configuration too big for the machine ends BOUNDED with its figures.
     """
-    cls = load_protocol(protocol)
-    chosen = choose(cls, predicate, config, reductions)
-    return search(cls(config, predicate), chosen, with_memory_default(limits), on_progress, workers=workers)
+    return _judge(build_protocol(config, predicate, protocol), predicate, limits, on_progress, reductions, workers)
+
+
+def check_case(case, predicate="fixed", limits: Optional[Limits] = None, on_progress=None, reductions=True,
+               workers: int = 1) -> CheckResult:
+    """`check` of a scenario case (`scenario.Case`): the case builds its protocol instance, so its
+    configuration is always judged under its own protocol."""
+    return _judge(case.build(predicate), predicate, limits, on_progress, reductions, workers)
+
+
+def _judge(protocol, predicate, limits, on_progress, reductions, workers) -> CheckResult:
+    chosen = choose(type(protocol), predicate, protocol.config, reductions)
+    return search(protocol, chosen, with_memory_default(limits), on_progress, workers=workers)
 
 
 def compare(

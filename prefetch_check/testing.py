@@ -26,7 +26,7 @@ import shlex
 from dataclasses import dataclass, fields
 from typing import Optional
 
-from prefetch_check.api import check
+from prefetch_check.api import check_case
 from prefetch_check.commands.common import one_case
 from prefetch_check.explorer.result import NOT_APPLICABLE, VERIFIED, VIOLATED, CheckResult
 from prefetch_check.explorer.trace import Trace
@@ -65,8 +65,8 @@ def check_scenario(path, case: Optional[int] = None, predicate: str = "fixed", *
     if unknown:
         raise TypeError(f"check_scenario: unknown limit(s) {', '.join(sorted(unknown))}; use {', '.join(overrides)}")
     overrides.update(limits)
-    result = check(chosen.config, predicate, scenario.limits_for(predicate, overrides))
-    number = scenario.cases.index(chosen) + 1 if len(scenario.cases) > 1 else None
+    result = check_case(chosen, predicate, scenario.limits_for(predicate, overrides))
+    number = scenario.case_number(chosen)
     values = {f.name: getattr(result, f.name) for f in fields(CheckResult)}
     return ScenarioResult(**values, scenario=str(path), case=number, predicate=predicate)
 

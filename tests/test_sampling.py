@@ -78,3 +78,29 @@ def test_the_model_reaches_tp32():
     state = model.initial_states()[0]
     assert len(state) == 32
     assert len(model.successors(state)) == 32  # every scheduler may issue first
+
+
+def test_with_ranks_rescales_an_ack_drain_configuration_with_every_per_rank_field():
+    from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request
+
+    one = Request(pages=2, hits=(2,), failing=(frozenset({1}),), query_raises=(True,), batch_raises=(frozenset({0}),))
+    base = AckConfig(ranks=1, requests=(one,), host_pages=(1,), policy="timeout")
+    wide = with_ranks(base, 3)
+    assert wide.ranks == 3 and wide.host_pages == (1, 1, 1) and wide.policy == "timeout"
+    (q,) = wide.requests
+    assert (q.hits, q.failing, q.query_raises, q.batch_raises) == (
+        (2,) * 3, (frozenset({1}),) * 3, (True,) * 3, (frozenset({0}),) * 3)
+
+
+def test_with_ranks_keeps_an_alloc_pages_alike_on_every_rank():
+    spec = RequestSpec(pages=2, hits=(2,), failing=(frozenset(),), alloc_pages=(1,))
+    config = uniform_config(ranks=1, pages=2, alloc_at="hit").with_(requests=(spec,))
+    assert with_ranks(config, 4).requests[0].alloc_pages == (1,) * 4  # it was reset to all pages
+
+
+def test_with_ranks_names_an_ack_drain_value_that_differs_by_rank():
+    from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request
+
+    one = Request(pages=1, hits=(1, 1), failing=(frozenset(), frozenset()), query_raises=(True, False))
+    with pytest.raises(InputError, match="request 0 query_raises vary by rank"):
+        with_ranks(AckConfig(ranks=2, requests=(one,)), 4, "x.toml")

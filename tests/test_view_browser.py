@@ -1,7 +1,8 @@
 """The HTML trace in a real headless browser, as a person at a 1400 x 900 window sees it.
 
 At TP=1, 2 and 8: the page is no wider than the window in either layout (nothing cut off,
-nothing scrolled sideways), it opens scrolled to the decisive step, Tab reaches the steps
+nothing scrolled sideways), it opens at the decisive step with the header and its why line in
+view (also on a 33-step ack-drain counterexample at 1400 x 1000), Tab reaches the steps
 with a visible focus ring and the arrow keys move it, and the grid and the controls carry
 their ARIA roles. Keys are pressed through the DevTools protocol, as a keyboard sends them
 (Tab moves the focus only then).
@@ -98,20 +99,36 @@ def test_the_page_fits_the_window_in_both_layouts(browser, tmp_path, tp):
     assert 0 < right <= WIDTH
 
 
-@pytest.mark.parametrize("tp", sorted(BY_TP))
-def test_opens_scrolled_to_the_decisive_step(browser, tmp_path, tp):
-    model, trace, prop = show(browser, tmp_path, BY_TP[tp])
+# Where things are on open: the header's why line, the pane of steps (its sticky column header
+# included) and the decisive row, each as [top, bottom] in the window.
+ON_OPEN = """(() => {
+  const box = s => { const r = document.querySelector(s).getBoundingClientRect(); return [r.top, r.bottom]; };
+  const pane = document.getElementById('pane');
+  return {header: box('header.top'), why: box('.why'), controls: box('.controls'), pane: box('#pane'),
+          head: box('#trace .head'), decisive: box('.row.decisive'), window: window.innerHeight,
+          page_scrolled: window.scrollY, pane_scrolled: pane.scrollTop, pane_height: pane.scrollHeight};
+})()"""
+
+
+@pytest.mark.parametrize("name, height", [(BY_TP[1], HEIGHT), (BY_TP[2], HEIGHT), (BY_TP[8], HEIGHT), ("ack_tp2", 1000)])
+def test_opens_at_the_decisive_step_with_the_header_and_why_in_view(browser, tmp_path, name, height):
+    browser.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=height, deviceScaleFactor=1, mobile=False)
+    try:
+        model, trace, prop = show(browser, tmp_path, name)
+        screenshot(browser, f"open-{name}-{height}")
+        at = browser.js(ON_OPEN)
+    finally:
+        browser.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=HEIGHT, deviceScaleFactor=1, mobile=False)
     n = len(trace.steps)
     assert browser.js("document.getElementById('pos').textContent") == f"step {n} of {n}"
-    box = browser.js(
-        "(() => { const r = document.querySelector('.row.decisive').getBoundingClientRect();"
-        " return [r.top, r.bottom, document.querySelector('.controls').getBoundingClientRect().bottom,"
-        " window.innerHeight, document.documentElement.scrollHeight, window.scrollY]; })()"
-    )
-    top, bottom, below_controls, window_height, page_height, scrolled = box
-    assert below_controls <= top and bottom <= window_height, f"decisive row at {top}..{bottom}, window {window_height}"
-    if page_height > 2 * window_height:  # a long trace: the page had to scroll down to it
-        assert scrolled > 0
+    assert at["page_scrolled"] == 0 and at["header"][0] == 0, at  # the header is where the page begins
+    assert 0 < at["why"][0] and at["why"][1] <= at["controls"][0], at  # the why line, above the controls
+    top, bottom = at["decisive"]
+    assert at["head"][1] <= top and bottom <= min(at["pane"][1], at["window"]), at  # under the sticky column header
+    if at["pane_height"] > 2 * (at["pane"][1] - at["pane"][0]):  # a long trace: the pane had to scroll down to it
+        assert at["pane_scrolled"] > 0, at
+    if name == "ack_tp2":
+        assert at["pane_scrolled"] > 0, at  # the case this test is for: 33 steps do not fit a window
     assert browser.js("document.querySelector('.row.decisive').getAttribute('aria-selected')") == "true"
 
 

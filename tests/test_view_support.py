@@ -1,16 +1,21 @@
-"""Shared by the viewer tests (no tests here): the seed race, a TP=2 race and a lasso, checked once."""
+"""Shared by the viewer tests (no tests here): the seed race, a TP=2 race, a lasso and an ack-drain
+counterexample, checked once."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from html.parser import HTMLParser
+from pathlib import Path
 
 from prefetch_check.model.protocols.poll.config import uniform_config
 from prefetch_check import Limits, check
 from prefetch_check.api import build_model
+from prefetch_check.scenario import load_scenario
+
+ACK_TWO_REQUESTS = load_scenario(Path(__file__).parent.parent / "scenarios" / "ack-two-requests.toml").cases[0]
 
 CASES = {
-    # name: (config, predicate, property[, limits])
+    # name: (config, predicate, property[, limits[, protocol]])
     "race_r1": (uniform_config(ranks=1, requests=1, pages=2), "buggy", "no_early_acceptance"),
     # TP=8: the race is found within the first few thousand states; the rest stays unjudged
     "race_r8": (uniform_config(ranks=8, requests=1, pages=1), "buggy", "no_early_acceptance", Limits(max_states=5000)),
@@ -20,15 +25,17 @@ CASES = {
         "fixed",
         "progress",
     ),
+    # ack-drain at TP=2: 33 steps, longer than a window, so the viewer opens scrolled down to the last
+    "ack_tp2": (ACK_TWO_REQUESTS.config, "buggy", "tp_agreement", None, ACK_TWO_REQUESTS.protocol),
 }
 
 
 @lru_cache(maxsize=None)
 def case(name: str):
     """(model, trace, property result) of one case; the search runs once per test session."""
-    config, predicate, prop, *limits = CASES[name]
-    result = check(config, predicate, *limits)
-    return build_model(config, predicate), result.trace(prop), result.results[prop]
+    config, predicate, prop, limits, protocol = (CASES[name] + (None, None))[:5]
+    result = check(config, predicate, limits, protocol=protocol)
+    return build_model(config, predicate, protocol), result.trace(prop), result.results[prop]
 
 
 class StepText(HTMLParser):

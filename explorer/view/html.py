@@ -70,13 +70,12 @@ def view_to_html(view: TraceView, layout: str = "auto") -> str:
         _header(view),
         _controls(view, mode),
         "<main>",
-        f'<section class="steps" aria-label="steps">{_grid(view, mode)}</section>',
+        f'<div class="pane" id="pane"><section class="steps" aria-label="steps">{_grid(view, mode)}</section>{_footer(view)}</div>',
         '<aside class="state" id="state" aria-labelledby="state-h">'
         '<h2 id="state-h">State <span id="state-title"></span></h2>'
         '<p class="legend"><span class="chg">changed by this step</span></p>'
         '<table id="fields"><tbody></tbody></table></aside>',
         "</main>",
-        _footer(view),
         f'<script id="trace-data" type="application/json">{payload}</script>',
         f"<script>{_SCRIPT}</script>",
         "</body></html>",
@@ -257,16 +256,19 @@ def _css(view: TraceView) -> str:
 
 _CSS = """
 *{box-sizing:border-box}
-html{scroll-padding-top:var(--sticky,110px)}
 body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2937;background:#f6f7f9}
+/* The page itself never scrolls: the header (verdict, property, why) and the controls stay on
+   screen, and the steps scroll in their own pane, which opens at the decisive step. */
+body{display:flex;flex-direction:column;height:100vh;overflow:hidden}
+header.top,.controls{flex:none}
 code,pre,.aid,.chg,#fields{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace}
-header.top{padding:18px 24px 10px;background:#fff;border-bottom:1px solid #e5e7eb}
+header.top{padding:12px 24px 8px;background:#fff;border-bottom:1px solid #e5e7eb}
 h1{font-size:20px;margin:0 0 8px;overflow-wrap:anywhere}
 .verdict{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;font-size:14px;vertical-align:middle;letter-spacing:.04em}
 .verdict.bad{background:#dc2626}.verdict.good{background:#16a34a}.verdict.other{background:#ca8a04}
 .prop,.why,.meta,.lasso{margin:4px 0;overflow-wrap:anywhere}
 .why{color:#991b1b}.lasso{color:#0e7490;font-weight:600}
-.controls{position:sticky;top:0;z-index:4;display:flex;flex-wrap:wrap;gap:8px;align-items:center;padding:8px 24px;background:#111827;color:#f9fafb}
+.controls{z-index:4;display:flex;flex-wrap:wrap;gap:8px;align-items:center;padding:8px 24px;background:#111827;color:#f9fafb}
 .controls button{font:inherit;padding:4px 12px;border:1px solid #4b5563;border-radius:4px;background:#1f2937;color:#f9fafb;cursor:pointer}
 .controls button:hover:not(:disabled){background:#374151}.controls button:disabled{opacity:.4;cursor:default}
 .controls button[aria-pressed=true]{background:#f59e0b;border-color:#f59e0b;color:#111827}
@@ -274,15 +276,19 @@ button:focus-visible,a:focus-visible{outline:3px solid #60a5fa;outline-offset:2p
 .verdict.small{font-size:12px;padding:1px 8px}.propname{margin-right:8px;color:#e5e7eb}
 .pos{min-width:110px;text-align:center;font-weight:600}
 .hint{color:#9ca3af;font-size:12px;margin-left:8px}
-main{display:grid;grid-template-columns:minmax(0,1fr) 300px;gap:16px;padding:16px 24px;align-items:start}
-@media (max-width:900px){main{grid-template-columns:minmax(0,1fr)}.state{position:static!important;max-height:none!important}}
+main{flex:1 1 auto;min-height:0;display:grid;grid-template-columns:minmax(0,1fr) 300px;grid-template-rows:minmax(0,1fr);gap:16px;padding:12px 24px 0}
+.pane{min-width:0;min-height:0;overflow:auto;scroll-padding-top:var(--head,40px);scroll-padding-bottom:8px}
 .steps{min-width:0;background:#fff;border:1px solid #e5e7eb;border-radius:6px}
-.state{position:sticky;top:calc(var(--nav,48px) + 12px);max-height:calc(100vh - var(--nav,48px) - 24px);overflow:auto;background:#fff;border:1px solid #e5e7eb;border-radius:6px;padding:8px 12px}
+.state{align-self:start;min-height:0;max-height:calc(100% - 12px);overflow:auto;background:#fff;border:1px solid #e5e7eb;border-radius:6px;padding:8px 12px}
+/* too narrow for two columns, too low for a fixed header, or on paper: one page that scrolls */
+@media (max-width:900px),(max-height:520px),print{body{display:block;height:auto;overflow:visible}
+  main{display:block;padding:12px 24px}.pane{overflow:visible}.state{max-height:none;margin-top:16px}
+  .controls{position:sticky;top:0}.head{top:var(--nav,48px)!important}html{scroll-padding-top:var(--sticky,110px)}}
 .state h2{font-size:15px;margin:4px 0}
 .legend{margin:0 0 6px;font-size:12px}
 .trace .row{display:grid;min-width:0}
 .trace .row>*{min-width:0;overflow-wrap:anywhere;grid-row:1}
-.head{position:sticky;top:var(--nav,48px);z-index:3;background:#f9fafb;border-bottom:1px solid #e5e7eb}
+.head{position:sticky;top:0;z-index:3;background:#f9fafb;border-bottom:1px solid #e5e7eb}
 .hc{font-weight:600;padding:6px 8px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .hc.num{grid-column:1;text-align:right;color:#6b7280}
 .hc.group{text-align:center;color:var(--g);border-bottom:3px solid var(--g)}
@@ -313,7 +319,7 @@ mark.res{background:#fde68a;padding:0 2px;border-radius:2px;font-weight:700}
 .fails{color:#dc2626;font-weight:700;margin-top:4px}
 .cycle .num{color:#0e7490;font-weight:700;box-shadow:inset 3px 0 #0e7490}
 .cycle-mark .mark{grid-column:1 / -1;background:#ecfeff;color:#0e7490;font-weight:600;padding:4px 8px}
-.row.step{cursor:pointer;scroll-margin-top:var(--sticky,110px);scroll-margin-bottom:24px}
+.row.step{cursor:pointer}
 .row.step.future>*{opacity:.35}
 .row.step.current>*{background:#fffbeb}
 .row.step.current .num{box-shadow:inset 4px 0 #f59e0b;color:#111827;font-weight:700}
@@ -326,7 +332,7 @@ mark.res{background:#fde68a;padding:0 2px;border-radius:2px;font-weight:700}
 #fields tr.chg td{background:#fef9c3}
 #fields s{color:#9ca3af}
 .legend .chg{background:#fef9c3;padding:0 4px;border:0;font-family:inherit}
-footer{padding:0 24px 24px}
+footer{padding:0 0 24px}
 footer h2{font-size:15px}
 footer button{font:inherit;font-size:12px;padding:1px 8px;margin-left:8px;cursor:pointer}
 #schedule{white-space:pre-wrap;overflow-wrap:anywhere;background:#fff;border:1px solid #e5e7eb;border-radius:6px;padding:10px}
@@ -395,7 +401,8 @@ _SCRIPT = r"""
   function measure(){
     var n = nav.offsetHeight, root = document.documentElement.style;
     root.setProperty('--nav', n + 'px');
-    root.setProperty('--sticky', (n + head.offsetHeight + 8) + 'px');
+    root.setProperty('--head', (head.offsetHeight + 8) + 'px');  // over the pane's scrolled steps
+    root.setProperty('--sticky', (n + head.offsetHeight + 8) + 'px');  // when the page scrolls (narrow, low, print)
   }
   document.getElementById('first').onclick = function(){ go(0, {scroll: 'nearest'}); };
   document.getElementById('prev').onclick = function(){ go(current - 1, {scroll: 'nearest'}); };

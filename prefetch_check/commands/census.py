@@ -17,7 +17,6 @@ from prefetch_check.commands.common import output_console, positive_int
 from prefetch_check.commands.sampling_args import add_model_flags, chosen_cases
 from prefetch_check.explorer.census import DISTRIBUTION, EXACT, TooLarge, exact_census, sampled_census
 from prefetch_check.explorer.confidence import CONFIDENCE
-from prefetch_check.sampling import sampling_model
 from prefetch_check.scenario import InputError
 
 HELP = "what fraction of schedules (uniform random scheduler) hits each violation: exact, or sampled with an interval"
@@ -64,8 +63,8 @@ def execute(args) -> int:
         table.add_column(column, overflow="fold")
     notes = []
     not_judged = {}
-    for name, config in cases:
-        model = sampling_model(config, args.predicate)
+    for case in cases:
+        name, model = case.name, case.search_model(args.predicate)
         census, why = _census(args, model)
         how = _how(census, why)
         print(f"prefetch-check census: {name}: {census.method} in {census.seconds:.1f}s", file=sys.stderr)

@@ -14,12 +14,10 @@ from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
 from prefetch_check.explorer.replay import Divergence, replay
 from prefetch_check.explorer.trace import parse_schedule
 from prefetch_check.model.interface import parse_action_id
-from prefetch_check.api import build_model
 from prefetch_check.commands.common import (
     add_case_flag, add_protocol_flag, check_predicate, check_protocol, one_case, output_console,
 )
-from prefetch_check.commands.sampling_args import ranks_value
-from prefetch_check.sampling import with_ranks
+from prefetch_check.commands.sampling_args import at_ranks, ranks_value
 from prefetch_check.model.source.files import FileProblem, read_regular_file
 from prefetch_check.scenario import InputError
 from prefetch_check.scenario.errors import closest
@@ -69,14 +67,11 @@ def execute(args) -> int:
     predicate = check_predicate(args.predicate)
     schedule = read_schedule(args.schedule)
     scenario, case = one_case(args.scenario, args.case)
-    protocol = check_protocol(args.protocol, [scenario]) or scenario.protocol
-    config, name = case.config, case.name
-    if args.ranks is not None and args.ranks != config.ranks:
-        config, name = with_ranks(config, args.ranks, args.scenario), f"{case.name} at ranks={args.ranks}"
-    model = build_model(config, predicate, protocol)
-    check_action_ids(schedule, model, config)
+    case = at_ranks(case.with_protocol(check_protocol(args.protocol, [scenario])), args.ranks, args.scenario)
+    model = case.model(predicate)
+    check_action_ids(schedule, model, case.config)
     console = output_console()
-    console.print(f"replaying on {name} with predicate {predicate}:", highlight=False)
+    console.print(f"replaying on {case.name} with predicate {predicate}:", highlight=False)
     try:
         trace = replay(model, schedule)
     except Divergence as div:

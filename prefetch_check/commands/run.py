@@ -198,9 +198,8 @@ def _hints(tasks, report, pages: dict):
         if x.actual != VIOLATED:
             return []
         task = task_of[id(entry)]
-        case = ""
-        if len(task.scenario.cases) > 1:
-            case = f" --case {task.scenario.cases.index(task.case) + 1}"
+        number = task.scenario.case_number(task.case)
+        case = "" if number is None else f" --case {number}"
         if task.protocol is not None and task.protocol != task.scenario.protocol:
             case += f" --protocol {task.protocol}"
         lines = [f"see it: prefetch-check trace {task.scenario.path}{case} --predicate {task.predicate} --property {x.prop}"]

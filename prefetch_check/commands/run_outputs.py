@@ -13,7 +13,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from prefetch_check.api import build_model
 from prefetch_check.commands.common import check_output_path, output_console
 from prefetch_check.explorer.report import Labels, to_json_text, to_junit, to_markdown
 from prefetch_check.explorer.result import VIOLATED
@@ -101,7 +100,7 @@ def write_trace_pages(folder: Path, tasks, entries) -> dict:
         props = unexpected_violations(entry)
         if not props:
             continue
-        model = build_model(task.case.config, task.predicate, task.protocol)
+        model = task.case.model(task.predicate)
         for prop in props:
             pr = entry.result.results[prop]
             path = folder / page_name(entry, prop)

@@ -43,21 +43,21 @@ def add_model_flags(parser, several_ranks: bool = False) -> None:
 
 
 def chosen_cases(args, one: bool) -> list:
-    """(name, config) of each case to run: the scenario's case(s), rescaled by --ranks."""
+    """The case(s) to run, each with its own protocol: the scenario's case(s), rescaled by --ranks."""
     check_predicate(args.predicate)  # a bad predicate is reported before anything is loaded
     if one or args.case is not None:
         cases = [one_case(args.scenario, args.case)[1]]
     else:
         cases = list(load_scenario(args.scenario).cases)
     sizes = args.ranks if isinstance(args.ranks, list) else [args.ranks]
-    out = []
-    for case in cases:
-        for n in sizes:
-            if n is None or n == case.config.ranks:
-                out.append((case.name, case.config))
-            else:
-                out.append((f"{case.name} at ranks={n}", with_ranks(case.config, n, args.scenario)))
-    return out
+    return [at_ranks(case, n, args.scenario) for case in cases for n in sizes]
+
+
+def at_ranks(case, ranks: int | None, where: str):
+    """The case at `ranks` tensor-parallel ranks (named so), or as it is (None or its own size)."""
+    if ranks is None or ranks == case.config.ranks:
+        return case
+    return case.with_config(with_ranks(case.config, ranks, where), f"at ranks={ranks}")
 
 
 def replay_command(args, ranks: int | None, schedule: str) -> str:

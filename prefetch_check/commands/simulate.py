@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 
-from prefetch_check.api import build_model
 from prefetch_check.commands.common import output_console, positive_float, positive_int
 from prefetch_check.commands.sampling_args import add_model_flags, chosen_cases, replay_command
 from prefetch_check.commands.replay import print_steps
@@ -20,7 +19,6 @@ from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.result import VIOLATED, PropertyResult
 from prefetch_check.explorer.simulate import simulate
 from prefetch_check.explorer.walk import DEADLOCK, DEPTH, SETTLED
-from prefetch_check.sampling import sampling_model
 from prefetch_check.scenario import InputError
 
 HELP = "sample schedules (seeded random walk or PCT) where exhaustive search cannot reach; never VERIFIED"
@@ -65,8 +63,8 @@ def strategy_of(args):
 
 def execute(args) -> int:
     strategy = strategy_of(args)
-    [(name, config)] = chosen_cases(args, one=True)
-    model = sampling_model(config, args.predicate)
+    [case] = chosen_cases(args, one=True)
+    name, model = case.name, case.search_model(args.predicate)
     console = output_console()
     console.print(
         f"simulate {name} · predicate {args.predicate} · {strategy.describe()} · seed {args.seed} · "
@@ -82,7 +80,7 @@ def execute(args) -> int:
     if clean and sim.runs:
         console.print(_worth(model, sim, strategy, clean), highlight=False, soft_wrap=True)
     if sim.violations:
-        _show(console, args, name, config, model, sim)
+        _show(console, args, case, model, sim)
     return 1 if sim.violations else 0
 
 
@@ -151,13 +149,13 @@ def _worth(model, sim, strategy, clean: list) -> str:
     return text
 
 
-def _show(console, args, name, config, model, sim) -> None:
+def _show(console, args, case, model, sim) -> None:
     view = viewer()  # a clear message if the viewer is missing from this installation
     from prefetch_check.explorer.view.layout import build_view
     from prefetch_check.explorer.view.terminal import verdict_panel
 
-    spec = build_model(config, args.predicate)
-    ranks = config.ranks if args.ranks is not None else None
+    name, spec = case.name, case.model(args.predicate)
+    ranks = case.config.ranks if args.ranks is not None else None
     descriptions = {p.name: p.description for p in model.properties()}
     for prop, v in sim.violations.items():
         console.print()

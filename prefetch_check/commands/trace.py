@@ -64,19 +64,19 @@ def execute(args) -> int:
         raise InputError(f"--out {args.out}: the folder {Path(args.out).parent} does not exist")
     view = viewer()
     scenario, case = one_case(args.scenario, args.case)
-    protocol = check_protocol(args.protocol, [scenario]) or scenario.protocol
-    why = protocol_mismatch(*load_predicate(predicate), protocol)
+    case = case.with_protocol(check_protocol(args.protocol, [scenario]))
+    why = protocol_mismatch(*load_predicate(predicate), case.protocol)
     if why:
         raise InputError(f"{args.scenario}: {why}")
-    config = apply_options(case.config, parse_sets(args.set))
-    prop = check_property(args.property, protocol) if args.property else None
+    case = case.with_config(apply_options(case.config, parse_sets(args.set)))
+    prop = check_property(args.property, case.protocol) if args.property else None
     limits = scenario.limits_for(predicate, limit_overrides(args), limit_defaults())
     with RunProgress(1, quiet=args.quiet) as progress:
         progress.start(0, f"{case.name} · {predicate}")
-        result = run_check(config, predicate, limits, progress.callback(0), case.name, not args.no_reductions, protocol,
+        result = run_check(case, predicate, limits, progress.callback(0), not args.no_reductions,
                            search_workers(args.workers))
         progress.finish(0, result)
-    note = reductions_note(protocol, result)
+    note = reductions_note(case.protocol, result)
     if note is not None:
         print(note, file=sys.stderr)
     if prop is None:

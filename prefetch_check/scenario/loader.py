@@ -1,18 +1,17 @@
 """Read scenario files and check ALL of them before anything runs.
 
 A scenario becomes one or more `Case`s (one per matrix combination), each a ready
-`Config`, plus its expectations and limits. Any problem in any file is reported
+configuration of its protocol, plus its expectations and limits. Any problem in any file is reported
 (file, line, key) before a single state is explored: nothing half-run is reported.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.model.protocols import ProtocolError, load_protocol
-from prefetch_check.model.protocols.poll.config import Config
 from prefetch_check.scenario.errors import InputError, did_you_mean
 from prefetch_check.scenario.expectations import Expect, parse_expect
 from prefetch_check.scenario.limits import parse_limits, resolve
@@ -27,16 +26,49 @@ from prefetch_check.scenario.source import Source, read_source
 
 @dataclass(frozen=True)
 class Case:
-    """One run of a scenario: a matrix combination (or the scenario itself) as a Config."""
+    """One run of a scenario: a matrix combination (or the scenario itself) as a configuration
+    together with the protocol it is a configuration of. A command gets its protocol instance and
+    models from the case (`build`, `model`, `search_model`), never a protocol passed beside the
+    configuration: the two cannot be mismatched (an ack-drain configuration under predicate-poll)."""
 
     scenario: str
     label: str  # "ranks=2, policy=timeout", or "" without a matrix
-    config: object  # the configuration of the scenario's protocol
-    protocol: str | None = None  # the scenario's protocol key (None: the default protocol)
+    config: object  # the configuration of the case's protocol
+    protocol: str | type | None = None  # the scenario's protocol key, or --protocol's (None: the default protocol)
+    note: str = ""  # how the case was changed after loading, e.g. "at ranks=32" (part of its name)
 
     @property
     def name(self) -> str:
-        return f"{self.scenario}[{self.label}]" if self.label else self.scenario
+        name = f"{self.scenario}[{self.label}]" if self.label else self.scenario
+        return f"{name} {self.note}" if self.note else name
+
+    @property
+    def protocol_class(self) -> type:
+        return load_protocol(self.protocol)
+
+    def build(self, predicate="fixed"):
+        """The protocol instance of this case under `predicate`."""
+        return self.protocol_class(self.config, predicate)
+
+    def model(self, predicate="fixed"):
+        """The readable model (what traces hold and replays run)."""
+        from prefetch_check.model.engine.readable import ReadableModel
+
+        return ReadableModel(self.build(predicate))
+
+    def search_model(self, predicate="fixed"):
+        """The compiled model the searches, simulation and the census run on."""
+        from prefetch_check.model.engine.compiled import CompiledModel
+
+        return CompiledModel(self.build(predicate))
+
+    def with_protocol(self, protocol) -> "Case":
+        """The case under another protocol of the same family (`--protocol`; None keeps its own)."""
+        return self if protocol is None else replace(self, protocol=protocol)
+
+    def with_config(self, config, note: str = "") -> "Case":
+        """The case with a changed configuration of its protocol (`--set`, `--ranks`)."""
+        return replace(self, config=config, note=" ".join(filter(None, (self.note, note))))
 
 
 @dataclass(frozen=True)
@@ -54,6 +86,13 @@ class Scenario:
 
     def expectation(self, predicate: str) -> Expect | None:
         return self.expect.get(predicate)
+
+    def case_number(self, case: Case) -> int | None:
+        """The 1-based `--case` of one of this scenario's cases (also after `with_protocol` or
+        `with_config`), None when the scenario has a single case."""
+        if len(self.cases) == 1:
+            return None
+        return [c.label for c in self.cases].index(case.label) + 1
 
 
 def load_scenario(path: str | Path) -> Scenario:

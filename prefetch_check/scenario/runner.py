@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.report.records import Entry
 from prefetch_check.explorer.result import CheckResult
-from prefetch_check.model.protocols import load_protocol, protocol_label
+from prefetch_check.model.protocols import protocol_label
 from prefetch_check.model.protocols.poll.predicates import BUILTIN, PredicateError
-from prefetch_check.api import check
+from prefetch_check.api import check_case
 from prefetch_check.scenario.errors import InputError
 from prefetch_check.scenario.loader import Case, Scenario
 
@@ -70,8 +70,12 @@ class Task:
     predicate: str
     limits: Limits
     reductions: bool = True
-    protocol: str | None = None  # None: the default protocol
     workers: int = 1  # processes the one search runs on (--workers)
+
+    @property
+    def protocol(self):
+        """The protocol the case is checked under (its own, or --protocol's; None: the default)."""
+        return self.case.protocol
 
     @property
     def label(self) -> str:
@@ -87,40 +91,36 @@ def plan(scenarios: list[Scenario], predicates: list[str], overrides: dict, redu
     for s in scenarios:
         for case in s.cases:
             for p in predicates:
-                tasks.append(Task(len(tasks), s, case, p, s.limits_for(p, overrides, defaults), reductions,
-                                  protocol or s.protocol, workers))
+                tasks.append(Task(len(tasks), s, case.with_protocol(protocol), p, s.limits_for(p, overrides, defaults),
+                                  reductions, workers))
     return tasks
 
 
 def run_one(task: Task, on_progress=None) -> CheckResult:
-    return run_check(task.case.config, task.predicate, task.limits, on_progress, task.case.name, task.reductions, task.protocol,
-                     task.workers)
+    return run_check(task.case, task.predicate, task.limits, on_progress, task.reductions, task.workers)
 
 
 class OutOfMemory(InputError):
     """Memory ran out after the search (which itself stops as BOUNDED), while its results were made."""
 
 
-def run_check(
-    config, predicate: str, limits: Limits, on_progress, label: str, reductions: bool = True, protocol: str | None = None,
-    workers: int = 1,
-) -> CheckResult:
-    """`prefetch_check.api.check`, with a user's predicate that raises reported as bad input."""
+def run_check(case: Case, predicate: str, limits: Limits, on_progress, reductions: bool = True, workers: int = 1) -> CheckResult:
+    """`prefetch_check.api.check_case`, with a user's predicate that raises reported as bad input."""
     try:
-        return _check(config, predicate, limits, on_progress, label, reductions, protocol, workers)
+        return _check(case, predicate, limits, on_progress, reductions, workers)
     except MemoryError:
         raise OutOfMemory(
-            f"memory ran out while making the results of {label} under {predicate} (after its search); "
+            f"memory ran out while making the results of {case.name} under {predicate} (after its search); "
             f"give a lower --max-memory (now {limits.describe()}) so that the search stops earlier"
         ) from None
 
 
-def _check(config, predicate: str, limits: Limits, on_progress, label: str, reductions: bool, protocol,
-           workers: int = 1) -> CheckResult:
+def _check(case: Case, predicate: str, limits: Limits, on_progress, reductions: bool, workers: int) -> CheckResult:
+    label = case.name
     if predicate in BUILTIN:
-        return check(config, predicate, limits, on_progress, reductions, protocol, workers)
+        return check_case(case, predicate, limits, on_progress, reductions, workers)
     try:
-        return check(config, predicate, limits, on_progress, reductions, protocol, workers)
+        return check_case(case, predicate, limits, on_progress, reductions, workers)
     except PredicateError as exc:  # a source predicate refused on a state the load did not probe: file and line
         raise PredicateFailed(f"{exc}\n(while checking {label})") from None
     except MemoryError:
@@ -292,7 +292,7 @@ def _stop(workers, todo, events) -> None:
 
 # ---- results as report entries ----
 
-def parameters(case: Case, protocol: str | None = None) -> dict:
+def parameters(case: Case) -> dict:
     """The protocol's name and the case's Config as plain JSON values (frozensets become sorted lists)."""
 
     def plain(v):
@@ -304,7 +304,7 @@ def parameters(case: Case, protocol: str | None = None) -> dict:
             return {k: plain(x) for k, x in v.items()}
         return v
 
-    return {"protocol": protocol_label(load_protocol(protocol)), **plain(dataclasses.asdict(case.config))}
+    return {"protocol": protocol_label(case.protocol_class), **plain(dataclasses.asdict(case.config))}
 
 
 def entries(tasks: list[Task], results: list[CheckResult]) -> list[Entry]:
@@ -317,7 +317,7 @@ def entries(tasks: list[Task], results: list[CheckResult]) -> list[Entry]:
                 variant=t.predicate,
                 result=r,
                 expectations=expect.judge(r) if expect else (),
-                parameters=parameters(t.case, t.protocol),
+                parameters=parameters(t.case),
                 source=t.scenario.path,
             )
         )

@@ -216,8 +216,7 @@ def run_all(rows: list[ReleaseCheck], cache: Path, jobs: int, progress_factory) 
     tasks = []
     for key, runs in pending.items():
         first = runs[0]
-        tasks.append(Task(len(tasks), first.scenario, first.case, first.predicate, first.limits, True,
-                          first.scenario.protocol))
+        tasks.append(Task(len(tasks), first.scenario, first.case, first.predicate, first.limits, True))
     if tasks:
         with progress_factory(len(tasks)) as progress:
             results = run_tasks(tasks, jobs, progress)

@@ -61,6 +61,8 @@ class Request:
     readmits: int = 0
     abort_round: int = -1
 
+    PER_RANK = ("hits", "failing", "query_raises", "batch_raises")  # what model/protocols/rank_scaling.py repeats
+
     def __post_init__(self) -> None:
         ranks = len(self.hits)
         if self.pages < 1:
@@ -97,6 +99,8 @@ class AckConfig:
     deadline: str = "issue"
     exceptions: str = "end_thread"
     admission_limit: int = 0  # checks per scheduler round (0: every waiting request)
+
+    PER_RANK = ("host_pages",)  # besides each request's (model/protocols/rank_scaling.py)
 
     def __post_init__(self) -> None:
         check_common(self, {

@@ -43,7 +43,8 @@ from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request, 
 from prefetch_check.model.protocols.ack_drain.io_thread import IOThreadSteps
 from prefetch_check.model.protocols.ack_drain.prefetch_thread import PrefetchThreadSteps
 from prefetch_check.model.protocols.ack_drain.properties import NAMES, RankView, build_properties, summarize
-from prefetch_check.model.protocols.ack_drain.scheduler import SchedulerSteps, scheduler_pc_words
+from prefetch_check.model.protocols.ack_drain.scheduler import SchedulerSteps
+from prefetch_check.model.protocols.state_words import pc_words
 from prefetch_check.model.protocols.ack_drain.state import (
     C_ACK,
     C_DRAIN,
@@ -187,7 +188,7 @@ class AckDrainProtocol(
         out = {}
         ps = self.config.page_size
         for r, rank in enumerate(state):
-            out[f"r{r}.scheduler"] = scheduler_pc_words(rank.s_pc)
+            out[f"r{r}.scheduler"] = pc_words(self.scheduler_states, rank.s_pc)
             out[f"r{r}.prefetch"] = _thread_pc(rank.p_pc, "waiting in all_reduce(MIN hits)")
             out[f"r{r}.io"] = _io_pc(rank.i_pc)
             out[f"r{r}.sync"] = "idle" if not rank.y_pc else f"#{rank.y_pc[0]}: waiting in all_reduce(MIN) of an ACK"

@@ -43,20 +43,18 @@ S = "S"
 DRAIN_TAG = (C_DRAIN, -1)
 
 
-def scheduler_pc_words(pc) -> str:
-    """Where the scheduler is, in words (the trace's per-rank view)."""
-    kind, q, _ = pc
-    return {
-        S_ISSUE: f"issue q{q}",
+class SchedulerSteps:
+    # Where the scheduler is, in words (the trace's per-rank view, `state_words.pc_words`); a
+    # variant that adds a state adds its name: {**AckDrainProtocol.scheduler_states, KIND: "..."}.
+    scheduler_states = {
+        S_ISSUE: "issue q{q}",
         S_ROUND: "round start (aborts, drain)",
         S_DRAIN_WAIT: "waiting in drain all_reduce(MIN)",
-        S_CHECK: f"check q{q}",
-        S_VOTE_WAIT: f"q{q}: waiting in all_reduce(MAX)",
+        S_CHECK: "check q{q}",
+        S_VOTE_WAIT: "q{q}: waiting in all_reduce(MAX)",
         S_CRASHED: "dead",
-    }[kind]
+    }
 
-
-class SchedulerSteps:
     def scheduler_steps(self, r: int, rank) -> list[Step]:
         kind, q, checked = rank.s_pc
         if kind == S_ISSUE:

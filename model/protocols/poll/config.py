@@ -61,6 +61,8 @@ class RequestSpec:
     failing: tuple[frozenset[int], ...]
     alloc_pages: tuple[int, ...] = ()
 
+    PER_RANK = ("hits", "failing", "alloc_pages")  # what model/protocols/rank_scaling.py repeats
+
     def __post_init__(self) -> None:
         if self.pages < 1:
             raise ValueError("a request has at least one page")
@@ -100,6 +102,8 @@ class Config:
     alloc_at: str = "issue"  # where host slots are reserved
     threshold_test: str = "prefetch_thread"  # where hits below the threshold are revoked
     alloc_deterministic: bool = True  # assumption: the hit-time allocation has the same outcome on every rank
+
+    PER_RANK = ("alloc_may_fail",)  # besides each request's (model/protocols/rank_scaling.py)
 
     def __post_init__(self) -> None:
         check_common(self, {

@@ -57,7 +57,8 @@ from prefetch_check.model.protocols.poll.io_thread import IOThreadSteps
 from prefetch_check.model.protocols.poll.predicates import Predicate
 from prefetch_check.model.protocols.poll.prefetch_thread import PrefetchThreadSteps
 from prefetch_check.model.protocols.poll.properties import NAMES, RankView, build_properties, summarize
-from prefetch_check.model.protocols.poll.scheduler import SchedulerSteps, scheduler_pc_words
+from prefetch_check.model.protocols.poll.scheduler import SchedulerSteps
+from prefetch_check.model.protocols.state_words import pc_words
 from prefetch_check.model.protocols.poll.state import (
     C_COMPLETED,
     C_DRAIN,
@@ -330,7 +331,7 @@ class PollProtocol(
         out = {}
         ps = self.config.page_size
         for r, rank in enumerate(state):
-            out[f"r{r}.scheduler"] = scheduler_pc_words(rank.s_pc)
+            out[f"r{r}.scheduler"] = pc_words(self.scheduler_states, rank.s_pc)
             out[f"r{r}.prefetch"] = "idle" if rank.p_pc < 0 else f"q{rank.p_pc}: waiting in all_reduce(MIN hits)"
             out[f"r{r}.io"] = _io_pc(rank.i_pc)
             out[f"r{r}.prefetch_queue"] = list(rank.prefetch_queue)

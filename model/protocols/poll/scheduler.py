@@ -55,21 +55,19 @@ def next_waiting(ops, after: int) -> tuple[int, int]:
     return (S_DRAIN, 0)
 
 
-def scheduler_pc_words(pc) -> str:
-    """Where the scheduler is, in words (the trace's per-rank view)."""
-    kind, q = pc
-    return {
-        S_ISSUE: f"issue q{q}",
+class SchedulerSteps:
+    # Where the scheduler is, in words (the trace's per-rank view, `state_words.pc_words`); a
+    # variant that adds a state adds its name: {**PollProtocol.scheduler_states, KIND: "..."}.
+    scheduler_states = {
+        S_ISSUE: "issue q{q}",
         S_DRAIN: "drain (round start)",
         S_DRAIN_WAIT: "waiting in drain all_reduce(MIN)",
-        S_CHECK: f"check q{q}",
-        S_MAX_WAIT: f"q{q}: waiting in all_reduce(MAX)",
-        S_MIN_WAIT: f"q{q}: waiting in all_reduce(MIN completed)",
-        S_INSERT: f"insert q{q} (own completed_tokens)",
-    }[kind]
+        S_CHECK: "check q{q}",
+        S_MAX_WAIT: "q{q}: waiting in all_reduce(MAX)",
+        S_MIN_WAIT: "q{q}: waiting in all_reduce(MIN completed)",
+        S_INSERT: "insert q{q} (own completed_tokens)",
+    }
 
-
-class SchedulerSteps:
     def scheduler_steps(self, r: int, rank) -> list[Step]:
         kind, q = rank.s_pc
         if kind == S_ISSUE:
