@@ -274,12 +274,15 @@ def choose_cases(scenarios: list[Scenario], max_ranks: int) -> dict[str, list[tu
 UNJUDGED = 3  # the exit status of a run in which some tree got no verdicts
 
 
-def exit_status(rows: list[ReleaseCheck]) -> int:
-    """1: a verdict of some checked tree's own predicate is VIOLATED or BOUNDED; else 3 when some
-    tree got no verdicts (not modelled, not read, no scenarios: a CI gate must not pass on code
-    nobody checked); else 0 (every verdict VERIFIED or not applicable)."""
+def exit_status(rows: list[ReleaseCheck], baseline=None) -> int:
+    """1: a verdict of some checked tree's own predicate is VIOLATED or BOUNDED (with a `baseline`,
+    baseline.py: only one the baseline does not have); else 3 when some tree got no verdicts (not
+    modelled, not read, no scenarios: a CI gate must not pass on code nobody checked); else 0
+    (every verdict VERIFIED or not applicable, or failing as in the baseline)."""
     for row in rows:
-        for verdict in row.verdicts("own").values():
-            if verdict.verdict not in (VERIFIED, NOT_APPLICABLE):
+        for prop, verdict in row.verdicts("own").items():
+            if verdict.verdict in (VERIFIED, NOT_APPLICABLE):
+                continue
+            if baseline is None or baseline.is_new(prop, verdict.verdict):
                 return 1
     return UNJUDGED if any(row.status != CHECKED for row in rows) else 0

@@ -15,7 +15,7 @@ from typing import Optional
 from rich.table import Table
 
 from prefetch_check import __version__
-from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VIOLATED
+from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
 from prefetch_check.model.source.detect import UNKNOWN
 from prefetch_check.sglang.checks import CHECKED, TRANSCRIPTION, PropertyVerdict, ReleaseCheck
 from prefetch_check.sglang.history import Change
@@ -67,13 +67,19 @@ def _short(predicate: str) -> str:
     return f"{path.rsplit('/', 1)[-1]}{sep}{qualname}"
 
 
-def rows_of(row: ReleaseCheck, notes: Footnotes) -> list[tuple[str, ...]]:
-    """The table lines of one tree."""
+def _marked(text: str, mark: str) -> str:
+    """A verdict cell with its mark against the baseline (baseline.py), if any."""
+    return f"{text} ({mark})" if mark and text else text
+
+
+def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, ...]]:
+    """The table lines of one tree; with a `base`line, the release's verdicts marked against it."""
     shape = shape_lines(row)
     if row.status != CHECKED:
         why = f"{row.status}: {row.note}" if row.note else row.status
         return [(row.label, _short(row.predicate), "\n".join(shape), "-", why, "")]
     own, ours = row.verdicts("own"), row.verdicts("ours")
+    marks = base.marks(row) if base is not None else {}
     props = list(own)
     out = []
     for i in range(max(len(props), len(shape))):
@@ -83,20 +89,27 @@ def rows_of(row: ReleaseCheck, notes: Footnotes) -> list[tuple[str, ...]]:
             _short(row.predicate) if i == 0 else "",
             shape[i] if i < len(shape) else "",
             prop,
-            verdict_text(own.get(prop), notes),
+            _marked(verdict_text(own.get(prop), notes), marks.get(prop, "")),
             verdict_text(ours.get(prop), notes, same_as=own.get(prop)),
         ))
     return out
 
 
-def table(rows: list[ReleaseCheck]) -> tuple[Table, list[str]]:
+def baseline_line(base) -> str:
+    """What the run is compared with: the baseline tree and what fails in it."""
+    failing = [f"{p} {v}" for p, v in base.verdicts.items() if v not in (VERIFIED, NOT_APPLICABLE)]
+    return (f"baseline: {base.label}: {', '.join(failing) or 'every property holds'}; only a violation it does not "
+            "have fails the run")
+
+
+def table(rows: list[ReleaseCheck], base=None) -> tuple[Table, list[str]]:
     """The rich table and its footnotes."""
     notes = Footnotes()
     t = Table(title="prefetch-check sglang")
     for column in COLUMNS:
         t.add_column(column, overflow="fold")
     for row in rows:
-        lines = rows_of(row, notes)
+        lines = rows_of(row, notes, base)
         for i, cells in enumerate(lines):
             t.add_row(*cells, end_section=(i == len(lines) - 1))
     return t, [f"[{i}] {case}: {command}" for i, (case, command) in enumerate(notes.notes, start=1)]
@@ -125,7 +138,7 @@ def _verdict_json(v: PropertyVerdict) -> dict:
     return out
 
 
-def row_json(row: ReleaseCheck) -> dict:
+def row_json(row: ReleaseCheck, base=None) -> dict:
     out = {
         "release": row.label,
         "status": row.status,
@@ -151,12 +164,16 @@ def row_json(row: ReleaseCheck) -> dict:
     if row.status == CHECKED:
         own, ours = row.verdicts("own"), row.verdicts("ours")
         out["properties"] = {p: {"release": _verdict_json(own[p]), "transcription": _verdict_json(ours[p])} for p in own}
+        if base is not None:
+            for p, mark in base.marks(row).items():
+                out["properties"][p]["against_baseline"] = mark or "unchanged"
         out["runs"] = [{"case": run.case.name, "predicate": run.predicate, "cached": run.cached,
                         "states": run.summary["states"], "seconds": run.summary["seconds"]} for run in row.runs]
     return out
 
 
-def to_json(rows: list[ReleaseCheck], changes: list[Change], status: int, searched: int, from_cache: int) -> str:
+def to_json(rows: list[ReleaseCheck], changes: list[Change], status: int, searched: int, from_cache: int,
+            base=None) -> str:
     doc = {
         "tool": "prefetch-check sglang",
         "version": __version__,
@@ -164,8 +181,10 @@ def to_json(rows: list[ReleaseCheck], changes: list[Change], status: int, search
         "exit_status": status,
         "searches": searched,  # checks searched in this run (each distinct check once)
         "from_cache": from_cache,  # checks answered from the verdict cache
-        "releases": [row_json(r) for r in rows],
+        "releases": [row_json(r, base) for r in rows],
     }
+    if base is not None:
+        doc["baseline"] = base.as_json()
     if changes:
         doc["changes"] = [c.as_json() for c in changes]
     return json.dumps(doc, indent=1, default=str) + "\n"
@@ -178,11 +197,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", "<br>")
 
 
-def to_markdown(rows: list[ReleaseCheck], changes: list[Change]) -> str:
+def to_markdown(rows: list[ReleaseCheck], changes: list[Change], base=None) -> str:
     notes = Footnotes()
-    lines = ["## prefetch-check sglang", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines = ["## prefetch-check sglang", ""] + ([baseline_line(base), ""] if base is not None else []) + ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in rows:
-        for cells in rows_of(row, notes):
+        for cells in rows_of(row, notes, base):
             lines.append("| " + " | ".join(_cell(c) if c else " " for c in cells) + " |")
     lines.append("")
     for i, (case, command) in enumerate(notes.notes, start=1):
