@@ -110,7 +110,7 @@ def execute(args) -> int:
         console.print(report.baseline_line(base))
     table, footnotes = report.table(rows, base)
     console.print(table)
-    for line in footnotes + ([""] if footnotes else []) + [f"changed: {c.describe()}" for c in found] + report.left_out(rows):
+    for line in footnotes + ([""] if footnotes else []) + report.change_lines(found) + report.left_out(rows):
         console.print(line, soft_wrap=True)
     console.print(_summary(rows, from_cache, searched, cache))
     _write(outputs, rows, found, status, searched, from_cache, base)

@@ -115,6 +115,14 @@ def table(rows: list[ReleaseCheck], base=None) -> tuple[Table, list[str]]:
     return t, [f"[{i}] {case}: {command}" for i, (case, command) in enumerate(notes.notes, start=1)]
 
 
+CHANGES_HEAD = "verdict changes (each commit compared with the last one judged):"
+
+
+def change_lines(changes: list[Change]) -> list[str]:
+    """`--commits`: one line per verdict transition or refused commit, under a heading."""
+    return [CHANGES_HEAD] + [f"  {c.describe()}" for c in changes] + [""] if changes else []
+
+
 def left_out(rows: list[ReleaseCheck]) -> list[str]:
     """What each protocol leaves out of the releases it checks, once per protocol."""
     seen: dict[str, tuple] = {}
@@ -207,7 +215,7 @@ def to_markdown(rows: list[ReleaseCheck], changes: list[Change], base=None) -> s
     for i, (case, command) in enumerate(notes.notes, start=1):
         lines.append(f"{i}. {case}: `{command}`")
     if changes:
-        lines += ["", "Verdict changes:", ""] + [f"- {c.describe()}" for c in changes]
+        lines += ["", CHANGES_HEAD, ""] + [f"- {c.describe()}" for c in changes]
     for line in left_out(rows):
         lines += ["", line]
     return "\n".join(lines) + "\n\n"
