@@ -17,38 +17,57 @@ from rich.table import Table
 from prefetch_check import __version__
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
 from prefetch_check.model.source.detect import UNKNOWN
-from prefetch_check.sglang.checks import CHECKED, TRANSCRIPTION, PropertyVerdict, ReleaseCheck
+from prefetch_check.sglang.checks import ALL, CHECKED, DROPPED, TRANSCRIPTION, UPSTREAM, PropertyVerdict, ReleaseCheck
 from prefetch_check.sglang.history import Change
 from prefetch_check.sglang import verdict_cache
 
 COLUMNS = ("release", "predicate (file:Class.method)", "shape", "property", "release's predicate",
-           f"ours ({TRANSCRIPTION})")
+           "only without an upstream assumption", f"ours ({TRANSCRIPTION})")
+FAILING = (VIOLATED, BOUNDED)
 
 
 class Footnotes:
-    """Numbered trace commands, in the order the table shows them."""
+    """Numbered trace commands, in the order the table shows them: per violation the shortest case,
+    then every other case that violates the property."""
 
     def __init__(self):
-        self.notes: list[tuple[str, str]] = []  # (case, command)
+        self.notes: list[tuple] = []  # the Findings of each footnote, shortest first
 
     def add(self, verdict: PropertyVerdict) -> int:
-        case = f"{verdict.case} ({verdict.replaced})" if verdict.replaced else verdict.case
-        self.notes.append((case, verdict.command))
+        self.notes.append(verdict.cases)
         return len(self.notes)
+
+    def lines(self, markdown: bool = False) -> list[str]:
+        out = []
+        for number, cases in enumerate(self.notes, start=1):
+            first, rest = cases[0], cases[1:]
+            out.append(f"{number}. {first.label()}: `{first.command}`" if markdown
+                       else f"[{number}] {first.label()}: {first.command}")
+            if rest:
+                also = ", ".join(f"{f.case} ({f.steps} steps)" for f in rest)
+                out.append(f"    also violated in {also}; their commands are in the --json report")
+        return out
 
 
 def verdict_text(v: Optional[PropertyVerdict], notes: Footnotes, same_as: Optional[PropertyVerdict] = None) -> str:
-    """The cell of a verdict; a violation's command becomes a footnote, unless it shows the same
-    as `same_as` (our transcription's counterexample next to the release's own: same length)."""
+    """The cell of a verdict; a violation's commands become a footnote, unless it shows the same
+    as `same_as` (our transcription's counterexample next to the release's own: same length), and
+    the number of other cases that violate it follows."""
     if v is None:
         return ""
     if v.verdict == VIOLATED:
+        more = f" (+{len(v.cases) - 1} case{'s' if len(v.cases) > 2 else ''})" if len(v.cases) > 1 else ""
         if same_as is not None and same_as.verdict == VIOLATED and same_as.steps == v.steps:
-            return f"VIOLATED, {v.steps} steps"
-        return f"VIOLATED, {v.steps} steps [{notes.add(v)}]"
+            return f"VIOLATED, {v.steps} steps{more}"
+        return f"VIOLATED, {v.steps} steps [{notes.add(v)}]{more}"
     if v.verdict == NOT_APPLICABLE:
         return "n/a"
     return v.verdict
+
+
+def without_text(v: PropertyVerdict, notes: Footnotes) -> str:
+    """The cell of the findings only a scenario that drops an upstream assumption has: blank where none."""
+    return verdict_text(v, notes) if v.verdict in FAILING else ""
 
 
 def shape_lines(row: ReleaseCheck) -> list[str]:
@@ -73,23 +92,29 @@ def _marked(text: str, mark: str) -> str:
 
 
 def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, ...]]:
-    """The table lines of one tree; with a `base`line, the release's verdicts marked against it."""
+    """The table lines of one tree: per property the release's verdict under upstream's assumptions,
+    what only the scenarios that drop one find, and ours under upstream's assumptions; with a
+    `base`line, the release's failing verdict marked against it where it shows."""
     shape = shape_lines(row)
     if row.status != CHECKED:
         why = f"{row.status}: {row.note}" if row.note else row.status
-        return [(row.label, _short(row.predicate), "\n".join(shape), "-", why, "")]
-    own, ours = row.verdicts("own"), row.verdicts("ours")
+        return [(row.label, _short(row.predicate), "\n".join(shape), "-", why, "", "")]
+    own, dropped = row.verdicts("own", UPSTREAM), row.verdicts("own", DROPPED)
+    ours = row.verdicts("ours", UPSTREAM)
     marks = base.marks(row) if base is not None else {}
     props = list(own)
     out = []
     for i in range(max(len(props), len(shape))):
         prop = props[i] if i < len(props) else ""
+        mark = marks.get(prop, "")
+        in_dropped = bool(prop) and own[prop].verdict not in FAILING and dropped[prop].verdict in FAILING
         out.append((
             row.label if i == 0 else "",
             _short(row.predicate) if i == 0 else "",
             shape[i] if i < len(shape) else "",
             prop,
-            _marked(verdict_text(own.get(prop), notes), marks.get(prop, "")),
+            _marked(verdict_text(own.get(prop), notes), "" if in_dropped else mark),
+            _marked(without_text(dropped[prop], notes), mark if in_dropped else "") if prop else "",
             verdict_text(ours.get(prop), notes, same_as=own.get(prop)),
         ))
     return out
@@ -112,7 +137,7 @@ def table(rows: list[ReleaseCheck], base=None) -> tuple[Table, list[str]]:
         lines = rows_of(row, notes, base)
         for i, cells in enumerate(lines):
             t.add_row(*cells, end_section=(i == len(lines) - 1))
-    return t, [f"[{i}] {case}: {command}" for i, (case, command) in enumerate(notes.notes, start=1)]
+    return t, notes.lines()
 
 
 CHANGES_HEAD = "verdict changes (each commit compared with the last one judged):"
@@ -146,6 +171,32 @@ def _verdict_json(v: PropertyVerdict) -> dict:
     return out
 
 
+def _finding_json(f) -> dict:
+    out = {"case": f.case, "steps": f.steps, "command": f.command, "reason": f.reason}
+    if f.replaced:
+        out["case_options_replaced"] = f.replaced
+    if f.drops_assumption:
+        out["drops_assumption"] = f.drops_assumption
+    return out
+
+
+def _property_json(whole: PropertyVerdict, upstream: PropertyVerdict, dropped: PropertyVerdict) -> dict:
+    """A property's verdict over every case (the shortest counterexample), then over the cases under
+    upstream's stated assumptions and over those that drop one, and every violating case."""
+    out = _verdict_json(whole)
+    out["upstream_assumptions"] = _verdict_json(upstream)
+    out["assumption_dropped"] = _verdict_json(dropped)
+    if whole.cases:
+        out["cases"] = [_finding_json(f) for f in whole.cases]
+    return out
+
+
+def _properties_json(row: ReleaseCheck) -> dict:
+    parts = {which: [row.verdicts(which, part) for part in (ALL, UPSTREAM, DROPPED)] for which in ("own", "ours")}
+    return {p: {"release": _property_json(*(v[p] for v in parts["own"])),
+                "transcription": _property_json(*(v[p] for v in parts["ours"]))} for p in row.properties()}
+
+
 def row_json(row: ReleaseCheck, base=None) -> dict:
     out = {
         "release": row.label,
@@ -170,8 +221,7 @@ def row_json(row: ReleaseCheck, base=None) -> dict:
             "differing": [{"piece": p.name, "file": p.file, "line": p.line} for p in row.path_differs],
         }
     if row.status == CHECKED:
-        own, ours = row.verdicts("own"), row.verdicts("ours")
-        out["properties"] = {p: {"release": _verdict_json(own[p]), "transcription": _verdict_json(ours[p])} for p in own}
+        out["properties"] = _properties_json(row)
         if base is not None:
             for p, mark in base.marks(row).items():
                 out["properties"][p]["against_baseline"] = mark or "unchanged"
@@ -212,8 +262,7 @@ def to_markdown(rows: list[ReleaseCheck], changes: list[Change], base=None) -> s
         for cells in rows_of(row, notes, base):
             lines.append("| " + " | ".join(_cell(c) if c else " " for c in cells) + " |")
     lines.append("")
-    for i, (case, command) in enumerate(notes.notes, start=1):
-        lines.append(f"{i}. {case}: `{command}`")
+    lines += notes.lines(markdown=True)
     if changes:
         lines += ["", CHANGES_HEAD, ""] + [f"- {c.describe()}" for c in changes]
     for line in left_out(rows):
