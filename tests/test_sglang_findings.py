@@ -82,3 +82,17 @@ def test_a_scenario_that_drops_an_assumption_says_which(tmp_path, capsys):
     bad.write_text('drops_assumption = 3\nranks = 1\n')
     assert main(["run", str(bad), "--quiet"]) == 2
     assert "drops_assumption must be a string" in capsys.readouterr().err
+
+
+def test_each_violation_says_its_consequence_for_a_serving_system(tmp_path, capsys, monkeypatch):
+    seed = tree(tmp_path / "seed", "seed")  # the seed race, and a page counted before it is written
+    _, doc = sglang(tmp_path, capsys, seed, "tp2.toml", "alloc-failure.toml")
+    props = doc["releases"][0]["properties"]
+    said = {p: v["release"]["consequence"] for p, v in props.items() if v["release"]["verdict"] == "VIOLATED"}
+    assert said["no_early_acceptance"].startswith("a prefetch lost (slower, output correct)")
+    assert said["data_integrity"].startswith("wrong KV data served")
+    assert said["tp_agreement"].startswith("request hangs: the ranks wait in different collectives")  # from its reason
+    assert said["deadlock_freedom"].startswith("request hangs")
+    assert all(c["consequence"] for v in props.values() for c in v["release"].get("cases", []))
+    out = table(tmp_path, capsys, monkeypatch, seed, "tp2.toml", "alloc-failure.toml")
+    assert f"    consequence: {said['data_integrity']}" in out.splitlines()

@@ -29,6 +29,7 @@ from prefetch_check.model.source.release_options import ReleaseOptions
 from prefetch_check.scenario.loader import Case, Scenario
 from prefetch_check.scenario.runner import Task, run_tasks
 from prefetch_check.sglang import followed, verdict_cache
+from prefetch_check.sglang.consequence import consequence
 from prefetch_check.sglang.followed import Followed
 from prefetch_check.sglang.path_code import prefetch_path
 from prefetch_check.sglang.locate import read_protocol_files
@@ -83,6 +84,7 @@ class Finding:
     reason: str
     replaced: str = ""  # the case's own options this release's shape replaced (Run.replaced_text)
     drops_assumption: str = ""
+    consequence: str = ""  # what it costs a serving system (consequence.py)
 
     def label(self) -> str:
         return f"{self.case} ({self.replaced})" if self.replaced else self.case
@@ -278,7 +280,8 @@ def aggregate(runs: list[Run], prop: str) -> PropertyVerdict:
                       key=lambda t: (t[0], t[1]))
     if violated:
         cases = tuple(Finding(run.case.name, steps, run.command(prop), v["reason"], run.replaced_text(),
-                              run.scenario.drops_assumption) for steps, _, run, v in violated)
+                              run.scenario.drops_assumption, consequence(prop, v["reason"]))
+                      for steps, _, run, v in violated)
         first = cases[0]
         return PropertyVerdict(VIOLATED, first.steps, first.case, first.command, first.reason, first.replaced, cases)
     bounded = [(run, v) for run, v in found if v["verdict"] == BOUNDED]

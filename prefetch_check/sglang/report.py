@@ -43,6 +43,7 @@ class Footnotes:
             first, rest = cases[0], cases[1:]
             out.append(f"{number}. {first.label()}: `{first.command}`" if markdown
                        else f"[{number}] {first.label()}: {first.command}")
+            out.append(f"    consequence: {first.consequence}")
             if rest:
                 also = ", ".join(f"{f.case} ({f.steps} steps)" for f in rest)
                 out.append(f"    also violated in {also}; their commands are in the --json report")
@@ -163,7 +164,7 @@ def left_out(rows: list[ReleaseCheck]) -> list[str]:
 def _verdict_json(v: PropertyVerdict) -> dict:
     out = {"verdict": v.verdict}
     if v.verdict == VIOLATED:
-        out.update(steps=v.steps, case=v.case, command=v.command)
+        out.update(steps=v.steps, case=v.case, command=v.command, consequence=v.cases[0].consequence)
         if v.replaced:
             out["case_options_replaced"] = v.replaced
     if v.reason and v.verdict in (VIOLATED, BOUNDED):
@@ -172,7 +173,7 @@ def _verdict_json(v: PropertyVerdict) -> dict:
 
 
 def _finding_json(f) -> dict:
-    out = {"case": f.case, "steps": f.steps, "command": f.command, "reason": f.reason}
+    out = {"case": f.case, "steps": f.steps, "command": f.command, "reason": f.reason, "consequence": f.consequence}
     if f.replaced:
         out["case_options_replaced"] = f.replaced
     if f.drops_assumption:
