@@ -96,3 +96,17 @@ def test_each_violation_says_its_consequence_for_a_serving_system(tmp_path, caps
     assert all(c["consequence"] for v in props.values() for c in v["release"].get("cases", []))
     out = table(tmp_path, capsys, monkeypatch, seed, "tp2.toml", "alloc-failure.toml")
     assert f"    consequence: {said['data_integrity']}" in out.splitlines()
+
+
+def test_a_tree_without_storage_prefetch_says_so_plainly(tmp_path, capsys):
+    srt = tmp_path / "old" / "sglang" / "srt"
+    (srt / "mem_cache").mkdir(parents=True)
+    (srt / "managers").mkdir()
+    (srt / "mem_cache" / "hiradix_cache.py").write_text(
+        "class HiRadixCache:\n    def write_backup(self, node):\n        return 0\n")
+    (srt / "managers" / "cache_controller.py").write_text(
+        "class HiCacheController:\n    def load(self, host_indices):\n        return host_indices\n")
+    status, doc = sglang(tmp_path, capsys, tmp_path / "old", "tp2.toml")
+    [row] = doc["releases"]
+    assert status == 3 and row["status"] == "not modelled"
+    assert row["note"].startswith("this release has no storage prefetch") and "properties" not in row

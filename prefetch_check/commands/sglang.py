@@ -58,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a release, a tree or an earlier --json report of this command (one checked tree): only a "
                              "violation it does not have fails the run; the table marks what is also in it and what "
                              "was fixed since")
+    parser.add_argument("--pre", action="store_true",
+                        help="a range also holds pre-releases (rc, dev), as pip's --pre; a pre-release named alone "
+                             "(0.5.0rc2) needs no flag")
     parser.add_argument("--offline", action="store_true",
                         help="do not ask the package index for the release list; use the cached one")
     parser.add_argument("--cache-class", choices=sorted(CACHE_FILES), metavar="CLASS",
@@ -137,7 +140,7 @@ def _release_trees(args, cache: Path, notes: list[str], specs: list[str]) -> lis
         return listed[0]
 
     listed: list = []
-    return read_trees(expand(specs, releases), cache)
+    return read_trees(expand(specs, releases, args.pre), cache)
 
 
 def _baseline_row(args, cache: Path, notes: list[str], cases, limits: dict):

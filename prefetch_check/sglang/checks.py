@@ -34,6 +34,7 @@ from prefetch_check.sglang.followed import Followed
 from prefetch_check.sglang.path_code import prefetch_path
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.protocols import release_protocol
+from prefetch_check.sglang.storage_prefetch import NONE as NO_STORAGE_PREFETCH, has_storage_prefetch
 from prefetch_check.sglang.trees import Tree
 
 TRANSCRIPTION = "fixed"  # our transcription of the releases' predicate, in each protocol
@@ -155,6 +156,9 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
         row.note = tree.error
         return row
     files = read_protocol_files(tree.srt)
+    if not has_storage_prefetch(files):
+        row.status, row.note = NOT_MODELLED, NO_STORAGE_PREFETCH
+        return row
     shape = detect_shape(files, cache_class)
     row.shape, row.family = shape, classify(shape)
     row.release = release = release_protocol(shape, row.family)
