@@ -258,7 +258,10 @@ def test_commits_say_where_each_verdict_changed(tmp_path, capsys, monkeypatch, f
     # by default the commit that edits the predicate is refused, and that is a change too
     status, doc = sglang(capsys, tmp_path, str(repo), "--commits", f"{base}..HEAD", scenarios=POLL)
     assert [r["status"] for r in doc["releases"]] == ["checked", "not modelled", "checked"]
-    assert ("status", "checked", "not modelled") in [(c["what"], c["before"], c["after"]) for c in doc["changes"]]
+    refused = [c for c in doc["changes"] if c["what"] == "refused"]
+    assert [(c["after"], c["at"].split()[0]) for c in refused] == [("not modelled", broken[:10])]
+    assert "differs from every release the model follows" in refused[0]["why"]
+    assert [c for c in doc["changes"] if c["what"] != "refused"] == []  # restored: as the base, nothing changed
     assert status == 3
     # with the broken commit standing for a release, the verdict that changed is named
     also_follow(monkeypatch, fixture_trees_followed, "broken", remove_guard(tree(tmp_path / "broken", *LATE_ONCE)))
@@ -276,3 +279,44 @@ def test_commits_say_where_each_verdict_changed(tmp_path, capsys, monkeypatch, f
     command = doc["releases"][1]["properties"]["no_early_acceptance"]["release"]["command"]
     source = shlex.split(command)[shlex.split(command).index("--predicate") + 1].rpartition(":")[0]
     assert Path(source).is_file()
+
+
+def test_a_regression_after_a_refused_commit_is_still_found(tmp_path, capsys, monkeypatch, fixture_trees_followed):
+    """Each commit is compared with the last one judged: a refused commit in between (listed as such)
+    does not hide the regression after it; the line names the commit by its whole subject."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "sglang"
+    git(tmp_path, "init", "-q", str(repo))
+    git(repo, "config", "user.email", "t@example.invalid")
+    git(repo, "config", "user.name", "t")
+    srt = tree(repo / "python", *LATE_ONCE) / "sglang" / "srt"
+    controller = srt / "managers" / "cache_controller.py"
+    original = controller.read_text()
+
+    def commit(message: str) -> str:
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", message)
+        return git(repo, "rev-parse", "HEAD")
+
+    base = commit("late2025 with the guard")
+    assert original.count("prefetch_threshold=256") == 1
+    controller.write_text(original.replace("prefetch_threshold=256", "prefetch_threshold=128"))
+    refused = commit("lower the default prefetch threshold, a change in code the model has not read")
+    controller.write_text(original)
+    broken_srt = remove_guard(repo / "python")
+    subject = "drop the page-list test from can_terminate_prefetch because the publish always comes first"
+    broken = commit(subject)
+    also_follow(monkeypatch, fixture_trees_followed, "broken", broken_srt)
+    monkeypatch.setenv("COLUMNS", "400")
+    argv = ["sglang", str(repo), "--commits", f"{base}..HEAD", "--cache-dir", str(tmp_path / "cache"), "--quiet"]
+    assert main(argv + ["--scenarios", POLL[0]]) == 1
+    out = capsys.readouterr().out
+    assert f"no_early_acceptance: VERIFIED -> VIOLATED at {broken[:10]} {subject}\n" in out
+    assert f"{refused[:10]} lower the default prefetch threshold, a change in code the model has not read: " \
+           "not modelled, skipped" in out
+    status, doc = sglang(capsys, tmp_path, str(repo), "--commits", f"{base}..HEAD", scenarios=POLL)
+    found = [(c["what"], c["before"], c["after"], c["at"]) for c in doc["changes"]]
+    assert ("no_early_acceptance", "VERIFIED", "VIOLATED", f"{broken[:10]} {subject}") in found
+    assert ("refused", "", "not modelled", f"{refused[:10]} lower the default prefetch threshold, a change in code "
+            "the model has not read") in found

@@ -76,3 +76,21 @@ def test_the_command_checks_a_real_release(tmp_path, capsys):
     assert {o["name"]: o["value"] for o in row["options"]} == {
         "cache": "unified", "ack_match": "operation", "deadline": "issue", "exceptions": "end_thread"}
     assert row["properties"]["wait_complete_delivers"]["release"]["verdict"] == "VERIFIED"
+
+
+# ---- pre-releases and the 0.4 line
+
+
+def test_a_pre_release_is_a_spec_and_a_release_without_storage_prefetch_says_so(tmp_path, capsys):
+    """0.5.0rc2 is a release pip knows (it was refused as "not a release"); 0.4.9.post2 has no storage
+    prefetch, which its row says plainly instead of listing unrecognised features. Neither is a
+    release the model follows: exit 3."""
+    for version in ("0.5.0rc2", "0.4.9.post2"):
+        release_srt(version)
+    status = main(["sglang", "0.5.0rc2", "0.4.9.post2", "--quiet", "--json", "-", "--scenarios", str(POLL_TP2)])
+    doc = json.loads(capsys.readouterr().out)
+    rc2, old = doc["releases"]
+    assert status == 3 and rc2["release"] == "0.5.0rc2" and rc2["status"] == "not modelled"
+    assert rc2["family"] == "seed"  # read like any release: the seed shape, refused by the honest floor
+    assert old["status"] == "not modelled" and old["note"].startswith("this release has no storage prefetch")
+    assert "shape" not in old

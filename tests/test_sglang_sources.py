@@ -48,16 +48,21 @@ class FakePip:
 
 
 def test_versions_order_and_ranges():
-    assert sort_versions(["0.5.10", "0.5.2", "0.5.1.post3", "0.5.1", "0.5.0rc1"]) == ["0.5.1", "0.5.1.post3", "0.5.2", "0.5.10"]
+    assert sort_versions(["0.5.10", "0.5.2", "0.5.1.post3", "0.5.1", "0.5.0rc1", "0.5.0", "0.5.0rc0", "x"]) == [
+        "0.5.0rc0", "0.5.0rc1", "0.5.0", "0.5.1", "0.5.1.post3", "0.5.2", "0.5.10"]  # pip's order
     assert in_range("0.5.22.post1", "0.5.1", "0.5.22")  # post releases of the upper bound are in
     assert in_range("0.5.1.post3", "0.5.1", "0.5.2")
     assert not in_range("0.5.23", "0.5.1", "0.5.22")
     assert not in_range("0.5.1.post3", "0.5.1", "0.5.1.post2")
+    # pre-releases: in a range only with pip's --pre, or where a bound is one
+    assert not in_range("0.5.10rc0", "0.5.1", "0.5.22") and in_range("0.5.10rc0", "0.5.1", "0.5.22", pre=True)
+    assert in_range("0.5.0rc1", "0.5.0rc0", "0.5.0rc2") and not in_range("0.5.0", "0.5.0rc0", "0.5.0rc2")
 
 
 def test_parse_spec_kinds(tmp_path):
     assert parse_spec("0.5.20") == Release("0.5.20")
     assert parse_spec("0.5.15.post1") == Release("0.5.15.post1")
+    assert parse_spec("0.5.0rc2") == Release("0.5.0rc2")  # a pre-release, as pip spells it
     assert parse_spec("0.5.1..0.5.22") == Range("0.5.1", "0.5.22")
     assert parse_spec("installed") == Installed()
     assert parse_spec(str(tmp_path)) == PathSpec(tmp_path)
@@ -68,9 +73,12 @@ def test_parse_spec_kinds(tmp_path):
 
 def test_range_expands_to_what_the_index_lists():
     listing = tuple(parse_index_output(LISTING))
-    assert listing[:2] == ("0.4.10.post2", "0.5.1") and "0.5.0rc1" not in listing
+    assert listing[:3] == ("0.4.10.post2", "0.5.0rc1", "0.5.1")
     targets = expand(["0.5.1..0.5.22", "0.5.2"], lambda: listing)  # 0.5.2 again: listed once
     assert [t.version for t in targets] == ["0.5.1", "0.5.1.post3", "0.5.2", "0.5.21", "0.5.22", "0.5.22.post1"]
+    assert [t.version for t in expand(["0.4.10..0.5.1"], lambda: listing)] == ["0.4.10.post2", "0.5.1", "0.5.1.post3"]
+    assert [t.version for t in expand(["0.4.10..0.5.1"], lambda: listing, pre=True)] == [
+        "0.4.10.post2", "0.5.0rc1", "0.5.1", "0.5.1.post3"]
     with pytest.raises(SglangSourceError, match="no sglang release"):
         expand(["0.5.3..0.5.20"], lambda: listing)
 

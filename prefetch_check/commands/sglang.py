@@ -8,8 +8,9 @@ options under that predicate and, for comparison, under our transcription (`fixe
 Verdicts are cached by the files' code and the checker's version (prefetch_check/sglang/).
 
 Exit status: 0 every verdict of every checked tree's own predicate is VERIFIED (or not
-applicable), 1 a violation (or a search a limit cut) in some tree, 2 bad input. Trees
-whose shape is not modelled (yet), or that could not be read, are reported, not judged.
+applicable), 1 a violation (or a search a limit cut) in some tree (with `--baseline`: one the
+baseline does not have, baseline.py), 2 bad input, 3 some tree got no verdicts (not modelled
+(yet), not read, no scenarios: reported, not judged).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from prefetch_check.scenario import InputError, load_scenarios
 from prefetch_check.scenario.runner import Interrupted
 from prefetch_check.scenario.shipped import shipped_scenarios
 from prefetch_check.sglang import report
+from prefetch_check.sglang.baseline import from_report, from_row, is_report
 from prefetch_check.sglang.cache import CACHE_ENV, cache_root
 from prefetch_check.sglang.checks import CHECKED, choose_cases, exit_status, plan, run_all
 from prefetch_check.sglang.errors import SglangSourceError
@@ -52,6 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--commits", metavar="A..B",
                         help="with one checkout PATH: A, then every commit of A..B that touched the protocol files; "
                              "says at which commit each verdict changed")
+    parser.add_argument("--baseline", metavar="SPEC|REPORT.json",
+                        help="a release, a tree or an earlier --json report of this command (one checked tree): only a "
+                             "violation it does not have fails the run; the table marks what is also in it and what "
+                             "was fixed since")
+    parser.add_argument("--pre", action="store_true",
+                        help="a range also holds pre-releases (rc, dev), as pip's --pre; a pre-release named alone "
+                             "(0.5.0rc2) needs no flag")
     parser.add_argument("--offline", action="store_true",
                         help="do not ask the package index for the release list; use the cached one")
     parser.add_argument("--cache-class", choices=sorted(CACHE_FILES), metavar="CLASS",
@@ -78,29 +87,36 @@ def execute(args) -> int:
     if args.jobs < 0:
         raise InputError(f"--jobs must be 0 (one per core) or more, got {args.jobs}")
     outputs = _outputs(args)
+    base = from_report(args.baseline) if args.baseline and is_report(args.baseline) else None
     cache = cache_root(args.cache_dir)
     scenarios = load_scenarios(args.scenarios or _default_scenarios())
     cases = choose_cases(scenarios, args.max_ranks)
     notes: list[str] = []
-    trees = _commit_trees(args, cache) if args.commits else _release_trees(args, cache, notes)
+    trees = _commit_trees(args, cache) if args.commits else _release_trees(args, cache, notes, args.specs)
     jobs = args.jobs or _cores()
     rows = [plan(tree, cases, args.cache_class, limit_defaults(jobs)) for tree in trees]
+    base_row = _baseline_row(args, cache, notes, cases, limit_defaults(jobs))
     try:
-        from_cache, searched = run_all(rows, cache, jobs, lambda n: RunProgress(n, quiet=args.quiet))
+        from_cache, searched = run_all(rows + ([base_row] if base_row else []), cache, jobs,
+                                       lambda n: RunProgress(n, quiet=args.quiet))
     except Interrupted as stop:
         print(f"prefetch-check: interrupted ({stop}); no table or report was written", file=sys.stderr)
         return stop.exit_status
+    if base_row is not None:
+        base = from_row(base_row, args.baseline)
     found = changes(rows) if args.commits else []
-    status = exit_status(rows)
+    status = exit_status(rows, base)
     console = _table_console(outputs)
     for note in notes:
         console.print(f"note: {note}")
-    table, footnotes = report.table(rows)
+    if base is not None:
+        console.print(report.baseline_line(base))
+    table, footnotes = report.table(rows, base)
     console.print(table)
-    for line in footnotes + ([""] if footnotes else []) + [f"changed: {c.describe()}" for c in found] + report.left_out(rows):
+    for line in footnotes + ([""] if footnotes else []) + report.change_lines(found) + report.left_out(rows):
         console.print(line, soft_wrap=True)
     console.print(_summary(rows, from_cache, searched, cache))
-    _write(outputs, rows, found, status, searched, from_cache)
+    _write(outputs, rows, found, status, searched, from_cache, base)
     return status
 
 
@@ -114,7 +130,7 @@ def _cores() -> int:
     return os.cpu_count() or 1
 
 
-def _release_trees(args, cache: Path, notes: list[str]) -> list[Tree]:
+def _release_trees(args, cache: Path, notes: list[str], specs: list[str]) -> list[Tree]:
     def releases():
         if not listed:
             listing = list_releases(cache, refresh=not args.offline)
@@ -124,7 +140,18 @@ def _release_trees(args, cache: Path, notes: list[str]) -> list[Tree]:
         return listed[0]
 
     listed: list = []
-    return read_trees(expand(args.specs, releases), cache)
+    return read_trees(expand(specs, releases, args.pre), cache)
+
+
+def _baseline_row(args, cache: Path, notes: list[str], cases, limits: dict):
+    """The row of a --baseline SPEC (checked in this run like any tree); None for none or a report."""
+    if not args.baseline or is_report(args.baseline):
+        return None
+    trees = _release_trees(args, cache, notes, [args.baseline])
+    if len(trees) != 1:
+        raise InputError(f"--baseline {args.baseline}: names {len(trees)} trees; a baseline is one tree (a release, "
+                         "a path) or a --json report")
+    return plan(trees[0], cases, args.cache_class, limits)
 
 
 def _commit_trees(args, cache: Path) -> list[Tree]:
@@ -153,12 +180,12 @@ def _table_console(outputs) -> Console:
     return console if console.is_terminal else output_console(sys.stderr)
 
 
-def _write(outputs, rows, found, status: int, searched: int, from_cache: int) -> None:
+def _write(outputs, rows, found, status: int, searched: int, from_cache: int, base) -> None:
     for flag, path in outputs:
         if flag == "--json":
-            text = report.to_json(rows, found, status, searched, from_cache)
+            text = report.to_json(rows, found, status, searched, from_cache, base)
         else:
-            text = report.to_markdown(rows, found)
+            text = report.to_markdown(rows, found, base)
         if path == STDOUT:
             sys.stdout.write(text)
             sys.stdout.flush()

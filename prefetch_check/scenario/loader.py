@@ -80,6 +80,7 @@ class Scenario:
     expect: dict = field(default_factory=dict)  # predicate -> Expect
     protocol: str | None = None  # a built-in protocol's name or package.module:ClassName; None: the default
     limits: dict = field(default_factory=dict)  # None / predicate -> {limit: value}
+    drops_assumption: str = ""  # the upstream assumption the scenario gives up ("": it keeps them all)
 
     def limits_for(self, predicate: str, overrides: dict | None = None, defaults: dict | None = None) -> Limits:
         return resolve(self.limits, predicate, overrides or {}, defaults)
@@ -158,6 +159,7 @@ def _build(source: Source, doc: dict, stem: str) -> Scenario:
         expect=parse_expect(doc.get("expect", {}), schema.properties),
         limits=parse_limits(doc.get("limits", {})),
         protocol=protocol,
+        drops_assumption=doc.get("drops_assumption", ""),
     )
 
 

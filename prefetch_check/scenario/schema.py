@@ -125,6 +125,8 @@ META = {
     "name": "a short name shown in reports (default: the file name)",
     "description": "free text",
     "protocol": "the protocol to check: a built-in name or package.module:ClassName of a variant (default: predicate-poll)",
+    "drops_assumption": "the assumption upstream states that this scenario gives up (e.g. that host allocation has "
+                        "the same outcome on every rank); `prefetch-check sglang` reports its findings apart",
 }
 TABLES = {
     "request": "[[request]] tables, one per request (pages, hits, failing)",

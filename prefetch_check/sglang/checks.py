@@ -29,10 +29,12 @@ from prefetch_check.model.source.release_options import ReleaseOptions
 from prefetch_check.scenario.loader import Case, Scenario
 from prefetch_check.scenario.runner import Task, run_tasks
 from prefetch_check.sglang import followed, verdict_cache
+from prefetch_check.sglang.consequence import consequence
 from prefetch_check.sglang.followed import Followed
 from prefetch_check.sglang.path_code import prefetch_path
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.protocols import release_protocol
+from prefetch_check.sglang.storage_prefetch import NONE as NO_STORAGE_PREFETCH, has_storage_prefetch
 from prefetch_check.sglang.trees import Tree
 
 TRANSCRIPTION = "fixed"  # our transcription of the releases' predicate, in each protocol
@@ -63,7 +65,8 @@ class Run:
 
     def command(self, prop: str) -> str:
         """The `prefetch-check trace` command line that shows this run's counterexample of `prop`."""
-        parts = ["prefetch-check", "trace", shlex.quote(str(self.scenario.path))]
+        # the scenario's absolute path: the command works from any folder
+        parts = ["prefetch-check", "trace", shlex.quote(str(Path(self.scenario.path).resolve()))]
         if self.case_number is not None:
             parts += ["--case", str(self.case_number)]
         parts += ["--predicate", shlex.quote(self.predicate)]
@@ -72,9 +75,27 @@ class Run:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """One case whose run violates a property: its counterexample's length, the command that shows
+    it, and the upstream assumption its scenario gives up ("" where it keeps them all)."""
+
+    case: str
+    steps: int
+    command: str
+    reason: str
+    replaced: str = ""  # the case's own options this release's shape replaced (Run.replaced_text)
+    drops_assumption: str = ""
+    consequence: str = ""  # what it costs a serving system (consequence.py)
+
+    def label(self) -> str:
+        return f"{self.case} ({self.replaced})" if self.replaced else self.case
+
+
+@dataclass(frozen=True)
 class PropertyVerdict:
-    """A property over all runs of one predicate: the worst verdict, and for a violation the
-    shortest counterexample (its length in steps, its case, the command that shows it)."""
+    """A property over the runs of one predicate: the worst verdict, and for a violation the
+    shortest counterexample (its length in steps, its case, the command that shows it) and every
+    case that violates it (`cases`, shortest first)."""
 
     verdict: str
     steps: Optional[int] = None
@@ -82,6 +103,12 @@ class PropertyVerdict:
     command: str = ""
     reason: str = ""
     replaced: str = ""  # the case's own options this release's shape replaced (Run.replaced_text)
+    cases: tuple = ()  # Finding per violating case
+
+
+# the runs a verdict is taken over: all, those under upstream's stated assumptions, those of the
+# scenarios that give one up (Scenario.drops_assumption)
+ALL, UPSTREAM, DROPPED = "all", "upstream", "dropped"
 
 
 @dataclass
@@ -106,8 +133,12 @@ class ReleaseCheck:
     def properties(self) -> tuple[str, ...]:
         return load_protocol(self.protocol).property_names if self.status == CHECKED else ()
 
-    def verdicts(self, which: str) -> dict[str, PropertyVerdict]:
+    def verdicts(self, which: str, part: str = ALL) -> dict[str, PropertyVerdict]:
+        """Per property, the verdict of the release's own predicate ("own") or ours ("ours") over
+        the runs of `part`: ALL, UPSTREAM (under upstream's assumptions) or DROPPED (giving one up)."""
         runs = self.own if which == "own" else self.ours
+        if part != ALL:
+            runs = [run for run in runs if bool(run.scenario.drops_assumption) == (part == DROPPED)]
         return {p: aggregate(runs, p) for p in self.properties()}
 
     @property
@@ -125,6 +156,9 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
         row.note = tree.error
         return row
     files = read_protocol_files(tree.srt)
+    if not has_storage_prefetch(files):
+        row.status, row.note = NOT_MODELLED, NO_STORAGE_PREFETCH
+        return row
     shape = detect_shape(files, cache_class)
     row.shape, row.family = shape, classify(shape)
     row.release = release = release_protocol(shape, row.family)
@@ -241,14 +275,18 @@ def summarize(result) -> dict:
 
 
 def aggregate(runs: list[Run], prop: str) -> PropertyVerdict:
-    """The worst verdict of `prop` over the runs; for a violation, the shortest counterexample."""
+    """The worst verdict of `prop` over the runs; for a violation, the shortest counterexample and
+    every violating case. No run at all (e.g. no scenario drops an assumption) is NOT APPLICABLE."""
     found = [(run, run.summary["properties"].get(prop)) for run in runs if run.summary]
     found = [(run, v) for run, v in found if v is not None]
     violated = sorted(((v["steps"] or 0, i, run, v) for i, (run, v) in enumerate(found) if v["verdict"] == VIOLATED),
                       key=lambda t: (t[0], t[1]))
     if violated:
-        steps, _, run, v = violated[0]
-        return PropertyVerdict(VIOLATED, steps, run.case.name, run.command(prop), v["reason"], run.replaced_text())
+        cases = tuple(Finding(run.case.name, steps, run.command(prop), v["reason"], run.replaced_text(),
+                              run.scenario.drops_assumption, consequence(prop, v["reason"]))
+                      for steps, _, run, v in violated)
+        first = cases[0]
+        return PropertyVerdict(VIOLATED, first.steps, first.case, first.command, first.reason, first.replaced, cases)
     bounded = [(run, v) for run, v in found if v["verdict"] == BOUNDED]
     if bounded:
         run, v = bounded[0]
@@ -273,12 +311,15 @@ def choose_cases(scenarios: list[Scenario], max_ranks: int) -> dict[str, list[tu
 UNJUDGED = 3  # the exit status of a run in which some tree got no verdicts
 
 
-def exit_status(rows: list[ReleaseCheck]) -> int:
-    """1: a verdict of some checked tree's own predicate is VIOLATED or BOUNDED; else 3 when some
-    tree got no verdicts (not modelled, not read, no scenarios: a CI gate must not pass on code
-    nobody checked); else 0 (every verdict VERIFIED or not applicable)."""
+def exit_status(rows: list[ReleaseCheck], baseline=None) -> int:
+    """1: a verdict of some checked tree's own predicate is VIOLATED or BOUNDED (with a `baseline`,
+    baseline.py: only one the baseline does not have); else 3 when some tree got no verdicts (not
+    modelled, not read, no scenarios: a CI gate must not pass on code nobody checked); else 0
+    (every verdict VERIFIED or not applicable, or failing as in the baseline)."""
     for row in rows:
-        for verdict in row.verdicts("own").values():
-            if verdict.verdict not in (VERIFIED, NOT_APPLICABLE):
+        for prop, verdict in row.verdicts("own").items():
+            if verdict.verdict in (VERIFIED, NOT_APPLICABLE):
+                continue
+            if baseline is None or baseline.is_new(prop, verdict.verdict):
                 return 1
     return UNJUDGED if any(row.status != CHECKED for row in rows) else 0

@@ -4,7 +4,8 @@ The protocol files of each commit are read with git (no checkout of the work tre
 written below `<cache>/commits/<sha>/sglang/srt/`, so that the release's predicate is loaded
 from a file like any other tree's and a trace command can point at it. The first tree is the
 range's base A (what the range changes), then every commit of A..B that touched a protocol
-file, oldest first.
+file, oldest first. Each commit's verdicts are compared with the last commit that was judged:
+a commit the model refuses (not modelled) is listed as such and skipped.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from prefetch_check.sglang.checks import ReleaseCheck
+from prefetch_check.explorer.result import NOT_APPLICABLE, VERIFIED
+from prefetch_check.sglang.checks import CHECKED, ReleaseCheck
 from prefetch_check.sglang.trees import Tree
 from prefetch_check.sglang.git import commits_touching, files_at, resolve
 
@@ -25,7 +27,7 @@ def commit_trees(checkout: Path, revision_range: str, cache: Path) -> list[Tree]
     commits = [resolve(checkout, base)] + commits_touching(checkout, revision_range)
     trees = []
     for i, (sha, subject) in enumerate(commits):
-        label = f"{sha[:10]} {subject[:40]}" + (" (base)" if i == 0 else "")
+        label = f"{sha[:10]} {subject}" + (" (base)" if i == 0 else "")  # the whole subject: never cut mid-word
         trees.append(Tree(label, materialize(checkout, sha, cache)))
     return trees
 
@@ -47,26 +49,45 @@ def materialize(checkout: Path, sha: str, cache: Path) -> Path:
 
 @dataclass(frozen=True)
 class Change:
-    """A verdict (or the row's status) that differs from the previous commit's."""
+    """A verdict of the release's own predicate that differs from the last judged commit's, or a
+    commit that was not judged (refused: not modelled, not read, ...) and so skipped."""
 
-    what: str  # a property name, or "status"
-    before: str
-    after: str
-    at: str  # the label of the commit where it changed
+    what: str  # a property name, or REFUSED
+    before: str  # the verdict at the last judged commit ("-": none, the property or the commit)
+    after: str  # the verdict here; for a refused commit its status
+    at: str  # the label of the commit: sha10 and its whole subject
+    why: str = ""  # for a refused commit: why it got no verdicts
 
     def describe(self) -> str:
+        if self.what == REFUSED:
+            return f"{self.at}: {self.after}, skipped (later commits are compared with the last one judged): {self.why}"
         return f"{self.what}: {self.before} -> {self.after} at {self.at}"
 
     def as_json(self) -> dict:
-        return {"what": self.what, "before": self.before, "after": self.after, "at": self.at}
+        out = {"what": self.what, "before": self.before, "after": self.after, "at": self.at}
+        if self.what == REFUSED:
+            out["why"] = self.why
+        return out
+
+
+REFUSED = "refused"
 
 
 def changes(rows: list[ReleaseCheck]) -> list[Change]:
-    """Every status or verdict of the release's own predicate that changed from one tree to the next."""
+    """Every verdict of the release's own predicate that changed, each commit compared with the last
+    one that was judged; a commit without verdicts is listed as refused and skipped, so a regression
+    after it is still found. Where the commits before the first judged one were all refused, that
+    one's failing verdicts are listed (there is nothing to compare them with)."""
     out, previous = [], None
-    for row in rows:
-        current = {"status": row.status, **{p: v.verdict for p, v in row.verdicts("own").items()}}
-        if previous is not None:
+    for i, row in enumerate(rows):
+        if row.status != CHECKED:
+            out.append(Change(REFUSED, "", row.status, row.label, row.note))
+            continue
+        current = {p: v.verdict for p, v in row.verdicts("own").items()}
+        if previous is None:
+            if i > 0:
+                out += [Change(p, "-", v, row.label) for p, v in current.items() if v not in (VERIFIED, NOT_APPLICABLE)]
+        else:
             for what in dict.fromkeys([*previous, *current]):
                 before, after = previous.get(what, "-"), current.get(what, "-")
                 if before != after:

@@ -26,7 +26,7 @@ class Listing:
 
 
 def parse_index_output(text: str) -> list[str]:
-    """The versions of `pip index versions sglang` ("Available versions: 0.5.23, 0.5.22, ...")."""
+    """The versions of `pip index versions sglang --pre` ("Available versions: 0.5.23, 0.5.22, ...")."""
     m = re.search(r"Available versions:\s*(.+)", text)
     if m is None:
         return []
@@ -37,7 +37,7 @@ def list_releases(root: Path, runner: Runner = run_pip, refresh: bool = True) ->
     """Ask the index; on success cache the list. Unreachable: the cached list with its date, else an error."""
     cached = _read_cached(root)
     if refresh or cached is None:
-        result = runner(["index", "versions", "sglang"])
+        result = runner(["index", "versions", "sglang", "--pre"])  # pre-releases too: a range takes them with --pre
         versions = parse_index_output(result.stdout or "") if result.returncode == 0 else []
         if versions:
             listing = Listing(tuple(versions), datetime.now(timezone.utc).isoformat(timespec="seconds"))

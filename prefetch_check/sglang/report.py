@@ -15,40 +15,60 @@ from typing import Optional
 from rich.table import Table
 
 from prefetch_check import __version__
-from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VIOLATED
+from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
 from prefetch_check.model.source.detect import UNKNOWN
-from prefetch_check.sglang.checks import CHECKED, TRANSCRIPTION, PropertyVerdict, ReleaseCheck
+from prefetch_check.sglang.checks import ALL, CHECKED, DROPPED, TRANSCRIPTION, UPSTREAM, PropertyVerdict, ReleaseCheck
 from prefetch_check.sglang.history import Change
 from prefetch_check.sglang import verdict_cache
 
 COLUMNS = ("release", "predicate (file:Class.method)", "shape", "property", "release's predicate",
-           f"ours ({TRANSCRIPTION})")
+           "only without an upstream assumption", f"ours ({TRANSCRIPTION})")
+FAILING = (VIOLATED, BOUNDED)
 
 
 class Footnotes:
-    """Numbered trace commands, in the order the table shows them."""
+    """Numbered trace commands, in the order the table shows them: per violation the shortest case,
+    then every other case that violates the property."""
 
     def __init__(self):
-        self.notes: list[tuple[str, str]] = []  # (case, command)
+        self.notes: list[tuple] = []  # the Findings of each footnote, shortest first
 
     def add(self, verdict: PropertyVerdict) -> int:
-        case = f"{verdict.case} ({verdict.replaced})" if verdict.replaced else verdict.case
-        self.notes.append((case, verdict.command))
+        self.notes.append(verdict.cases)
         return len(self.notes)
+
+    def lines(self, markdown: bool = False) -> list[str]:
+        out = []
+        for number, cases in enumerate(self.notes, start=1):
+            first, rest = cases[0], cases[1:]
+            out.append(f"{number}. {first.label()}: `{first.command}`" if markdown
+                       else f"[{number}] {first.label()}: {first.command}")
+            out.append(f"    consequence: {first.consequence}")
+            if rest:
+                also = ", ".join(f"{f.case} ({f.steps} steps)" for f in rest)
+                out.append(f"    also violated in {also}; their commands are in the --json report")
+        return out
 
 
 def verdict_text(v: Optional[PropertyVerdict], notes: Footnotes, same_as: Optional[PropertyVerdict] = None) -> str:
-    """The cell of a verdict; a violation's command becomes a footnote, unless it shows the same
-    as `same_as` (our transcription's counterexample next to the release's own: same length)."""
+    """The cell of a verdict; a violation's commands become a footnote, unless it shows the same
+    as `same_as` (our transcription's counterexample next to the release's own: same length), and
+    the number of other cases that violate it follows."""
     if v is None:
         return ""
     if v.verdict == VIOLATED:
+        more = f" (+{len(v.cases) - 1} case{'s' if len(v.cases) > 2 else ''})" if len(v.cases) > 1 else ""
         if same_as is not None and same_as.verdict == VIOLATED and same_as.steps == v.steps:
-            return f"VIOLATED, {v.steps} steps"
-        return f"VIOLATED, {v.steps} steps [{notes.add(v)}]"
+            return f"VIOLATED, {v.steps} steps{more}"
+        return f"VIOLATED, {v.steps} steps [{notes.add(v)}]{more}"
     if v.verdict == NOT_APPLICABLE:
         return "n/a"
     return v.verdict
+
+
+def without_text(v: PropertyVerdict, notes: Footnotes) -> str:
+    """The cell of the findings only a scenario that drops an upstream assumption has: blank where none."""
+    return verdict_text(v, notes) if v.verdict in FAILING else ""
 
 
 def shape_lines(row: ReleaseCheck) -> list[str]:
@@ -67,39 +87,66 @@ def _short(predicate: str) -> str:
     return f"{path.rsplit('/', 1)[-1]}{sep}{qualname}"
 
 
-def rows_of(row: ReleaseCheck, notes: Footnotes) -> list[tuple[str, ...]]:
-    """The table lines of one tree."""
+def _marked(text: str, mark: str) -> str:
+    """A verdict cell with its mark against the baseline (baseline.py), if any."""
+    return f"{text} ({mark})" if mark and text else text
+
+
+def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, ...]]:
+    """The table lines of one tree: per property the release's verdict under upstream's assumptions,
+    what only the scenarios that drop one find, and ours under upstream's assumptions; with a
+    `base`line, the release's failing verdict marked against it where it shows."""
     shape = shape_lines(row)
     if row.status != CHECKED:
         why = f"{row.status}: {row.note}" if row.note else row.status
-        return [(row.label, _short(row.predicate), "\n".join(shape), "-", why, "")]
-    own, ours = row.verdicts("own"), row.verdicts("ours")
+        return [(row.label, _short(row.predicate), "\n".join(shape), "-", why, "", "")]
+    own, dropped = row.verdicts("own", UPSTREAM), row.verdicts("own", DROPPED)
+    ours = row.verdicts("ours", UPSTREAM)
+    marks = base.marks(row) if base is not None else {}
     props = list(own)
     out = []
     for i in range(max(len(props), len(shape))):
         prop = props[i] if i < len(props) else ""
+        mark = marks.get(prop, "")
+        in_dropped = bool(prop) and own[prop].verdict not in FAILING and dropped[prop].verdict in FAILING
         out.append((
             row.label if i == 0 else "",
             _short(row.predicate) if i == 0 else "",
             shape[i] if i < len(shape) else "",
             prop,
-            verdict_text(own.get(prop), notes),
+            _marked(verdict_text(own.get(prop), notes), "" if in_dropped else mark),
+            _marked(without_text(dropped[prop], notes), mark if in_dropped else "") if prop else "",
             verdict_text(ours.get(prop), notes, same_as=own.get(prop)),
         ))
     return out
 
 
-def table(rows: list[ReleaseCheck]) -> tuple[Table, list[str]]:
+def baseline_line(base) -> str:
+    """What the run is compared with: the baseline tree and what fails in it."""
+    failing = [f"{p} {v}" for p, v in base.verdicts.items() if v not in (VERIFIED, NOT_APPLICABLE)]
+    return (f"baseline: {base.label}: {', '.join(failing) or 'every property holds'}; only a violation it does not "
+            "have fails the run")
+
+
+def table(rows: list[ReleaseCheck], base=None) -> tuple[Table, list[str]]:
     """The rich table and its footnotes."""
     notes = Footnotes()
     t = Table(title="prefetch-check sglang")
     for column in COLUMNS:
         t.add_column(column, overflow="fold")
     for row in rows:
-        lines = rows_of(row, notes)
+        lines = rows_of(row, notes, base)
         for i, cells in enumerate(lines):
             t.add_row(*cells, end_section=(i == len(lines) - 1))
-    return t, [f"[{i}] {case}: {command}" for i, (case, command) in enumerate(notes.notes, start=1)]
+    return t, notes.lines()
+
+
+CHANGES_HEAD = "verdict changes (each commit compared with the last one judged):"
+
+
+def change_lines(changes: list[Change]) -> list[str]:
+    """`--commits`: one line per verdict transition or refused commit, under a heading."""
+    return [CHANGES_HEAD] + [f"  {c.describe()}" for c in changes] + [""] if changes else []
 
 
 def left_out(rows: list[ReleaseCheck]) -> list[str]:
@@ -117,7 +164,7 @@ def left_out(rows: list[ReleaseCheck]) -> list[str]:
 def _verdict_json(v: PropertyVerdict) -> dict:
     out = {"verdict": v.verdict}
     if v.verdict == VIOLATED:
-        out.update(steps=v.steps, case=v.case, command=v.command)
+        out.update(steps=v.steps, case=v.case, command=v.command, consequence=v.cases[0].consequence)
         if v.replaced:
             out["case_options_replaced"] = v.replaced
     if v.reason and v.verdict in (VIOLATED, BOUNDED):
@@ -125,7 +172,33 @@ def _verdict_json(v: PropertyVerdict) -> dict:
     return out
 
 
-def row_json(row: ReleaseCheck) -> dict:
+def _finding_json(f) -> dict:
+    out = {"case": f.case, "steps": f.steps, "command": f.command, "reason": f.reason, "consequence": f.consequence}
+    if f.replaced:
+        out["case_options_replaced"] = f.replaced
+    if f.drops_assumption:
+        out["drops_assumption"] = f.drops_assumption
+    return out
+
+
+def _property_json(whole: PropertyVerdict, upstream: PropertyVerdict, dropped: PropertyVerdict) -> dict:
+    """A property's verdict over every case (the shortest counterexample), then over the cases under
+    upstream's stated assumptions and over those that drop one, and every violating case."""
+    out = _verdict_json(whole)
+    out["upstream_assumptions"] = _verdict_json(upstream)
+    out["assumption_dropped"] = _verdict_json(dropped)
+    if whole.cases:
+        out["cases"] = [_finding_json(f) for f in whole.cases]
+    return out
+
+
+def _properties_json(row: ReleaseCheck) -> dict:
+    parts = {which: [row.verdicts(which, part) for part in (ALL, UPSTREAM, DROPPED)] for which in ("own", "ours")}
+    return {p: {"release": _property_json(*(v[p] for v in parts["own"])),
+                "transcription": _property_json(*(v[p] for v in parts["ours"]))} for p in row.properties()}
+
+
+def row_json(row: ReleaseCheck, base=None) -> dict:
     out = {
         "release": row.label,
         "status": row.status,
@@ -149,14 +222,17 @@ def row_json(row: ReleaseCheck) -> dict:
             "differing": [{"piece": p.name, "file": p.file, "line": p.line} for p in row.path_differs],
         }
     if row.status == CHECKED:
-        own, ours = row.verdicts("own"), row.verdicts("ours")
-        out["properties"] = {p: {"release": _verdict_json(own[p]), "transcription": _verdict_json(ours[p])} for p in own}
+        out["properties"] = _properties_json(row)
+        if base is not None:
+            for p, mark in base.marks(row).items():
+                out["properties"][p]["against_baseline"] = mark or "unchanged"
         out["runs"] = [{"case": run.case.name, "predicate": run.predicate, "cached": run.cached,
                         "states": run.summary["states"], "seconds": run.summary["seconds"]} for run in row.runs]
     return out
 
 
-def to_json(rows: list[ReleaseCheck], changes: list[Change], status: int, searched: int, from_cache: int) -> str:
+def to_json(rows: list[ReleaseCheck], changes: list[Change], status: int, searched: int, from_cache: int,
+            base=None) -> str:
     doc = {
         "tool": "prefetch-check sglang",
         "version": __version__,
@@ -164,8 +240,10 @@ def to_json(rows: list[ReleaseCheck], changes: list[Change], status: int, search
         "exit_status": status,
         "searches": searched,  # checks searched in this run (each distinct check once)
         "from_cache": from_cache,  # checks answered from the verdict cache
-        "releases": [row_json(r) for r in rows],
+        "releases": [row_json(r, base) for r in rows],
     }
+    if base is not None:
+        doc["baseline"] = base.as_json()
     if changes:
         doc["changes"] = [c.as_json() for c in changes]
     return json.dumps(doc, indent=1, default=str) + "\n"
@@ -178,17 +256,16 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", "<br>")
 
 
-def to_markdown(rows: list[ReleaseCheck], changes: list[Change]) -> str:
+def to_markdown(rows: list[ReleaseCheck], changes: list[Change], base=None) -> str:
     notes = Footnotes()
-    lines = ["## prefetch-check sglang", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines = ["## prefetch-check sglang", ""] + ([baseline_line(base), ""] if base is not None else []) + ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in rows:
-        for cells in rows_of(row, notes):
+        for cells in rows_of(row, notes, base):
             lines.append("| " + " | ".join(_cell(c) if c else " " for c in cells) + " |")
     lines.append("")
-    for i, (case, command) in enumerate(notes.notes, start=1):
-        lines.append(f"{i}. {case}: `{command}`")
+    lines += notes.lines(markdown=True)
     if changes:
-        lines += ["", "Verdict changes:", ""] + [f"- {c.describe()}" for c in changes]
+        lines += ["", CHANGES_HEAD, ""] + [f"- {c.describe()}" for c in changes]
     for line in left_out(rows):
         lines += ["", line]
     return "\n".join(lines) + "\n\n"

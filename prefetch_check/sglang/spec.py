@@ -1,7 +1,7 @@
 """What a SPEC of `prefetch-check sglang SPEC...` names, and the trees it expands to.
 
-A SPEC is a release (`0.5.20`), a range (`0.5.1..0.5.22`: every release the index lists in it,
-post releases included, those of the upper bound too), a path (an SGLang checkout, a
+A SPEC is a release (`0.5.20`, `0.5.0rc2`), a range (`0.5.1..0.5.22`: every release the index
+lists in it, post releases included, those of the upper bound too; pre-releases with `--pre`), a path (an SGLang checkout, a
 site-packages folder, an unpacked wheel) or `installed` (the sglang this Python would import,
 found without importing it).
 """
@@ -72,8 +72,9 @@ def parse_spec(text: str) -> Spec:
                             "or 'installed'")
 
 
-def expand(specs: list[str], releases: Callable[[], tuple[str, ...]]) -> list[Target]:
-    """The trees the SPECs name, in order, each once. `releases()` lists the index (asked only for a range)."""
+def expand(specs: list[str], releases: Callable[[], tuple[str, ...]], pre: bool = False) -> list[Target]:
+    """The trees the SPECs name, in order, each once. `releases()` lists the index (asked only for a
+    range); a range holds pre-releases (rc, dev) only with `pre` (pip's --pre)."""
     out: list[Target] = []
     seen = set()
 
@@ -88,7 +89,7 @@ def expand(specs: list[str], releases: Callable[[], tuple[str, ...]]) -> list[Ta
         if isinstance(spec, Release):
             add(Target(spec.version, version=spec.version))
         elif isinstance(spec, Range):
-            inside = [v for v in releases() if in_range(v, spec.low, spec.high)]
+            inside = [v for v in releases() if in_range(v, spec.low, spec.high, pre)]
             if not inside:
                 raise SglangSourceError(f"SPEC {text!r}: the package index lists no sglang release in this range")
             for v in inside:

@@ -1,0 +1,112 @@
+"""What a row of `prefetch-check sglang` says per property: the findings under upstream's stated
+assumptions apart from those only a scenario that drops one has (its `drops_assumption` key), every
+violating case, and footnote commands that run from any folder."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from prefetch_check.cli import main
+from sglang_fixtures import LATE_ONCE, tree
+
+pytestmark = pytest.mark.usefixtures("fixture_trees_followed")
+
+SCENARIOS = Path(__file__).parents[1] / "scenarios"
+
+
+def sglang(tmp_path: Path, capsys, tree_path: Path, *scenarios: str) -> tuple[int, dict]:
+    argv = ["sglang", str(tree_path), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--json", "-"]
+    for s in scenarios:
+        argv += ["--scenarios", str(SCENARIOS / s)]
+    status = main(argv)
+    return status, json.loads(capsys.readouterr().out)
+
+
+def table(tmp_path: Path, capsys, monkeypatch, tree_path: Path, *scenarios: str) -> str:
+    monkeypatch.setenv("COLUMNS", "400")
+    argv = ["sglang", str(tree_path), "--cache-dir", str(tmp_path / "cache"), "--quiet"]
+    for s in scenarios:
+        argv += ["--scenarios", str(SCENARIOS / s)]
+    main(argv)
+    return capsys.readouterr().out
+
+
+def test_a_finding_only_without_an_upstream_assumption_is_apart(tmp_path, capsys, monkeypatch):
+    """late2025 holds under upstream's assumptions; allocation failing on one rank only
+    (alloc-failure.toml, which drops that assumption) deadlocks it."""
+    late = tree(tmp_path / "late", *LATE_ONCE)
+    status, doc = sglang(tmp_path, capsys, late, "tp2.toml", "alloc-failure.toml")
+    [row] = doc["releases"]
+    progress = row["properties"]["progress"]["release"]
+    assert status == 1 and progress["verdict"] == "VIOLATED"  # the exit status counts every finding
+    assert progress["upstream_assumptions"]["verdict"] == "VERIFIED"
+    assert progress["assumption_dropped"]["verdict"] == "VIOLATED"
+    assert progress["assumption_dropped"]["case"] == "alloc-failure"
+    [case] = progress["cases"]
+    assert case["case"] == "alloc-failure" and "same outcome on every rank" in case["drops_assumption"]
+    out = table(tmp_path, capsys, monkeypatch, late, "tp2.toml", "alloc-failure.toml")
+    assert "only without an upstream assumption" in out
+    [line] = [l for l in out.splitlines() if "│ progress " in l]
+    cells = [c.strip() for c in line.split("│")]
+    assert cells[5] == "VERIFIED" and cells[6].startswith("VIOLATED, ")
+
+
+def test_every_violating_case_is_listed_and_its_command_runs_from_any_folder(tmp_path, capsys, monkeypatch):
+    seed = tree(tmp_path / "seed", "seed")  # the seed race: its predicate has no page-list test
+    status, doc = sglang(tmp_path, capsys, seed, "tp2.toml", "seed-race.toml")
+    [row] = doc["releases"]
+    early = row["properties"]["no_early_acceptance"]["release"]
+    assert status == 1 and {c["case"] for c in early["cases"]} == {"tp2", "seed-race"}
+    steps = [c["steps"] for c in early["cases"]]
+    assert steps == sorted(steps) and early["steps"] == steps[0]
+    assert all("drops_assumption" not in c for c in early["cases"])
+    out = table(tmp_path, capsys, monkeypatch, seed, "tp2.toml", "seed-race.toml")
+    assert "(+1 case)" in out
+    other = early["cases"][1]
+    assert f"also violated in {other['case']} ({other['steps']} steps)" in out
+    # the command of the longer case, from a folder with no scenarios/ in it
+    monkeypatch.chdir(tmp_path)
+    command = shlex.split(other["command"])
+    assert Path(command[2]).is_absolute()
+    assert main(command[1:] + ["--quiet", "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert len(shown["steps"]) == other["steps"] and shown["property"]["name"] == "no_early_acceptance"
+
+
+def test_a_scenario_that_drops_an_assumption_says_which(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('drops_assumption = 3\nranks = 1\n')
+    assert main(["run", str(bad), "--quiet"]) == 2
+    assert "drops_assumption must be a string" in capsys.readouterr().err
+
+
+def test_each_violation_says_its_consequence_for_a_serving_system(tmp_path, capsys, monkeypatch):
+    seed = tree(tmp_path / "seed", "seed")  # the seed race, and a page counted before it is written
+    _, doc = sglang(tmp_path, capsys, seed, "tp2.toml", "alloc-failure.toml")
+    props = doc["releases"][0]["properties"]
+    said = {p: v["release"]["consequence"] for p, v in props.items() if v["release"]["verdict"] == "VIOLATED"}
+    assert said["no_early_acceptance"].startswith("a prefetch lost (slower, output correct)")
+    assert said["data_integrity"].startswith("wrong KV data served")
+    assert said["tp_agreement"].startswith("request hangs: the ranks wait in different collectives")  # from its reason
+    assert said["deadlock_freedom"].startswith("request hangs")
+    assert all(c["consequence"] for v in props.values() for c in v["release"].get("cases", []))
+    out = table(tmp_path, capsys, monkeypatch, seed, "tp2.toml", "alloc-failure.toml")
+    assert f"    consequence: {said['data_integrity']}" in out.splitlines()
+
+
+def test_a_tree_without_storage_prefetch_says_so_plainly(tmp_path, capsys):
+    srt = tmp_path / "old" / "sglang" / "srt"
+    (srt / "mem_cache").mkdir(parents=True)
+    (srt / "managers").mkdir()
+    (srt / "mem_cache" / "hiradix_cache.py").write_text(
+        "class HiRadixCache:\n    def write_backup(self, node):\n        return 0\n")
+    (srt / "managers" / "cache_controller.py").write_text(
+        "class HiCacheController:\n    def load(self, host_indices):\n        return host_indices\n")
+    status, doc = sglang(tmp_path, capsys, tmp_path / "old", "tp2.toml")
+    [row] = doc["releases"]
+    assert status == 3 and row["status"] == "not modelled"
+    assert row["note"].startswith("this release has no storage prefetch") and "properties" not in row
