@@ -69,13 +69,14 @@ class Executor:
         try:
             baton.start()
             while True:
-                enabled = [m.name for m in baton.enabled()]
-                key = hashlib.blake2b(repr(run.key()).encode(), digest_size=16).digest()
                 depth = len(nodes)
+                replaying = depth < len(prefix)
+                enabled = [m.name for m in baton.enabled()] if replaying else run.rank_ample()
+                key = b"" if replaying else hashlib.blake2b(repr(run.key()).encode(), digest_size=16).digest()
                 if not enabled:
                     nodes.append(Node(key, [], None))
                     break
-                if depth < len(prefix):
+                if replaying:
                     choice = prefix[depth]
                     if choice not in enabled:
                         raise RuntimeError(f"replay diverged at step {depth}: {choice} not among {enabled}")

@@ -21,6 +21,7 @@ from prefetch_check.model.code.world.sync import Event, Lock, make_threading
 from prefetch_check.model.code.world.tree import TreeCore
 
 ROOT_NODE = 0
+GATE = "scheduler round"
 S_QUEUES = ("prefetch_hit_queue", "ack_prefetch_queue", "host_mem_release_queue")  # what the drain pops
 QUEUES = ("prefetch_queue", "prefetch_buffer", "prefetch_sync_queue", "backup_queue", "ack_backup_queue",
           "pp_prefetch_command_queue") + S_QUEUES
@@ -148,7 +149,7 @@ class Run:
         for q, handle in enumerate(rank.handles):
             cache.prefetch_from_storage(handle, ROOT_NODE, self.tokens(q))
         while True:
-            self.baton.point("scheduler round", lambda: self.round_enabled(rank))
+            self.baton.point(GATE, lambda: self.round_enabled(rank))
             rank.rounds += 1
             self.baton.observe(f"round {rank.rounds}")
             cache.check_hicache_events()
@@ -159,18 +160,47 @@ class Run:
                     self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens in the host tree")
 
     def round_enabled(self, rank: Rank) -> bool:
-        """A round starts when it has something to drain on every rank (MIN > 0), or a peer is a
-        round ahead (lockstep), or a policy other than wait_complete still has a request to check.
-        Rounds with nothing to drain are stuttering steps under wait_complete."""
+        """A round starts when a peer is a round ahead (lockstep), or when every scheduler waits at
+        its round start and there is something to drain on every rank (MIN > 0), or a policy other
+        than wait_complete still has a request to check. Rounds with nothing to drain are stuttering
+        steps under wait_complete; asking every scheduler to be at its round start makes this gate
+        depend on no step but the other gates (rank_ample relies on it)."""
         most = max(r.rounds for r in self.ranks)
         if rank.rounds < most:
             return True
-        if any(r.rounds < most for r in self.ranks):
+        if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
             return False
         for q in S_QUEUES:
             if min(getattr(r.cc, q).peek_size() for r in self.ranks) > 0:
                 return True
         return self.config.policy != "wait_complete" and any(r.waiting for r in self.ranks)
+
+    def _at_gate(self, rank: Rank) -> bool:
+        m = self.baton.threads[4 * rank.index]
+        return m.status == "parked" and m.point.label == GATE
+
+    def rank_ample(self) -> list[str]:
+        """A persistent set: the enabled threads of the first rank whose next steps no other rank
+        can interfere with. Ranks share only collectives and the round gate; a step of another rank
+        can reach this rank only by enabling one of its threads parked at a collective's leave, or
+        its scheduler parked at the round gate while it has something queued to drain. A rank with
+        neither qualifies; when none does, every enabled thread is explored."""
+        enabled = self.baton.enabled()
+        for rank in self.ranks:
+            mine = [m for m in enabled if m.rank == rank.index]
+            if not mine:
+                continue
+            ok = True
+            for m in self.baton.threads[4 * rank.index: 4 * rank.index + 4]:
+                if m.status != "parked" or m in mine:
+                    continue
+                if "leave" in m.point.label:
+                    ok = False
+                elif m.point.label == GATE and any(getattr(rank.cc, q).peek_size() for q in S_QUEUES):
+                    ok = False
+            if ok:
+                return [m.name for m in mine]
+        return [m.name for m in enabled]
 
     def key(self) -> tuple:
         ranks = tuple((r.rounds, tuple(r.waiting), tuple(sorted(r.resolved.items())),

@@ -30,11 +30,12 @@ class HostPool:
         self.storage_format_tag = None
         world.register(self)
 
-    # ---- the pool API the scheduler thread uses (rank-local, the scheduler's own: no point)
+    # ---- the pool API: alloc and free are points (IO writes into the same slots), the size is not
     def available_size(self) -> int:
         return self.status.count(FREE)
 
     def alloc(self, need_size: int):
+        self.world.baton.point(f"alloc {need_size} host slots (rank {self.rank})")
         if need_size % self.page_size or need_size > self.available_size():
             return None
         slots = [i for i, s in enumerate(self.status) if s == FREE][:need_size]
@@ -44,6 +45,7 @@ class HostPool:
         return Tensor(slots)
 
     def free(self, indices, pool=None) -> None:
+        self.world.baton.point(f"free host slots {indices.data} (rank {self.rank})")
         site = self.world.baton.current().point.site if self.world.baton.current() else "?"
         for i in indices.data:
             if self.status[i] == FREE:
