@@ -67,6 +67,7 @@ class CodeLimits:
     max_seconds: float = 120.0
     max_depth: int = 2_000
     stop_on_first: bool = False
+    reduce: bool = True  # the rank-level persistent set (off: every enabled thread at every state)
     child_cpu_seconds: int = 900
     child_memory_bytes: int = 2 << 30
 
@@ -108,6 +109,7 @@ class CodeResult:
     bound: str  # what cut the search when not exhaustive
     not_modelled: list[str]
     peak_rss_kib: int = 0
+    not_judged: dict = field(default_factory=dict)  # property -> why this configuration cannot judge it
 
     @classmethod
     def from_json(cls, data: dict) -> "CodeResult":

@@ -61,7 +61,7 @@ class Executor:
         op_mod = self.modules.get(loader.HYBRID) if hasattr(self.modules.get(loader.HYBRID), "PrefetchOperation") else ctrl
         hooks.install(op_mod.PrefetchOperation, ctrl.PrefetchAck, self.holder)
 
-    def run(self, prefix: list[str], seen: Optional[set], max_depth: int) -> RunOutcome:
+    def run(self, prefix: list[str], seen: Optional[set], max_depth: int, reduce: bool = True) -> RunOutcome:
         run = Run(self.modules, self.config, self.holder, self.roots)
         baton = run.baton
         nodes: list[Node] = []
@@ -71,7 +71,7 @@ class Executor:
             while True:
                 depth = len(nodes)
                 replaying = depth < len(prefix)
-                enabled = [m.name for m in baton.enabled()] if replaying else run.rank_ample()
+                enabled = [m.name for m in baton.enabled()] if replaying or not reduce else run.rank_ample()
                 key = b"" if replaying else hashlib.blake2b(repr(run.key()).encode(), digest_size=16).digest()
                 if not enabled:
                     nodes.append(Node(key, [], None))

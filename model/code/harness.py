@@ -39,6 +39,7 @@ class Rank:
     handles: list
     waiting: list
     resolved: dict = field(default_factory=dict)  # request -> tokens its tree held when it was admitted
+    admitted_round: dict = field(default_factory=dict)  # request -> the round check_prefetch_progress said True
     rounds: int = 0
 
 
@@ -157,6 +158,7 @@ class Run:
                 if cache.check_prefetch_progress(rank.handles[q]):
                     rank.waiting.remove(q)
                     rank.resolved[q] = rank.tree.held.get(q, 0)
+                    rank.admitted_round[q] = rank.rounds
                     self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens in the host tree")
 
     def round_enabled(self, rank: Rank) -> bool:

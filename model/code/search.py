@@ -9,7 +9,7 @@ import resource
 import time
 
 from prefetch_check.model.code.config import CodeLimits, CodeResult, Step, Violation
-from prefetch_check.model.code.verdicts import NOT_JUDGED, PROPERTIES
+from prefetch_check.model.code.verdicts import PROPERTIES, not_judged
 
 
 def explore(executor, limits: CodeLimits) -> CodeResult:
@@ -28,7 +28,7 @@ def explore(executor, limits: CodeLimits) -> CodeResult:
             bound = f"{limits.max_seconds:g} s"
             break
         prefix = stack.pop()
-        out = executor.run(prefix, seen, limits.max_depth)
+        out = executor.run(prefix, seen, limits.max_depth, limits.reduce)
         runs += 1
         if out.end == "depth":
             bound = bound or f"runs longer than {limits.max_depth} steps"
@@ -57,12 +57,14 @@ def explore(executor, limits: CodeLimits) -> CodeResult:
     if not_modelled and not bound:
         bound = "a path not modelled"
     verdicts = {}
+    skipped = not_judged(executor.config)
     for p in PROPERTIES:
         if p in violations:
             verdicts[p] = "VIOLATED"
-        elif p in NOT_JUDGED:
+        elif p in skipped:
             verdicts[p] = "NOT JUDGED"
         else:
             verdicts[p] = "VERIFIED" if exhaustive else "BOUNDED"
     return CodeResult(verdicts, violations, runs, len(seen), round(time.monotonic() - start, 3), exhaustive,
-                      bound, sorted(not_modelled), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+                      bound, sorted(not_modelled), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                      {p: skipped[p] for p in PROPERTIES if p in skipped and p not in violations})

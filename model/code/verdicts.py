@@ -31,6 +31,15 @@ class Finding:
     step: int
 
 
+def not_judged(config) -> dict[str, str]:
+    """The properties a configuration cannot judge, with the reason."""
+    out = dict(NOT_JUDGED)
+    if config.policy != "wait_complete" or not config.undisturbed() or config.pool_pages() < config.pages * config.requests:
+        out["wait_complete_delivers"] = ("judged only under wait_complete with nothing disturbing the request "
+                                         "(no short read, no storage exception, room in the host pool)")
+    return out
+
+
 def judge(run, terminal: bool) -> list[Finding]:
     out = [Finding(f.prop, f.message, f.consequence, f.site, f.step) for f in run.world.faults]
     steps = len(run.baton.steps)
@@ -75,6 +84,10 @@ def _terminal(run, steps: int) -> list[Finding]:
             out.append(Finding("host_memory", f"rank {r.index}: {queued} release-queue entries no drain will free "
                                "(a drain pops the MIN over the ranks)", LEAK, "", steps))
     for q in range(cfg.requests):
+        rounds = [r.admitted_round.get(q) for r in run.ranks]
+        if len(set(rounds)) > 1:
+            out.append(Finding("tp_agreement", f"req{q}: check_prefetch_progress admits it in rounds {rounds} on the "
+                               "ranks (its rank_consensus wants the same result on every rank)", SPLIT, "", steps))
         got = [r.resolved.get(q) for r in run.ranks]
         if len(set(got)) > 1:
             out.append(Finding("tp_agreement", f"req{q}: the ranks' host trees hold {got} tokens at admission",

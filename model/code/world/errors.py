@@ -6,8 +6,9 @@ from __future__ import annotations
 import sys
 
 
-class NotModelled(Exception):
-    """The prefetch path called something that is neither its own code nor a stand-in."""
+class NotModelled(BaseException):
+    """The prefetch path called something that is neither its own code nor a stand-in (a
+    BaseException, so the path's own `except Exception` cannot turn it into a silent 0 hits)."""
 
     def __init__(self, callee: str, site: str):
         super().__init__(f"not modelled: {callee} at {site}")
