@@ -65,37 +65,39 @@ class Executor:
         run = Run(self.modules, self.config, self.holder, self.roots)
         baton = run.baton
         nodes: list[Node] = []
-        end = "terminal"
-        try:
-            baton.start()
-            while True:
-                depth = len(nodes)
-                replaying = depth < len(prefix)
-                enabled = [m.name for m in baton.enabled()] if replaying or not reduce else run.rank_ample()
-                key = b"" if replaying else hashlib.blake2b(repr(run.key()).encode(), digest_size=16).digest()
-                if not enabled:
-                    nodes.append(Node(key, [], None))
-                    break
-                if replaying:
-                    choice = prefix[depth]
-                    if choice not in enabled:
-                        raise RuntimeError(f"replay diverged at step {depth}: {choice} not among {enabled}")
-                else:
-                    if seen is not None:
-                        if key in seen:
-                            nodes.append(Node(key, enabled, None))
-                            end = "seen"
-                            break
-                        seen.add(key)
-                    if depth >= max_depth:
+        ending = ["terminal"]
+
+        def decide():
+            depth = len(nodes)
+            replaying = depth < len(prefix)
+            enabled = [m.name for m in baton.enabled()] if replaying or not reduce else run.rank_ample()
+            key = b"" if replaying else hashlib.blake2b(repr(run.key()).encode(), digest_size=16).digest()
+            if not enabled:
+                nodes.append(Node(key, [], None))
+                return None
+            if replaying:
+                choice = prefix[depth]
+                if choice not in enabled:
+                    raise RuntimeError(f"replay diverged at step {depth}: {choice} not among {enabled}")
+            else:
+                if seen is not None:
+                    if key in seen:
                         nodes.append(Node(key, enabled, None))
-                        end = "depth"
-                        break
-                    choice = enabled[0]
-                nodes.append(Node(key, enabled, choice))
-                baton.step(next(m for m in baton.threads if m.name == choice))
-            findings = verdicts.judge(run, end == "terminal")
+                        ending[0] = "seen"
+                        return None
+                    seen.add(key)
+                if depth >= max_depth:
+                    nodes.append(Node(key, enabled, None))
+                    ending[0] = "depth"
+                    return None
+                choice = enabled[0]
+            nodes.append(Node(key, enabled, choice))
+            return next(m for m in baton.threads if m.name == choice)
+
+        try:
+            baton.run(decide)
+            findings = verdicts.judge(run, ending[0] == "terminal")
         finally:
             baton.abandon()
         nm = sorted({f.message for f in findings if f.prop == "not_modelled"})
-        return RunOutcome(nodes, end, findings, baton.steps, nm)
+        return RunOutcome(nodes, ending[0], findings, baton.steps, nm)
