@@ -95,7 +95,7 @@ class Run:
         cc.pp_prefetch_state_lock = Lock(w, f"r{i}.pp_state_lock")
         cc.write_queue, cc.ack_write_queue, cc.ack_load_queue = [], [], []
         cc.enable_storage = True
-        cc.get_hash_str = lambda key, prior=None: self._hashes(key, prior)  # 0.5.19 binds it at attach
+        cc.get_hash_str = lambda key, prior=None, page_size=None: self._hashes(key, prior)  # 0.5.19 binds it at attach
         cc.page_get_func = cc._generic_page_get
         cc.tp_world_size = cfg.ranks
         cc.is_kv_sharded = False

@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 import greenlet
 
-from prefetch_check.model.code.world.errors import Abandon, NotModelled, caller_site
+from prefetch_check.model.code.world.errors import Abandon, NotModelled, WorldFault, caller_site
 
 
 @dataclass
@@ -127,7 +127,10 @@ class Baton:
             m.status, m.error = "dead", (str(exc), exc.site, traceback.format_exc(limit=-8))
         except BaseException as exc:  # the thread dies: that is what no_crash judges
             m.status = "dead"
-            m.error = (f"{type(exc).__name__}: {exc}", _raise_site(exc, self.roots), traceback.format_exc(limit=-8))
+            message = f"{type(exc).__name__}: {exc}"
+            if _raised_in_stand_in(exc):  # our fault, not the code's: never a no_crash verdict
+                message = f"not modelled: a stand-in failed ({message})"
+            m.error = (message, _raise_site(exc, self.roots), traceback.format_exc(limit=-8))
 
     def enabled(self) -> list[Managed]:
         return [m for m in self.threads if m.status == "parked" and m.point.enabled()]
@@ -146,6 +149,16 @@ class Baton:
 
 def _always() -> bool:
     return True
+
+
+def _raised_in_stand_in(exc: BaseException) -> bool:
+    if isinstance(exc, WorldFault):
+        return False
+    frames = list(traceback.walk_tb(exc.__traceback__))
+    return bool(frames) and _HERE in frames[-1][0].f_code.co_filename
+
+
+_HERE = __file__.rsplit("/", 1)[0] + "/"
 
 
 def _raise_site(exc: BaseException, roots: tuple[str, ...]) -> str:

@@ -15,6 +15,11 @@ class NotModelled(BaseException):
         self.callee, self.site = callee, site
 
 
+class WorldFault:
+    """Marks an exception a stand-in raises on purpose (a configured storage error): it is the
+    world failing, so a thread it kills is a no_crash finding, not a stand-in bug."""
+
+
 class Abandon(BaseException):
     """Raised at a scheduling point when the scheduler ends the run: unwinds the thread."""
 

@@ -4,7 +4,12 @@ Only that rank's prefetch and IO threads call it, so its calls are not schedulin
 
 from __future__ import annotations
 
+from prefetch_check.model.code.world.errors import WorldFault
 from prefetch_check.model.code.world.radix import page_of
+
+
+class StorageUnavailable(ConnectionError, WorldFault):
+    """The configured backend error of a rank's existence query."""
 
 
 class StorageBackend:
@@ -14,7 +19,7 @@ class StorageBackend:
 
     def batch_exists(self, keys, extra_info=None) -> int:
         if self.query_raises:
-            raise ConnectionError(f"storage backend of rank {self.rank} unreachable (configured)")
+            raise StorageUnavailable(f"storage backend of rank {self.rank} unreachable (configured)")
         n = 0
         for key in keys:
             if page_of(key) >= self.hits:
