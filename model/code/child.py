@@ -39,7 +39,7 @@ def main() -> int:
     from prefetch_check.model.code.search import explore
 
     config = CodeConfig.from_json(request["config"])
-    limits = CodeLimits(**request.get("limits", {}))
+    limits = CodeLimits(**{k: tuple(v) if isinstance(v, list) else v for k, v in request.get("limits", {}).items()})
     try:
         executor = Executor(request["srt"], config)
     except Exception as exc:  # the tree does not load under the stubs: say where

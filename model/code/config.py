@@ -24,6 +24,7 @@ class CodeConfig:
     query_raises: Optional[tuple[bool, ...]] = None  # the existence query raises on that rank
     host_pages: Optional[int] = None  # host pool size in pages (None: room for every request)
     threshold_pages: int = 1  # the tree's prefetch_threshold, in pages
+    reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
@@ -43,7 +44,11 @@ class CodeConfig:
         return bool(self.query_raises[rank]) if self.query_raises is not None else False
 
     def pool_pages(self) -> int:
-        return self.host_pages if self.host_pages is not None else self.pages * self.requests
+        """Room for every request (twice with reissue: the first fetch stays in the tree)."""
+        return self.host_pages if self.host_pages is not None else self.pages * self.requests * (2 if self.reissue else 1)
+
+    def needed_pages(self) -> int:
+        return self.pages * self.requests * (2 if self.reissue else 1)
 
     def undisturbed(self) -> bool:
         """No short read, no exception: wait_complete must then deliver the agreed hits."""
@@ -67,6 +72,7 @@ class CodeLimits:
     max_seconds: float = 120.0
     max_depth: int = 2_000
     stop_on_first: bool = False
+    stop_on: tuple[str, ...] = ()  # stop once every one of these properties is violated
     reduce: bool = True  # the rank-level persistent set (off: every enabled thread at every state)
     child_cpu_seconds: int = 900
     child_memory_bytes: int = 2 << 30

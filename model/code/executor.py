@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from prefetch_check.model.code import hooks, loader, stubs, verdicts
+from prefetch_check.model.code import hooks, identity, loader, stubs, verdicts
 from prefetch_check.model.code.config import CodeConfig
 from prefetch_check.model.code.harness import Run
 from prefetch_check.model.code.world.torch_stub import make_torch
@@ -60,6 +60,7 @@ class Executor:
         ctrl = self.modules[loader.CONTROLLER]
         op_mod = self.modules.get(loader.HYBRID) if hasattr(self.modules.get(loader.HYBRID), "PrefetchOperation") else ctrl
         hooks.install(op_mod.PrefetchOperation, ctrl.PrefetchAck, self.holder)
+        identity.install(self.modules[loader.CACHE].UnifiedRadixCache, op_mod.PrefetchOperation, self.holder)
 
     def run(self, prefix: list[str], seen: Optional[set], max_depth: int, reduce: bool = True) -> RunOutcome:
         run = Run(self.modules, self.config, self.holder, self.roots)

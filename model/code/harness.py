@@ -149,17 +149,23 @@ class Run:
         cache = rank.cache
         for q, handle in enumerate(rank.handles):
             cache.prefetch_from_storage(handle, ROOT_NODE, self.tokens(q))
+        reissued: set = set()
         while True:
             self.baton.point(GATE, lambda: self.round_enabled(rank))
             rank.rounds += 1
             self.baton.observe(f"round {rank.rounds}")
             cache.check_hicache_events()
             for q in list(rank.waiting):
+                self.world.draining = None
                 if cache.check_prefetch_progress(rank.handles[q]):
                     rank.waiting.remove(q)
                     rank.resolved[q] = rank.tree.held.get(q, 0)
                     rank.admitted_round[q] = rank.rounds
                     self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens in the host tree")
+                    if self.config.reissue and q not in reissued:  # retracted: SCH re-adds it to the queue
+                        reissued.add(q)
+                        cache.prefetch_from_storage(rank.handles[q], ROOT_NODE, self.tokens(q))
+                        rank.waiting.append(q)
 
     def round_enabled(self, rank: Rank) -> bool:
         """A round starts when a peer is a round ahead (lockstep), or when every scheduler waits at

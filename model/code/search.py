@@ -45,6 +45,9 @@ def explore(executor, limits: CodeLimits) -> CodeResult:
         if limits.stop_on_first and violations:
             bound = "stopped at the first violation"
             break
+        if limits.stop_on and all(p in violations for p in limits.stop_on):
+            bound = f"stopped once {', '.join(limits.stop_on)} were violated"
+            break
         # alternatives at every node this run expanded (those past the replayed prefix)
         for depth in range(len(out.nodes) - 1, len(prefix) - 1, -1):
             node = out.nodes[depth]

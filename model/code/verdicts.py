@@ -11,7 +11,7 @@ PROPERTIES = ("no_early_acceptance", "wait_complete_delivers", "tp_agreement", "
               "no_crash", "operation_identity", "progress", "deadlock_freedom")
 NOT_JUDGED = {
     "no_early_acceptance": "the executor's policies (wait_complete, best_effort) have no acceptance predicate to race",
-    "operation_identity": "needs a re-issued request (retraction or retry), which the executor's configurations do not make yet",
+    "operation_identity": "needs a re-issued request: CodeConfig(reissue=True)",
 }
 
 CRASH = "a thread of the serving process died: the scheduler crashes or the rank stops prefetching"
@@ -34,7 +34,9 @@ class Finding:
 def not_judged(config) -> dict[str, str]:
     """The properties a configuration cannot judge, with the reason."""
     out = dict(NOT_JUDGED)
-    if config.policy != "wait_complete" or not config.undisturbed() or config.pool_pages() < config.pages * config.requests:
+    if config.reissue:
+        out.pop("operation_identity")
+    if config.policy != "wait_complete" or not config.undisturbed() or config.pool_pages() < config.needed_pages():
         out["wait_complete_delivers"] = ("judged only under wait_complete with nothing disturbing the request "
                                          "(no short read, no storage exception, room in the host pool)")
     return out
@@ -50,7 +52,7 @@ def judge(run, terminal: bool) -> list[Finding]:
                 out.append(Finding("not_modelled", message, "the executor cannot judge this path", site, steps))
             else:
                 out.append(Finding("no_crash", f"{m.name} (rank {m.rank} {m.role} thread) died: {message}", CRASH, site, steps))
-    if terminal:
+    if terminal and not any(f.prop == "not_modelled" for f in out):  # a thread stopped by us proves nothing
         out.extend(_terminal(run, steps))
     return out
 
@@ -94,7 +96,7 @@ def _terminal(run, steps: int) -> list[Finding]:
                                SPLIT, "", steps))
         agreed = min(cfg.hits_of(i) for i in range(cfg.ranks)) * cfg.page_size
         want = agreed if agreed >= cfg.threshold_pages * cfg.page_size else 0
-        if cfg.policy == "wait_complete" and cfg.undisturbed() and cfg.pool_pages() >= cfg.pages * cfg.requests:
+        if cfg.policy == "wait_complete" and cfg.undisturbed() and cfg.pool_pages() >= cfg.needed_pages():
             short = [(r.index, g) for r, g in zip(run.ranks, got) if g is not None and g < want]
             if short:
                 out.append(Finding("wait_complete_delivers", f"req{q}: admitted with {short} (rank, tokens) in the host "

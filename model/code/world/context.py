@@ -18,6 +18,20 @@ class Fault:
     step: int
 
 
+class Strict:
+    """A stand-in whose missing attributes are not modelled (never an AttributeError the code
+    under test could take for its own bug, or catch)."""
+
+    _pc_what = "stand-in"
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name.startswith("_pc"):
+            raise AttributeError(name)
+        from prefetch_check.model.code.world.errors import NotModelled, caller_site
+
+        raise NotModelled(f"{self._pc_what}.{name}", caller_site(self.__dict__["world"].baton.roots))
+
+
 @dataclass
 class World:
     baton: Any  # scheduler.Baton
@@ -25,6 +39,7 @@ class World:
     faults: list[Fault] = field(default_factory=list)
     labels: dict[int, str] = field(default_factory=dict)  # id(object) -> stable label
     counters: dict[str, int] = field(default_factory=dict)
+    draining: Any = None  # the operation the scheduler's drain last took (identity.py)
 
     def register(self, part) -> None:
         self.parts.append(part)

@@ -5,6 +5,8 @@ what IO wrote into each slot for data_integrity."""
 
 from __future__ import annotations
 
+from prefetch_check.model.code.world.context import Strict
+
 import contextlib
 
 from prefetch_check.model.code.world.torch_stub import Tensor
@@ -19,7 +21,9 @@ class _Entry:
         self.name = "KV"
 
 
-class HostPool:
+class HostPool(Strict):
+    _pc_what = "mem_pool_host"
+
     def __init__(self, world, rank: int, size: int, page_size: int):
         self.world, self.rank, self.size, self.logical_size, self.page_size = world, rank, size, size, page_size
         self.status = [FREE] * size

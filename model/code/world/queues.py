@@ -45,6 +45,10 @@ class Queue:
                 raise Empty()
         item = self.items.popleft()
         self.world.baton.observe(f"got {self.world.label(item)}")
+        if self.name.endswith(".prefetch_hit_queue"):
+            self.world.draining = item
+        elif self.name.endswith(".ack_prefetch_queue"):
+            self.world.draining = getattr(item, "operation", None)
         return item
 
     def get_nowait(self):

@@ -4,6 +4,8 @@ Only that rank's prefetch and IO threads call it, so its calls are not schedulin
 
 from __future__ import annotations
 
+from prefetch_check.model.code.world.context import Strict
+
 from prefetch_check.model.code.world.errors import WorldFault
 from prefetch_check.model.code.world.radix import page_of
 
@@ -12,7 +14,9 @@ class StorageUnavailable(ConnectionError, WorldFault):
     """The configured backend error of a rank's existence query."""
 
 
-class StorageBackend:
+class StorageBackend(Strict):
+    _pc_what = "storage_backend"
+
     def __init__(self, world, rank: int, hits: int, failing: frozenset[int], query_raises: bool, page_size: int):
         self.world, self.rank, self.hits, self.failing = world, rank, hits, failing
         self.query_raises, self.page_size = query_raises, page_size

@@ -4,6 +4,8 @@ data_integrity (each page handed to it was written by IO with that page's data).
 
 from __future__ import annotations
 
+from prefetch_check.model.code.world.context import Strict
+
 from dataclasses import dataclass, field
 
 from prefetch_check.model.code.world.radix import storage_hashes
@@ -22,7 +24,9 @@ class _Lock:
         return None
 
 
-class TreeCore:
+class TreeCore(Strict):
+    _pc_what = "tree_core"
+
     def __init__(self, world, rank: int, pool, page_size: int):
         self.world, self.rank, self.pool = world, rank, pool
         self.page_size, self.enable_storage, self.is_eagle = page_size, True, False
