@@ -54,3 +54,9 @@ def test_the_executor_modules_are_kept_and_an_older_cache_is_completed(tmp_path)
     fetch_release("0.5.23", cache, online)
     assert online.calls == 1 and (srt / "utils/poll_timer.py").is_file()
     assert "wanted" in json.loads(source.read_text())
+
+
+def test_every_file_the_executor_runs_is_kept_by_a_fetch():
+    from prefetch_check.model.code.loader import REAL
+
+    assert set(REAL) <= set(PROTOCOL_FILES)
