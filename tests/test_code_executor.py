@@ -158,3 +158,19 @@ def test_a_thread_stopped_as_not_modelled_gives_no_other_verdict():
     result = check_tree(release("0.5.23"), CodeConfig(ranks=1, host_pages=1), LIMITS)  # the pool must evict
     assert result.not_modelled == ["not modelled: tree_core.drive_host_eviction at mem_cache/unified_radix_cache.py:1441"]
     assert not result.violations and "VERIFIED" not in result.verdicts.values()
+
+
+def test_aborts_are_clean_in_0_5_23_and_a_dropped_tail_release_leaks(tmp_path):
+    """abort_round=1: the request is aborted in the round its hit is drained (allocated, IO under
+    way); the tail comes back through the completed_req ACK. Without that release the slots leak."""
+    srt = release("0.5.23")
+    config = CodeConfig(ranks=1, abort_round=1)
+    result = check_tree(srt, config, LIMITS)
+    assert result.exhaustive and clean(result) and "wait_complete_delivers" in result.not_judged
+    leaky = edited(tmp_path, srt, "mem_cache/unified_radix_cache.py",
+                   "                    if operation.ack_releases_incomplete_host_indices:\n",
+                   "                    if False:\n")
+    found = check_tree(leaky, config, LIMITS).violations["host_memory"]
+    assert found.message == "rank 0: host slots [0, 1] still held by no one when every thread is idle"
+    assert found.consequence.startswith("host memory leaked")
+

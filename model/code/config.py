@@ -25,6 +25,7 @@ class CodeConfig:
     host_pages: Optional[int] = None  # host pool size in pages (None: room for every request)
     threshold_pages: int = 1  # the tree's prefetch_threshold, in pages
     reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
+    abort_round: Optional[int] = None  # in this scheduler round every waiting request is aborted instead of checked
 
     def __post_init__(self):
         if self.policy not in POLICIES:
@@ -51,8 +52,8 @@ class CodeConfig:
         return self.pages * self.requests * (2 if self.reissue else 1)
 
     def undisturbed(self) -> bool:
-        """No short read, no exception: wait_complete must then deliver the agreed hits."""
-        return not any(self.failing_of(r) or self.raises_of(r) for r in range(self.ranks))
+        """No short read, no exception, no abort: wait_complete must then deliver the agreed hits."""
+        return self.abort_round is None and not any(self.failing_of(r) or self.raises_of(r) for r in range(self.ranks))
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

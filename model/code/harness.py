@@ -155,6 +155,12 @@ class Run:
             rank.rounds += 1
             self.baton.observe(f"round {rank.rounds}")
             cache.check_hicache_events()
+            if rank.rounds == self.config.abort_round:  # SCH's abort path: tree_cache.finish -> release_aborted_request
+                for q in list(rank.waiting):
+                    self.world.draining = None
+                    cache.release_aborted_request(rank.handles[q])
+                    rank.waiting.remove(q)
+                    self.baton.observe(f"aborted req{q}")
             for q in list(rank.waiting):
                 self.world.draining = None
                 if cache.check_prefetch_progress(rank.handles[q]):
