@@ -174,3 +174,19 @@ def test_aborts_are_clean_in_0_5_23_and_a_dropped_tail_release_leaks(tmp_path):
     assert found.message == "rank 0: host slots [0, 1] still held by no one when every thread is idle"
     assert found.consequence.startswith("host memory leaked")
 
+
+
+@pytest.mark.parametrize("edit", [None, "return_before_collective"])
+def test_the_rank_persistent_set_changes_no_verdict(tmp_path, edit):
+    """Cross-check of the reduction on a configuration small enough to search without it (rank 0
+    misses, rank 1 holds its one page). It once exposed a probe that mixed up the ranks' drains."""
+    srt = release("0.5.23")
+    if edit is not None:
+        rel, old, new, _, _ = EDITS[edit]
+        srt = edited(tmp_path, srt, rel, old, new)
+    config = CodeConfig(ranks=2, pages=1, hits=(0, 1))
+    reduced = check_tree(srt, config, LIMITS)
+    full = check_tree(srt, config, CodeLimits(max_seconds=120, reduce=False))
+    assert reduced.exhaustive and full.exhaustive
+    assert reduced.verdicts == full.verdicts
+    assert reduced.states < full.states

@@ -157,12 +157,12 @@ class Run:
             cache.check_hicache_events()
             if rank.rounds == self.config.abort_round:  # SCH's abort path: tree_cache.finish -> release_aborted_request
                 for q in list(rank.waiting):
-                    self.world.draining = None
+                    self.world.draining.pop(rank.index, None)
                     cache.release_aborted_request(rank.handles[q])
                     rank.waiting.remove(q)
                     self.baton.observe(f"aborted req{q}")
             for q in list(rank.waiting):
-                self.world.draining = None
+                self.world.draining.pop(rank.index, None)
                 if cache.check_prefetch_progress(rank.handles[q]):
                     rank.waiting.remove(q)
                     rank.resolved[q] = rank.tree.held.get(q, 0)

@@ -43,7 +43,8 @@ def _probe(real, name, op_cls, holder):
             acting, request = first, request_of(first)
         else:
             request = first
-            drained = world.draining
+            me = world.baton.current()
+            drained = world.draining.get(me.rank) if me is not None else None
             acting = drained if drained is not None and request_of(drained) == request else None
         entry = self.ongoing_prefetch.get(request)
         current = operation_of(entry, op_cls) if entry is not None else None

@@ -39,7 +39,7 @@ class World:
     faults: list[Fault] = field(default_factory=list)
     labels: dict[int, str] = field(default_factory=dict)  # id(object) -> stable label
     counters: dict[str, int] = field(default_factory=dict)
-    draining: Any = None  # the operation the scheduler's drain last took (identity.py)
+    draining: dict = field(default_factory=dict)  # rank -> the operation its drain last took (identity.py)
 
     def register(self, part) -> None:
         self.parts.append(part)

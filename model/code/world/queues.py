@@ -45,10 +45,11 @@ class Queue:
                 raise Empty()
         item = self.items.popleft()
         self.world.baton.observe(f"got {self.world.label(item)}")
-        if self.name.endswith(".prefetch_hit_queue"):
-            self.world.draining = item
-        elif self.name.endswith(".ack_prefetch_queue"):
-            self.world.draining = getattr(item, "operation", None)
+        me = self.world.baton.current()
+        if me is not None and self.name.endswith(".prefetch_hit_queue"):
+            self.world.draining[me.rank] = item
+        elif me is not None and self.name.endswith(".ack_prefetch_queue"):
+            self.world.draining[me.rank] = getattr(item, "operation", None)
         return item
 
     def get_nowait(self):
