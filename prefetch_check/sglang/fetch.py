@@ -2,7 +2,8 @@
 
 The wheel (~40 MB) is unpacked to `<cache>/<version>/sglang/srt/...` and deleted; a
 `SOURCE.json` written last marks the folder complete, so an interrupted fetch is redone and
-a second run reads the cache without touching the network.
+a second run reads the cache without touching the network. It records the file list it was
+fetched for (`wanted`); a folder fetched before a file joined PROTOCOL_FILES is fetched again.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from prefetch_check.sglang.cache import cached_versions, release_dir
 from prefetch_check.sglang.errors import SglangSourceError
-from prefetch_check.sglang.locate import member_to_rel
+from prefetch_check.sglang.locate import PROTOCOL_FILES, member_to_rel
 from prefetch_check.sglang.pip import Runner, last_error_line, run_pip
 
 SOURCE_FILE = "SOURCE.json"
@@ -26,8 +27,17 @@ SOURCE_FILE = "SOURCE.json"
 def fetch_release(version: str, root: Path, runner: Runner = run_pip) -> Path:
     """The cached sglang/srt folder of `version`, downloading it first if it is not cached."""
     dest = release_dir(root, version)
-    if (dest / SOURCE_FILE).is_file():
+    if _complete(dest / SOURCE_FILE):
         return dest / "sglang" / "srt"
+    if (dest / SOURCE_FILE).is_file():  # fetched before a file joined PROTOCOL_FILES: complete it if we can
+        try:
+            return _download(version, root, dest, runner)
+        except SglangSourceError:
+            return dest / "sglang" / "srt"
+    return _download(version, root, dest, runner)
+
+
+def _download(version: str, root: Path, dest: Path, runner: Runner) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".fetch-{version}-", dir=root))
     try:
@@ -45,10 +55,23 @@ def fetch_release(version: str, root: Path, runner: Runner = run_pip) -> Path:
             raise SglangSourceError(f"{archive.name}: holds none of the prefetch protocol files (sglang/srt/...)")
         (dest / SOURCE_FILE).write_text(json.dumps({
             "version": version, "archive": archive.name, "archive_bytes": archive.stat().st_size,
-            "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "files": kept}, indent=1))
+            "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "files": kept,
+            "wanted": list(PROTOCOL_FILES)}, indent=1))
         return dest / "sglang" / "srt"
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _complete(source: Path) -> bool:
+    """Whether a cached fetch holds every file PROTOCOL_FILES asks for today (or knows the wheel lacks it)."""
+    if not source.is_file():
+        return False
+    try:
+        record = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    asked = set(record.get("wanted") or record.get("files") or ())
+    return set(PROTOCOL_FILES) <= asked
 
 
 def _extract(archive: Path, srt: Path) -> list[str]:

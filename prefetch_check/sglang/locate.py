@@ -19,6 +19,9 @@ PROTOCOL_FILES = (
     "mem_cache/hicache_storage.py",
     "managers/cache_controller.py",
     "managers/scheduler.py",
+    # the small real modules the executor (prefetch_check.model.code) runs besides the three above
+    "utils/poll_timer.py",
+    "mem_cache/unified_cache/component_type.py",
 )
 SRT = ("sglang", "srt")
 

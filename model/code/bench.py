@@ -1,0 +1,36 @@
+"""The executor's bench: `python -m prefetch_check.model.code.bench SRT [SRT...]` checks each
+tree under a fixed list of configurations and prints runs, states, seconds and the child's peak
+memory per line (docs/executor.md keeps the figures)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
+
+CONFIGS = (
+    ("1x1", CodeConfig(ranks=1)),
+    ("2x1", CodeConfig(ranks=2)),
+    ("2x1, rank 0 cannot read page 1", CodeConfig(ranks=2, failing=((1,), ()))),
+    ("2x1, rank 0's existence query raises", CodeConfig(ranks=2, query_raises=(True, False))),
+    ("1x2", CodeConfig(ranks=1, requests=2)),
+    ("1x1 best_effort", CodeConfig(ranks=1, policy="best_effort")),
+)
+
+
+def main(argv: list[str]) -> int:
+    limits = CodeLimits(max_seconds=300)
+    for srt in argv:
+        for name, config in CONFIGS:
+            start = time.monotonic()
+            r = check_tree(srt, config, limits)
+            violated = sorted(k for k, v in r.verdicts.items() if v == "VIOLATED")
+            print(f"{srt} | {name} | runs {r.runs} | states {r.states} | search {r.seconds:.2f} s | "
+                  f"wall {time.monotonic() - start:.1f} s | child peak {r.peak_rss_kib / 1024:.0f} MiB | "
+                  f"{'exhaustive' if r.exhaustive else 'BOUNDED: ' + r.bound} | violated {violated or '-'}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

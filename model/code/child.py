@@ -1,0 +1,63 @@
+"""The executor's child process: `python -I -m prefetch_check.model.code.child` reads one JSON
+request on stdin ({srt, config, limits, prefix?}), and writes one JSON answer on stdout.
+
+Before anything of the tree is imported it caps CPU seconds and address space and disables the
+network (socket cannot connect or bind); it runs in the fresh temporary folder the parent gives
+it. The tree's code runs only here, never in the checker's own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+
+
+def _sandbox(limits: dict) -> None:
+    cpu = int(limits.get("child_cpu_seconds", 900))
+    mem = int(limits.get("child_memory_bytes", 2 << 30))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise PermissionError("network disabled in the executor's child process")
+
+    socket.socket = refuse  # type: ignore[assignment]
+    socket.create_connection = refuse  # type: ignore[assignment]
+    socket.getaddrinfo = refuse  # type: ignore[assignment]
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    _sandbox(request.get("limits", {}))
+    import logging
+
+    logging.disable(logging.CRITICAL)  # the path's logging is inert (class c); thousands of runs
+    from prefetch_check.model.code.config import CodeConfig, CodeLimits
+    from prefetch_check.model.code.executor import Executor
+    from prefetch_check.model.code.search import explore
+
+    config = CodeConfig.from_json(request["config"])
+    limits = CodeLimits(**{k: tuple(v) if isinstance(v, list) else v for k, v in request.get("limits", {}).items()})
+    try:
+        executor = Executor(request["srt"], config)
+    except Exception as exc:  # the tree does not load under the stubs: say where
+        import traceback
+
+        answer = {"error": f"the tree does not load under the executor's stubs: {type(exc).__name__}: {exc}",
+                  "traceback": traceback.format_exc(limit=-6)}
+    else:
+        if "replay" in request:
+            out = executor.run(request["replay"], None, limits.max_depth)
+            answer = {"replay": {"end": out.end, "steps": [vars(s) for s in out.steps],
+                                 "findings": [vars(f) for f in out.faults]}}
+        else:
+            answer = {"result": explore(executor, limits).to_json()}
+    sys.stdout.write(json.dumps(answer))
+    sys.stdout.flush()
+    os._exit(0)  # leftover daemon threads of an abandoned run must not delay the exit
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""What one executor check runs: the deployment and requests (CodeConfig) and the search bounds
+(CodeLimits). Plain data: the parent sends it to the child process as JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Optional
+
+POLICIES = ("wait_complete", "best_effort")  # timeout needs the virtual clock to move: not yet
+
+
+@dataclass(frozen=True)
+class CodeConfig:
+    """ranks x requests of `pages` pages each; per rank what storage holds and fails."""
+
+    ranks: int = 1
+    requests: int = 1
+    pages: int = 2
+    page_size: int = 1
+    policy: str = "wait_complete"
+    hits: Optional[tuple[int, ...]] = None  # stored leading pages per rank (None: all)
+    failing: Optional[tuple[tuple[int, ...], ...]] = None  # unreadable pages per rank
+    query_raises: Optional[tuple[bool, ...]] = None  # the existence query raises on that rank
+    host_pages: Optional[int] = None  # host pool size in pages (None: room for every request)
+    threshold_pages: int = 1  # the tree's prefetch_threshold, in pages
+    reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
+    abort_round: Optional[int] = None  # in this scheduler round every waiting request is aborted instead of checked
+
+    def __post_init__(self):
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy {self.policy!r}: the executor runs {', '.join(POLICIES)}")
+        for name in ("hits", "failing", "query_raises"):
+            value = getattr(self, name)
+            if value is not None and len(value) != self.ranks:
+                raise ValueError(f"{name} gives {len(value)} ranks, the configuration has {self.ranks}")
+
+    def hits_of(self, rank: int) -> int:
+        return self.pages if self.hits is None else self.hits[rank]
+
+    def failing_of(self, rank: int) -> frozenset[int]:
+        return frozenset(self.failing[rank]) if self.failing is not None else frozenset()
+
+    def raises_of(self, rank: int) -> bool:
+        return bool(self.query_raises[rank]) if self.query_raises is not None else False
+
+    def pool_pages(self) -> int:
+        """Room for every request (twice with reissue: the first fetch stays in the tree)."""
+        return self.host_pages if self.host_pages is not None else self.pages * self.requests * (2 if self.reissue else 1)
+
+    def needed_pages(self) -> int:
+        return self.pages * self.requests * (2 if self.reissue else 1)
+
+    def undisturbed(self) -> bool:
+        """No short read, no exception, no abort: wait_complete must then deliver the agreed hits."""
+        return self.abort_round is None and not any(self.failing_of(r) or self.raises_of(r) for r in range(self.ranks))
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "CodeConfig":
+        def tup(v):
+            return tuple(tup(x) for x in v) if isinstance(v, list) else v
+        return cls(**{k: tup(v) for k, v in data.items()})
+
+
+@dataclass(frozen=True)
+class CodeLimits:
+    """Search bounds: runs (schedules started), seconds, steps per run; memory and CPU of the child."""
+
+    max_runs: int = 200_000
+    max_seconds: float = 120.0
+    max_depth: int = 2_000
+    stop_on_first: bool = False
+    stop_on: tuple[str, ...] = ()  # stop once every one of these properties is violated
+    reduce: bool = True  # the rank-level persistent set (off: every enabled thread at every state)
+    child_cpu_seconds: int = 900
+    child_memory_bytes: int = 2 << 30
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class Step:
+    """One step of a counterexample: the choice (thread) and what it did where."""
+
+    choice: str
+    rank: int
+    site: str
+    label: str
+    observed: str
+
+
+@dataclass
+class Violation:
+    prop: str
+    message: str
+    consequence: str
+    site: str
+    schedule: list[str]  # the replayable choice list
+    steps: list[Step] = field(default_factory=list)
+
+
+@dataclass
+class CodeResult:
+    """Verdict per property, with how much was searched."""
+
+    verdicts: dict[str, str]
+    violations: dict[str, Violation]
+    runs: int
+    states: int
+    seconds: float
+    exhaustive: bool
+    bound: str  # what cut the search when not exhaustive
+    not_modelled: list[str]
+    peak_rss_kib: int = 0
+    not_judged: dict = field(default_factory=dict)  # property -> why this configuration cannot judge it
+
+    @classmethod
+    def from_json(cls, data: dict) -> "CodeResult":
+        violations = {k: Violation(**{**v, "steps": [Step(**s) for s in v["steps"]]}) for k, v in data["violations"].items()}
+        return cls(**{**data, "violations": violations})
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)

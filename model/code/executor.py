@@ -1,0 +1,104 @@
+"""The child-side engine: load the tree once, then run schedules, each in fresh objects.
+
+`run(prefix, seen)` replays `prefix` (a list of thread names), then keeps choosing the first
+enabled thread until the run ends, hits a state already in `seen`, or exceeds `max_depth`; it
+returns every node it passed (state key, enabled choices, the choice taken) and how it ended.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from prefetch_check.model.code import hooks, identity, loader, stubs, verdicts
+from prefetch_check.model.code.config import CodeConfig
+from prefetch_check.model.code.harness import Run
+from prefetch_check.model.code.world.torch_stub import make_torch
+
+
+class _Holder:
+    """This run's world and collectives: what the once-loaded torch stand-in forwards to."""
+
+    world = None
+    collectives = None
+
+    def all_reduce(self, *args, **kwargs):
+        return self.collectives.all_reduce(*args, **kwargs)
+
+    def get_world_size(self, group=None):
+        return self.collectives.get_world_size(group)
+
+    def get_rank(self, group=None):
+        return self.collectives.get_rank(group)
+
+
+@dataclass
+class Node:
+    key: bytes
+    enabled: list[str]
+    chosen: Optional[str]
+
+
+@dataclass
+class RunOutcome:
+    nodes: list[Node]
+    end: str  # terminal, seen, depth
+    faults: list  # verdicts.Finding
+    steps: list  # scheduler.StepRecord
+    not_modelled: list[str] = field(default_factory=list)
+
+
+class Executor:
+    def __init__(self, srt: Path, config: CodeConfig):
+        self.srt, self.config = Path(srt).resolve(), config
+        self.roots = (str(self.srt) + "/",)
+        self.holder = _Holder()
+        torch = make_torch(self.holder, stubs.not_modelled_factory(self.roots))
+        self.modules = loader.load_tree(self.srt, torch)
+        ctrl = self.modules[loader.CONTROLLER]
+        op_mod = self.modules.get(loader.HYBRID) if hasattr(self.modules.get(loader.HYBRID), "PrefetchOperation") else ctrl
+        hooks.install(op_mod.PrefetchOperation, ctrl.PrefetchAck, self.holder)
+        identity.install(self.modules[loader.CACHE].UnifiedRadixCache, op_mod.PrefetchOperation, self.holder)
+
+    def run(self, prefix: list[str], seen: Optional[set], max_depth: int, reduce: bool = True) -> RunOutcome:
+        run = Run(self.modules, self.config, self.holder, self.roots)
+        baton = run.baton
+        nodes: list[Node] = []
+        ending = ["terminal"]
+
+        def decide():
+            depth = len(nodes)
+            replaying = depth < len(prefix)
+            enabled = [m.name for m in baton.enabled()] if replaying or not reduce else run.rank_ample()
+            key = b"" if replaying else hashlib.blake2b(repr(run.key()).encode(), digest_size=16).digest()
+            if not enabled:
+                nodes.append(Node(key, [], None))
+                return None
+            if replaying:
+                choice = prefix[depth]
+                if choice not in enabled:
+                    raise RuntimeError(f"replay diverged at step {depth}: {choice} not among {enabled}")
+            else:
+                if seen is not None:
+                    if key in seen:
+                        nodes.append(Node(key, enabled, None))
+                        ending[0] = "seen"
+                        return None
+                    seen.add(key)
+                if depth >= max_depth:
+                    nodes.append(Node(key, enabled, None))
+                    ending[0] = "depth"
+                    return None
+                choice = enabled[0]
+            nodes.append(Node(key, enabled, choice))
+            return next(m for m in baton.threads if m.name == choice)
+
+        try:
+            baton.run(decide)
+            findings = verdicts.judge(run, ending[0] == "terminal")
+        finally:
+            baton.abandon()
+        nm = sorted({f.message for f in findings if f.prop == "not_modelled"})
+        return RunOutcome(nodes, ending[0], findings, baton.steps, nm)

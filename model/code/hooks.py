@@ -1,0 +1,69 @@
+"""Scheduling points on the PrefetchOperation fields threads share without a lock (CODE-PATH.md
+section 2): a read or write of one of them, once the operation is built, parks the thread first;
+the terminated flag (read under the op's lock, whose acquire is already a point) is observed only.
+Installed on the tree's own class after import, so the class body stays as written."""
+
+from __future__ import annotations
+
+SHARED = frozenset({"hash_value", "storage_hit_count", "host_indices", "completed_tokens"})
+OBSERVED = frozenset({"_terminated_flag"})
+
+
+class OpPart:
+    """An operation's shared fields, for the state key."""
+
+    def __init__(self, op, world):
+        self.op, self.world = op, world
+
+    def snapshot(self) -> tuple:
+        d = self.op.__dict__
+        return (d.get("_pc_label"),) + tuple(self.world.label(d.get(f)) for f in sorted(SHARED | OBSERVED))
+
+
+def install(op_cls, ack_cls, holder) -> None:
+    """Wrap `op_cls` (PrefetchOperation) and describe `ack_cls` (PrefetchAck) for queue labels."""
+    if getattr(op_cls, "_pc_hooked", False):
+        return
+    base_get, base_set, base_init = op_cls.__getattribute__, op_cls.__setattr__, op_cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        base_init(self, *args, **kwargs)
+        world = holder.world
+        me = world.baton.current()
+        label = world.name_object(self, f"r{me.rank if me else 0}.op")
+        object.__setattr__(self, "_pc_label", label)
+        world.register(OpPart(self, world))
+
+    def __getattribute__(self, name):
+        if name in SHARED or name in OBSERVED:
+            d = object.__getattribute__(self, "__dict__")
+            if "_pc_label" in d:
+                world = holder.world
+                if name in SHARED:
+                    world.baton.point(f"read {d['_pc_label']}.{name}")
+                value = base_get(self, name)
+                world.baton.observe(f"{d['_pc_label']}.{name}={world.label(value)}")
+                return value
+        return base_get(self, name)
+
+    def __setattr__(self, name, value):
+        if name in SHARED:
+            d = object.__getattribute__(self, "__dict__")
+            if "_pc_label" in d:
+                holder.world.baton.point(f"write {d['_pc_label']}.{name} = {holder.world.label(value)}")
+        base_set(self, name, value)
+
+    op_cls.__init__, op_cls.__getattribute__, op_cls.__setattr__ = __init__, __getattribute__, __setattr__
+    op_cls._pc_hooked = True
+    op_cls._pc_describe = classmethod(lambda cls, op, world: op.__dict__.get("_pc_label", "op"))
+
+    def describe_ack(cls, ack, world) -> str:
+        d = ack.__dict__
+        op = d.get("operation")
+        parts = [op.__dict__.get("_pc_label", "op") if op is not None else "?"]
+        for f in ("completed_tokens", "pool_hits", "completed_req"):
+            if d.get(f) is not None:
+                parts.append(f"{f}={d[f]}")
+        return "ack(" + ",".join(parts) + ")"
+
+    ack_cls._pc_describe = classmethod(describe_ack)

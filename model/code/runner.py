@@ -1,0 +1,50 @@
+"""The parent's side: start the child (`python -I`, fresh temporary folder, CPU and memory caps,
+no network), hand it the request, enforce the wall-clock timeout, read the answer. The checker's
+own process never imports the tree's code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from prefetch_check.model.code.config import CodeConfig, CodeLimits, CodeResult
+
+GRACE_SECONDS = 30.0  # beyond the search's own time limit: loading, judging, exiting
+
+
+class ExecutorError(RuntimeError):
+    """The child could not run the tree (it does not load, it was killed, it timed out)."""
+
+
+def _child(request: dict, wall_seconds: float) -> dict:
+    with tempfile.TemporaryDirectory(prefix="prefetch-check-exec-") as work:
+        try:
+            proc = subprocess.run([sys.executable, "-I", "-m", "prefetch_check.model.code.child"],
+                                  input=json.dumps(request), capture_output=True, text=True, cwd=work,
+                                  timeout=wall_seconds, env={"PATH": "/usr/bin:/bin", "HOME": work})
+        except subprocess.TimeoutExpired:
+            raise ExecutorError(f"the executor's child ran past {wall_seconds:.0f} s and was killed") from None
+    if proc.returncode != 0 or not proc.stdout:
+        tail = (proc.stderr or "").strip().splitlines()[-3:]
+        raise ExecutorError(f"the executor's child failed (exit {proc.returncode}): {' | '.join(tail)}")
+    answer = json.loads(proc.stdout)
+    if "error" in answer:
+        raise ExecutorError(answer["error"] + "\n" + answer.get("traceback", ""))
+    return answer
+
+
+def check_tree(srt_path, config: CodeConfig = CodeConfig(), limits: CodeLimits = CodeLimits()) -> CodeResult:
+    """Run the tree's own prefetch path under every schedule (up to `limits`) and judge it."""
+    request = {"srt": str(Path(srt_path).resolve()), "config": config.to_json(), "limits": limits.to_json()}
+    answer = _child(request, limits.max_seconds + GRACE_SECONDS)
+    return CodeResult.from_json(answer["result"])
+
+
+def replay(srt_path, config: CodeConfig, schedule: list[str], limits: CodeLimits = CodeLimits()) -> dict:
+    """Run one schedule (a counterexample's choice list) again: its steps and findings."""
+    request = {"srt": str(Path(srt_path).resolve()), "config": config.to_json(), "limits": limits.to_json(),
+               "replay": list(schedule)}
+    return _child(request, limits.max_seconds + GRACE_SECONDS)["replay"]

@@ -1,0 +1,76 @@
+"""queue.Queue and queue.Empty for the code under test: every call is a scheduling point, and a
+`get` is enabled only when the queue holds an item (with or without a timeout: the threads poll
+`get(timeout=1)` in a loop, so an empty timed get only loops back to the same place; nobody sets
+the stop event during a run, so that loop is the same as waiting)."""
+
+from __future__ import annotations
+
+from collections import deque
+from queue import Empty  # the real class: the code catches it by name
+
+
+class QueueFactory:
+    """Makes the run's queues; a queue made by the code itself is named by its creation order."""
+
+    def __init__(self, world):
+        self.world = world
+
+    def __call__(self, maxsize: int = 0, name: str = "") -> "Queue":
+        return Queue(self.world, name or self.world.name_object(object(), "queue"))
+
+
+class Queue:
+    def __init__(self, world, name: str):
+        self.world, self.name, self.items = world, name, deque()
+        world.register(self)
+
+    def _point(self, what: str, enabled=None) -> None:
+        self.world.baton.point(f"{what} {self.name}", enabled)
+
+    def put(self, item, block: bool = True, timeout=None) -> None:
+        self._point("put")
+        self.items.append(item)
+        self.world.baton.observe(f"put {self.world.label(item)}")
+
+    def put_nowait(self, item) -> None:
+        self.put(item)
+
+    def get(self, block: bool = True, timeout=None):
+        if block:
+            self._point("get", lambda: bool(self.items))
+        else:
+            self._point("get_nowait")
+            if not self.items:
+                self.world.baton.observe("empty")
+                raise Empty()
+        item = self.items.popleft()
+        self.world.baton.observe(f"got {self.world.label(item)}")
+        me = self.world.baton.current()
+        if me is not None and self.name.endswith(".prefetch_hit_queue"):
+            self.world.draining[me.rank] = item
+        elif me is not None and self.name.endswith(".ack_prefetch_queue"):
+            self.world.draining[me.rank] = getattr(item, "operation", None)
+        return item
+
+    def get_nowait(self):
+        return self.get(block=False)
+
+    def qsize(self) -> int:
+        self._point("qsize")
+        self.world.baton.observe(f"qsize {len(self.items)}")
+        return len(self.items)
+
+    def empty(self) -> bool:
+        self._point("empty")
+        self.world.baton.observe(f"empty {not self.items}")
+        return not self.items
+
+    def peek_size(self) -> int:
+        """The size without a scheduling point (the scheduler's own look)."""
+        return len(self.items)
+
+    def snapshot(self) -> tuple:
+        return (self.name, tuple(self.world.label(x) for x in self.items))
+
+
+__all__ = ["Empty", "Queue", "QueueFactory"]

@@ -1,0 +1,69 @@
+"""threading for the code under test: Lock and Event are scheduling points (an acquire is
+enabled only while the lock is free); starting a thread is not modelled (the executor starts
+the threads itself, as `_start_storage_threads` would)."""
+
+from __future__ import annotations
+
+import types
+
+
+class Lock:
+    def __init__(self, world, name: str):
+        self.world, self.name, self.holder = world, name, None
+        world.register(self)
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        self.world.baton.point(f"acquire {self.name}", lambda: self.holder is None)
+        self.holder = self.world.baton.current()
+        return True
+
+    def release(self) -> None:
+        self.holder = None
+
+    def locked(self) -> bool:
+        return self.holder is not None
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def snapshot(self) -> tuple:
+        return (self.name, self.holder.name if self.holder is not None else "")
+
+
+class Event:
+    def __init__(self, world, name: str):
+        self.world, self.name, self.flag = world, name, False
+        world.register(self)
+
+    def is_set(self) -> bool:
+        return self.flag
+
+    def set(self) -> None:
+        self.world.baton.point(f"set {self.name}")
+        self.flag = True
+
+    def clear(self) -> None:
+        self.flag = False
+
+    def wait(self, timeout=None) -> bool:
+        self.world.baton.point(f"wait {self.name}", lambda: self.flag)
+        return True
+
+    def snapshot(self) -> tuple:
+        return (self.name, self.flag)
+
+
+def make_threading(world, not_modelled) -> types.ModuleType:
+    """The `threading` the loaded files see: cooperative Lock/RLock/Event, the rest not modelled."""
+    import threading as real
+
+    mod = types.ModuleType("threading")
+    mod.Lock = lambda: Lock(world, world.name_object(object(), "lock"))
+    mod.RLock = mod.Lock
+    mod.Event = lambda: Event(world, world.name_object(object(), "event"))
+    mod.get_ident = real.get_ident
+    mod.current_thread = real.current_thread
+    mod.__getattr__ = lambda name: not_modelled(f"threading.{name}")
+    return mod
