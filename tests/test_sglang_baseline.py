@@ -35,7 +35,7 @@ def wide_table(monkeypatch):
 def sglang(tmp_path: Path, capsys, *args: str) -> tuple[int, dict, str]:
     """The command with a JSON report in a file; (exit status, report, table)."""
     report = tmp_path / f"report-{len(list(tmp_path.glob('report-*.json')))}.json"
-    argv = ["sglang", *args, "--cache-dir", str(tmp_path / "cache"), "--quiet", "--json", str(report)]
+    argv = ["sglang", "--engine", "model", *args, "--cache-dir", str(tmp_path / "cache"), "--quiet", "--json", str(report)]
     for s in BASE_SCENARIOS:
         argv += ["--scenarios", s]
     status = main(argv)
@@ -105,7 +105,7 @@ def test_an_earlier_json_report_is_a_baseline(tmp_path, capsys):
 def test_a_bad_baseline_report_is_exit_2(tmp_path, capsys, content, words):
     bad = tmp_path / "bad.json"
     bad.write_text(content)
-    assert main(["sglang", str(tree(tmp_path / "t", *LATE_ONCE)), "--cache-dir", str(tmp_path / "c"),
+    assert main(["sglang", "--engine", "model", str(tree(tmp_path / "t", *LATE_ONCE)), "--cache-dir", str(tmp_path / "c"),
                  "--baseline", str(bad), "--quiet"]) == 2
     assert words in capsys.readouterr().err
 
@@ -113,7 +113,7 @@ def test_a_bad_baseline_report_is_exit_2(tmp_path, capsys, content, words):
 def test_a_baseline_without_verdicts_is_exit_2(tmp_path, capsys):
     unjudged = tree(tmp_path / "unjudged", *LATE_ONCE)
     drop_guard(unjudged / "sglang" / "srt")  # not followed: refused by the honest floor
-    assert main(["sglang", str(tree(tmp_path / "t", *LATE_ONCE)), "--cache-dir", str(tmp_path / "c"),
+    assert main(["sglang", "--engine", "model", str(tree(tmp_path / "t", *LATE_ONCE)), "--cache-dir", str(tmp_path / "c"),
                  "--baseline", str(unjudged), "--quiet", "--scenarios", BASE_SCENARIOS[0]]) == 2
     assert "got no verdicts (not modelled" in capsys.readouterr().err
 

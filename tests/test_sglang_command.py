@@ -28,7 +28,7 @@ GUARD = "len(operation.hash_value) > 0 and "
 
 def sglang(capsys, tmp_path: Path, *args: str, scenarios=POLL + ACK) -> tuple[int, dict]:
     """Run the command with a JSON report on stdout; (exit status, report)."""
-    argv = ["sglang", *args, "--cache-dir", str(tmp_path / "cache"), "--json", "-", "--quiet"]
+    argv = ["sglang", "--engine", "model", *args, "--cache-dir", str(tmp_path / "cache"), "--json", "-", "--quiet"]
     for s in scenarios:
         argv += ["--scenarios", s]
     status = main(argv)
@@ -81,7 +81,7 @@ def test_a_row_per_release_family(tmp_path, capsys):
 def test_the_table_shows_family_options_and_verdicts(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "250")
     unified = tree(tmp_path / "unified", "ack-drain")
-    argv = ["sglang", str(unified), "--cache-dir", str(tmp_path / "cache"), "--quiet"]
+    argv = ["sglang", "--engine", "model", str(unified), "--cache-dir", str(tmp_path / "cache"), "--quiet"]
     assert main(argv + sum((["--scenarios", s] for s in ACK), [])) == 0
     out = capsys.readouterr().out
     for text in ("unified (ack-drain)", "cache=unified", "judged_class", "ack_match=operation (ack_match)",
@@ -168,7 +168,7 @@ def test_a_footnote_says_which_options_of_its_case_the_release_replaced(tmp_path
     assert status == 1 and violated["verdict"] == "VIOLATED" and violated["case"] == "by-rid"
     assert violated["case_options_replaced"] == "with this release's ack_match=operation for its rid"
     assert "--set ack_match=operation" in violated["command"]
-    assert main(["sglang", str(edited), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--scenarios", str(rid)]) == 1
+    assert main(["sglang", "--engine", "model", str(edited), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--scenarios", str(rid)]) == 1
     assert "[1] by-rid (with this release's ack_match=operation for its rid): prefetch-check trace" in capsys.readouterr().out
 
 
@@ -210,7 +210,7 @@ def test_markdown_is_appended(tmp_path, capsys):
     out = tmp_path / "summary.md"
     unified = str(tree(tmp_path / "u", "ack-drain"))
     for _ in range(2):
-        assert main(["sglang", unified, "--cache-dir", str(tmp_path / "cache"), "--markdown", str(out), "--quiet",
+        assert main(["sglang", "--engine", "model", unified, "--cache-dir", str(tmp_path / "cache"), "--markdown", str(out), "--quiet",
                      "--scenarios", ACK[0]]) == 0
     text = out.read_text()
     assert text.count("## prefetch-check sglang") == 2 and "| no_early_acceptance |" in text
@@ -222,7 +222,7 @@ def test_markdown_is_appended(tmp_path, capsys):
     (["--json", "/nonexistent-folder/x.json"], "does not exist"),
 ])
 def test_bad_input_is_one_paragraph_and_exit_2(tmp_path, capsys, args, words):
-    assert main(["sglang", "0.5.20", "--cache-dir", str(tmp_path), *args]) == 2
+    assert main(["sglang", "--engine", "model", "0.5.20", "--cache-dir", str(tmp_path), *args]) == 2
     assert words in capsys.readouterr().err
 
 
@@ -309,7 +309,7 @@ def test_a_regression_after_a_refused_commit_is_still_found(tmp_path, capsys, mo
     broken = commit(subject)
     also_follow(monkeypatch, fixture_trees_followed, "broken", broken_srt)
     monkeypatch.setenv("COLUMNS", "400")
-    argv = ["sglang", str(repo), "--commits", f"{base}..HEAD", "--cache-dir", str(tmp_path / "cache"), "--quiet"]
+    argv = ["sglang", "--engine", "model", str(repo), "--commits", f"{base}..HEAD", "--cache-dir", str(tmp_path / "cache"), "--quiet"]
     assert main(argv + ["--scenarios", POLL[0]]) == 1
     out = capsys.readouterr().out
     assert f"no_early_acceptance: VERIFIED -> VIOLATED at {broken[:10]} {subject}\n" in out

@@ -19,7 +19,7 @@ SCENARIOS = Path(__file__).parents[1] / "scenarios"
 
 
 def sglang(tmp_path: Path, capsys, tree_path: Path, *scenarios: str) -> tuple[int, dict]:
-    argv = ["sglang", str(tree_path), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--json", "-"]
+    argv = ["sglang", "--engine", "model", str(tree_path), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--json", "-"]
     for s in scenarios:
         argv += ["--scenarios", str(SCENARIOS / s)]
     status = main(argv)
@@ -28,7 +28,7 @@ def sglang(tmp_path: Path, capsys, tree_path: Path, *scenarios: str) -> tuple[in
 
 def table(tmp_path: Path, capsys, monkeypatch, tree_path: Path, *scenarios: str) -> str:
     monkeypatch.setenv("COLUMNS", "400")
-    argv = ["sglang", str(tree_path), "--cache-dir", str(tmp_path / "cache"), "--quiet"]
+    argv = ["sglang", "--engine", "model", str(tree_path), "--cache-dir", str(tmp_path / "cache"), "--quiet"]
     for s in scenarios:
         argv += ["--scenarios", str(SCENARIOS / s)]
     main(argv)

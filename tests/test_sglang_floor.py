@@ -114,7 +114,7 @@ def edited_tree(folder: Path, files: dict[str, str], name: str, edits: tuple[Edi
 
 
 def sglang_json(capsys, tmp_path, *trees, cache="cache") -> tuple[int, dict]:
-    argv = ["sglang", *map(str, trees), "--cache-dir", str(tmp_path / cache), "--quiet", "--json", "-",
+    argv = ["sglang", "--engine", "model", *map(str, trees), "--cache-dir", str(tmp_path / cache), "--quiet", "--json", "-",
             "--scenarios", str(ACK_SCENARIO)]
     status = main(argv)
     return status, json.loads(capsys.readouterr().out)

@@ -69,7 +69,7 @@ def test_the_hiradix_predicate_of_0_5_19_is_judged_on_ack_drain_and_refused_on_p
 
 def test_the_command_checks_a_real_release(tmp_path, capsys):
     release_srt("0.5.20")  # fetched (or found) in the user's cache; the command reads its own cache below
-    argv = ["sglang", "0.5.20", "--cache-dir", str(cache_root()), "--scenarios", str(ACK_TP2), "--json", "-", "--quiet"]
+    argv = ["sglang", "--engine", "model", "0.5.20", "--cache-dir", str(cache_root()), "--scenarios", str(ACK_TP2), "--json", "-", "--quiet"]
     assert main(argv) == 0
     [row] = json.loads(capsys.readouterr().out)["releases"]
     assert (row["family"], row["status"], row["protocol"]) == ("unified", "checked", "ack-drain")
@@ -87,7 +87,7 @@ def test_a_pre_release_is_a_spec_and_a_release_without_storage_prefetch_says_so(
     release the model follows: exit 3."""
     for version in ("0.5.0rc2", "0.4.9.post2"):
         release_srt(version)
-    status = main(["sglang", "0.5.0rc2", "0.4.9.post2", "--quiet", "--json", "-", "--scenarios", str(POLL_TP2)])
+    status = main(["sglang", "--engine", "model", "0.5.0rc2", "0.4.9.post2", "--quiet", "--json", "-", "--scenarios", str(POLL_TP2)])
     doc = json.loads(capsys.readouterr().out)
     rc2, old = doc["releases"]
     assert status == 3 and rc2["release"] == "0.5.0rc2" and rc2["status"] == "not modelled"

@@ -31,7 +31,8 @@ from prefetch_check.scenario.shipped import shipped_scenarios
 from prefetch_check.sglang import report
 from prefetch_check.sglang.baseline import from_report, from_row, is_report
 from prefetch_check.sglang.cache import CACHE_ENV, cache_root
-from prefetch_check.sglang.checks import CHECKED, choose_cases, exit_status, plan, run_all
+from prefetch_check.sglang.code_checks import run_code
+from prefetch_check.sglang.checks import CHECKED, ENGINES, choose_cases, exit_status, plan, run_all
 from prefetch_check.sglang.errors import SglangSourceError
 from prefetch_check.sglang.history import changes, commit_trees
 from prefetch_check.sglang.index import list_releases
@@ -78,6 +79,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write every tree's shape, options and verdicts as JSON (overwrites; '-': stdout, the "
                              "table then goes to stderr)")
     parser.add_argument("--markdown", metavar="FILE", help="APPEND the table as Markdown ('-': stdout)")
+    parser.add_argument("--engine", choices=("both",) + ENGINES, default="both",
+                        help="who answers: 'model' (the scenarios on our protocol model, for trees whose prefetch "
+                             "path it follows), 'code' (the tree's own prefetch functions run by the executor on "
+                             "small deployments), 'both' (default)")
+    parser.add_argument("--code-trace", metavar="PROPERTY",
+                        help="print, for each tree, the steps of its code's counterexample of PROPERTY (thread, "
+                             "file:line, what it did)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress display")
 
 
@@ -94,14 +102,17 @@ def execute(args) -> int:
     notes: list[str] = []
     trees = _commit_trees(args, cache) if args.commits else _release_trees(args, cache, notes, args.specs)
     jobs = args.jobs or _cores()
-    rows = [plan(tree, cases, args.cache_class, limit_defaults(jobs)) for tree in trees]
-    base_row = _baseline_row(args, cache, notes, cases, limit_defaults(jobs))
+    engines = ENGINES if args.engine == "both" else (args.engine,)
+    rows = [plan(tree, cases, args.cache_class, limit_defaults(jobs), engines=engines) for tree in trees]
+    base_row = _baseline_row(args, cache, notes, cases, limit_defaults(jobs), engines)
+    every = rows + ([base_row] if base_row else [])
     try:
-        from_cache, searched = run_all(rows + ([base_row] if base_row else []), cache, jobs,
-                                       lambda n: RunProgress(n, quiet=args.quiet))
+        from_cache, searched = run_all(every, cache, jobs, lambda n: RunProgress(n, quiet=args.quiet))
     except Interrupted as stop:
         print(f"prefetch-check: interrupted ({stop}); no table or report was written", file=sys.stderr)
         return stop.exit_status
+    code_cached, executed = run_code([(row.srt, row.code) for row in every if row.code.ran], cache, jobs,
+                                     _code_progress(args.quiet))
     if base_row is not None:
         base = from_row(base_row, args.baseline)
     found = changes(rows) if args.commits else []
@@ -115,7 +126,11 @@ def execute(args) -> int:
     console.print(table)
     for line in footnotes + ([""] if footnotes else []) + report.change_lines(found) + report.left_out(rows):
         console.print(line, soft_wrap=True)
-    console.print(_summary(rows, from_cache, searched, cache))
+    if args.code_trace:
+        for line in report.code_trace_lines(rows, args.code_trace):
+            console.print(line, soft_wrap=True, highlight=False)
+    console.print(_summary(rows, from_cache, searched, cache) + f"; the code: {executed} case(s) executed, "
+                  f"{code_cached} from the cache")
     _write(outputs, rows, found, status, searched, from_cache, base)
     return status
 
@@ -143,7 +158,20 @@ def _release_trees(args, cache: Path, notes: list[str], specs: list[str]) -> lis
     return read_trees(expand(specs, releases, args.pre), cache)
 
 
-def _baseline_row(args, cache: Path, notes: list[str], cases, limits: dict):
+def _code_progress(quiet: bool):
+    """A line on stderr per executor case finished (none with --quiet)."""
+    if quiet:
+        return None
+    err = Console(stderr=True, markup=False, highlight=False)
+    done = [0]
+
+    def finished():
+        done[0] += 1
+        err.print(f"      the code: {done[0]} case(s) executed")
+    return finished
+
+
+def _baseline_row(args, cache: Path, notes: list[str], cases, limits: dict, engines=ENGINES):
     """The row of a --baseline SPEC (checked in this run like any tree); None for none or a report."""
     if not args.baseline or is_report(args.baseline):
         return None
@@ -151,7 +179,7 @@ def _baseline_row(args, cache: Path, notes: list[str], cases, limits: dict):
     if len(trees) != 1:
         raise InputError(f"--baseline {args.baseline}: names {len(trees)} trees; a baseline is one tree (a release, "
                          "a path) or a --json report")
-    return plan(trees[0], cases, args.cache_class, limits)
+    return plan(trees[0], cases, args.cache_class, limits, engines=engines)
 
 
 def _commit_trees(args, cache: Path) -> list[Tree]:

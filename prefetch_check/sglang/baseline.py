@@ -21,11 +21,12 @@ from typing import Mapping
 
 from prefetch_check.explorer.result import NOT_APPLICABLE, VERIFIED
 from prefetch_check.scenario.errors import InputError
-from prefetch_check.sglang.checks import CHECKED, ReleaseCheck
+from prefetch_check.sglang.checks import CHECKED, CODE_PREFIX, ReleaseCheck
+from prefetch_check.sglang.code_checks import NOT_JUDGED
 
 NEW, ALSO, FIXED = "new", "also in the baseline", "fixed since the baseline"
 REPORT_TOOL = "prefetch-check sglang"
-HOLDS = (VERIFIED, NOT_APPLICABLE)
+HOLDS = (VERIFIED, NOT_APPLICABLE, NOT_JUDGED)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,10 @@ class Baseline:
         """The mark of each property of a checked row."""
         return {p: self.mark(p, v.verdict) for p, v in row.verdicts("own").items()}
 
+    def code_marks(self, row: ReleaseCheck) -> dict[str, str]:
+        """The mark of each property of a row's code verdicts (the baseline's code verdicts)."""
+        return {p: self.mark(CODE_PREFIX + p, v.verdict) for p, v in row.code.verdicts().items()}
+
     def as_json(self) -> dict:
         return {"label": self.label, "verdicts": dict(self.verdicts)}
 
@@ -60,12 +65,15 @@ def is_report(text: str) -> bool:
 
 
 def from_row(row: ReleaseCheck, given: str) -> Baseline:
-    """The baseline of a tree checked in this run; a tree without verdicts cannot be one."""
+    """The baseline of a tree checked in this run (its model verdicts, and its code's where the
+    executor ran it); a tree without model verdicts cannot be one."""
     if row.status != CHECKED:
         why = f"{row.status}: {row.note}" if row.note else row.status
         raise InputError(f"--baseline {given}: {row.label} got no verdicts ({why}); a baseline must be a tree "
                          "the model judges")
-    return Baseline(row.label, {p: v.verdict for p, v in row.verdicts("own").items()})
+    verdicts = {p: v.verdict for p, v in row.verdicts("own").items()}
+    verdicts.update({CODE_PREFIX + p: v.verdict for p, v in row.code.verdicts().items()})
+    return Baseline(row.label, verdicts)
 
 
 def from_report(path: str) -> Baseline:
@@ -85,6 +93,8 @@ def from_report(path: str) -> Baseline:
     [row] = checked
     try:
         verdicts = {p: v["release"]["verdict"] for p, v in row["properties"].items()}
+        verdicts.update({CODE_PREFIX + p: v["verdict"]
+                         for p, v in (row.get("code") or {}).get("properties", {}).items()})
     except (KeyError, TypeError, AttributeError):
         raise InputError(f"--baseline {path}: the checked tree {row.get('release')} has no verdicts per property") from None
     return Baseline(f"{row.get('release')} (from {path})", verdicts)

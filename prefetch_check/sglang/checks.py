@@ -30,6 +30,7 @@ from prefetch_check.scenario.loader import Case, Scenario
 from prefetch_check.scenario.runner import Task, run_tasks
 from prefetch_check.sglang import followed, verdict_cache
 from prefetch_check.sglang.consequence import consequence
+from prefetch_check.sglang.code_checks import CodeCheck, plan_code
 from prefetch_check.sglang.followed import Followed
 from prefetch_check.sglang.path_code import prefetch_path
 from prefetch_check.sglang.locate import read_protocol_files
@@ -39,6 +40,9 @@ from prefetch_check.sglang.trees import Tree
 
 TRANSCRIPTION = "fixed"  # our transcription of the releases' predicate, in each protocol
 CHECKED, NO_SCENARIOS, NOT_READ, NOT_MODELLED = "checked", "no scenarios", "not read", "not modelled"
+NOT_ASKED = "model not asked"
+MODEL, CODE = "model", "code"  # the engines: our protocol model, the tree's own code executed
+ENGINES = (MODEL, CODE)
 
 
 @dataclass
@@ -125,6 +129,8 @@ class ReleaseCheck:
     path_differs: list = field(default_factory=list)  # the pieces of it no followed release has
     own: list[Run] = field(default_factory=list)  # under the release's predicate
     ours: list[Run] = field(default_factory=list)  # under our transcription
+    code: CodeCheck = field(default_factory=CodeCheck)  # the tree's own code, executed (code_checks.py)
+    srt: Optional[Path] = None  # the tree's sglang/srt folder
 
     @property
     def protocol(self) -> Optional[str]:
@@ -147,11 +153,12 @@ class ReleaseCheck:
 
 
 def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cache_class: Optional[str],
-         limit_defaults: dict, follows: Optional[Followed] = None) -> ReleaseCheck:
+         limit_defaults: dict, follows: Optional[Followed] = None, engines: tuple[str, ...] = ENGINES) -> ReleaseCheck:
     """Everything about one tree short of running the searches. `scenarios` maps a protocol name
     to its chosen (scenario, case index, case) triples; `follows` the releases the model follows
-    (default: the fingerprints shipped with prefetch-check)."""
-    row = ReleaseCheck(tree.label)
+    (default: the fingerprints shipped with prefetch-check); `engines` which engines answer
+    (MODEL: the scenarios on the model, for trees it follows; CODE: the executor on the tree)."""
+    row = ReleaseCheck(tree.label, srt=tree.srt)
     if tree.srt is None:
         row.note = tree.error
         return row
@@ -161,6 +168,11 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
         return row
     shape = detect_shape(files, cache_class)
     row.shape, row.family = shape, classify(shape)
+    if CODE in engines:
+        row.code = plan_code(tree.srt, shape)
+    if MODEL not in engines:
+        row.status, row.note = NOT_ASKED, "the model was not asked (--engine code)"
+        return row
     row.release = release = release_protocol(shape, row.family)
     if shape.predicate.value:
         row.predicate = shape.predicate.value
@@ -312,14 +324,26 @@ UNJUDGED = 3  # the exit status of a run in which some tree got no verdicts
 
 
 def exit_status(rows: list[ReleaseCheck], baseline=None) -> int:
-    """1: a verdict of some checked tree's own predicate is VIOLATED or BOUNDED (with a `baseline`,
-    baseline.py: only one the baseline does not have); else 3 when some tree got no verdicts (not
-    modelled, not read, no scenarios: a CI gate must not pass on code nobody checked); else 0
-    (every verdict VERIFIED or not applicable, or failing as in the baseline)."""
+    """1: a verdict of some tree is VIOLATED: of its own predicate on the model, or of its code
+    executed (with a `baseline`, baseline.py: only one the baseline does not have); else 3 when
+    some tree or property could not be judged (not modelled, not read, no scenarios, a search a
+    limit cut: a CI gate must not pass on code nobody checked); else 0 (every verdict VERIFIED or
+    not applicable, or failing as in the baseline)."""
+    unjudged = False
     for row in rows:
-        for prop, verdict in row.verdicts("own").items():
-            if verdict.verdict in (VERIFIED, NOT_APPLICABLE):
+        verdicts = [(prop, v.verdict) for prop, v in row.verdicts("own").items()]
+        verdicts += [(CODE_PREFIX + prop, v.verdict) for prop, v in row.code.verdicts().items()]
+        for prop, verdict in verdicts:
+            if verdict not in (VIOLATED, BOUNDED):
                 continue
-            if baseline is None or baseline.is_new(prop, verdict.verdict):
+            if baseline is not None and not baseline.is_new(prop, verdict):
+                continue
+            if verdict == VIOLATED:
                 return 1
-    return UNJUDGED if any(row.status != CHECKED for row in rows) else 0
+            unjudged = True
+        unjudged = unjudged or row.status not in (CHECKED, NOT_ASKED) or bool(row.code.not_modelled()) or (
+            row.status == NOT_ASKED and not row.code.ran)
+    return UNJUDGED if unjudged else 0
+
+
+CODE_PREFIX = "code "  # how a code verdict is named beside the model's (baseline, --commits)

@@ -10,6 +10,7 @@ A violation shows the length of its shortest counterexample and a footnote with 
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Optional
 
 from rich.table import Table
@@ -17,12 +18,15 @@ from rich.table import Table
 from prefetch_check import __version__
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
 from prefetch_check.model.source.detect import UNKNOWN
-from prefetch_check.sglang.checks import ALL, CHECKED, DROPPED, TRANSCRIPTION, UPSTREAM, PropertyVerdict, ReleaseCheck
+from prefetch_check.sglang.checks import (
+    ALL, CHECKED, DROPPED, TRANSCRIPTION, UPSTREAM, Finding, PropertyVerdict, ReleaseCheck,
+)
+from prefetch_check.sglang.code_checks import NOT_JUDGED
 from prefetch_check.sglang.history import Change
 from prefetch_check.sglang import verdict_cache
 
 COLUMNS = ("release", "predicate (file:Class.method)", "shape", "property", "release's predicate",
-           "only without an upstream assumption", f"ours ({TRANSCRIPTION})")
+           "only without an upstream assumption", f"ours ({TRANSCRIPTION})", "its code, executed")
 FAILING = (VIOLATED, BOUNDED)
 
 
@@ -92,23 +96,61 @@ def _marked(text: str, mark: str) -> str:
     return f"{text} ({mark})" if mark and text else text
 
 
+def code_text(row: ReleaseCheck, prop: str, notes: Footnotes, mark: str = "") -> str:
+    """The cell of the tree's code for `prop`: its verdict, a violation's footnote with the command
+    that shows its steps, or why the executor gave none."""
+    verdicts = row.code.verdicts()
+    if prop not in verdicts:
+        return ""
+    v = verdicts[prop]
+    if v.verdict == VIOLATED:
+        return _marked(verdict_text(code_verdict(row, prop, v), notes), mark)
+    if v.verdict == NOT_JUDGED:
+        return "not judged"
+    return _marked(v.verdict, mark)
+
+
+def code_verdict(row: ReleaseCheck, prop: str, v) -> PropertyVerdict:
+    """A code violation as a verdict of the table's kind, so it shares the footnotes."""
+    command = f"prefetch-check sglang {shlex.quote(str(row.srt))} --engine code --code-trace {prop}"
+    finding = Finding(f"its code, {v.case}", v.steps, command, f"{v.reason} (at {v.site})",
+                      consequence=v.consequence)
+    return PropertyVerdict(VIOLATED, v.steps, finding.case, command, finding.reason, cases=(finding,))
+
+
+def code_note(row: ReleaseCheck) -> str:
+    """Why a tree's code has no verdicts, or what it called that the executor does not model."""
+    if not row.code.ran:
+        return f"its code: {row.code.note}" if row.code.note else ""
+    missing = row.code.not_modelled()
+    return ("its code: not modelled: " + "; ".join(missing[:3])) if missing else ""
+
+
 def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, ...]]:
     """The table lines of one tree: per property the release's verdict under upstream's assumptions,
-    what only the scenarios that drop one find, and ours under upstream's assumptions; with a
-    `base`line, the release's failing verdict marked against it where it shows."""
+    what only the scenarios that drop one find, ours under upstream's assumptions, and the verdict
+    of the tree's own code executed; with a `base`line, a failing verdict marked against it where
+    it shows. A tree the model does not answer for shows why, and its code's verdicts."""
     shape = shape_lines(row)
+    code_marks = base.code_marks(row) if base is not None else {}
     if row.status != CHECKED:
         why = f"{row.status}: {row.note}" if row.note else row.status
-        return [(row.label, _short(row.predicate), "\n".join(shape), "-", why, "", "")]
+        code = row.code.verdicts()
+        out = [(row.label, _short(row.predicate), "\n".join(shape), "-", why, "", "", code_note(row))]
+        for prop in code:
+            out.append(("", "", "", prop, "", "", "", code_text(row, prop, notes, code_marks.get(prop, ""))))
+        return out
     own, dropped = row.verdicts("own", UPSTREAM), row.verdicts("own", DROPPED)
     ours = row.verdicts("ours", UPSTREAM)
     marks = base.marks(row) if base is not None else {}
     props = list(own)
+    note = code_note(row)
     out = []
     for i in range(max(len(props), len(shape))):
         prop = props[i] if i < len(props) else ""
         mark = marks.get(prop, "")
         in_dropped = bool(prop) and own[prop].verdict not in FAILING and dropped[prop].verdict in FAILING
+        code = code_text(row, prop, notes, code_marks.get(prop, "")) if prop else ""
         out.append((
             row.label if i == 0 else "",
             _short(row.predicate) if i == 0 else "",
@@ -117,13 +159,14 @@ def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, .
             _marked(verdict_text(own.get(prop), notes), "" if in_dropped else mark),
             _marked(without_text(dropped[prop], notes), mark if in_dropped else "") if prop else "",
             verdict_text(ours.get(prop), notes, same_as=own.get(prop)),
+            code or (note if i == 0 else ""),
         ))
     return out
 
 
 def baseline_line(base) -> str:
     """What the run is compared with: the baseline tree and what fails in it."""
-    failing = [f"{p} {v}" for p, v in base.verdicts.items() if v not in (VERIFIED, NOT_APPLICABLE)]
+    failing = [f"{p} {v}" for p, v in base.verdicts.items() if v in FAILING]
     return (f"baseline: {base.label}: {', '.join(failing) or 'every property holds'}; only a violation it does not "
             "have fails the run")
 
@@ -198,6 +241,50 @@ def _properties_json(row: ReleaseCheck) -> dict:
                 "transcription": _property_json(*(v[p] for v in parts["ours"]))} for p in row.properties()}
 
 
+def code_trace_lines(rows: list[ReleaseCheck], prop: str) -> list[str]:
+    """`--code-trace PROPERTY`: per tree, the steps of its code's shortest counterexample of it."""
+    from prefetch_check.model.code import CodeResult
+    from prefetch_check.model.code.render import render
+
+    out = []
+    for row in rows:
+        v = row.code.verdicts().get(prop)
+        if v is None or v.verdict != VIOLATED:
+            out.append(f"{row.label}: its code has no counterexample of {prop}"
+                       + (f" ({v.verdict})" if v is not None else f" ({code_note(row) or 'not run'})"))
+            continue
+        run = next(r for r in row.code.runs if r.case == v.case and r.result)
+        violation = CodeResult.from_json(run.result).violations[prop]
+        out += [f"{row.label}: its code, {v.case}:", render(violation), ""]
+    return out
+
+
+def _code_json(row: ReleaseCheck, base=None) -> dict:
+    """The executor's answer for the tree: engine "code", its cases and per property the verdict."""
+    marks = base.code_marks(row) if base is not None else {}
+    props = {}
+    for prop, v in row.code.verdicts().items():
+        entry = {"verdict": v.verdict}
+        if v.verdict == VIOLATED:
+            entry.update(case=v.case, steps=v.steps, site=v.site, reason=v.reason, consequence=v.consequence,
+                         schedule=list(v.schedule), command=code_verdict(row, prop, v).command)
+        elif v.verdict == BOUNDED:
+            entry.update(case=v.case, reason=v.reason)
+        if prop in marks:
+            entry["against_baseline"] = marks[prop] or "unchanged"
+        props[prop] = entry
+    return {
+        "engine": "code",  # the tree's own prefetch functions run under the executor (docs/executor.md)
+        "ran": row.code.ran,
+        "note": row.code.note,
+        "not_modelled": row.code.not_modelled(),
+        "cases": [{"case": run.case, "config": run.config.to_json(), "cached": run.cached, "error": run.error,
+                   **({k: run.result[k] for k in ("runs", "states", "seconds", "exhaustive", "bound")}
+                      if run.result else {})} for run in row.code.runs],
+        "properties": props,
+    }
+
+
 def row_json(row: ReleaseCheck, base=None) -> dict:
     out = {
         "release": row.label,
@@ -221,6 +308,7 @@ def row_json(row: ReleaseCheck, base=None) -> dict:
             "pieces": len(row.path),  # functions, classes and module bindings of the prefetch path, fingerprinted
             "differing": [{"piece": p.name, "file": p.file, "line": p.line} for p in row.path_differs],
         }
+    out["code"] = _code_json(row, base)
     if row.status == CHECKED:
         out["properties"] = _properties_json(row)
         if base is not None:

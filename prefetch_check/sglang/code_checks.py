@@ -1,0 +1,252 @@
+"""The verdicts of a tree's own code, beside the model's: the executor run on each SGLang tree.
+
+Why: the model answers only for trees whose prefetch path is a followed release's (the
+honest floor, followed.py), so an edited tree used to get no verdict at all. The executor
+(prefetch_check.model.code, docs/executor.md) runs the tree's own prefetch functions under
+every schedule of a few small deployments, with stand-ins for the world, in a sandboxed
+child process; what it finds is about the code as written, edited or not. It runs the
+ack-drain UnifiedRadixCache of 0.5.19 on; other trees say why they get no code verdicts.
+
+Each case is one executor configuration (ranks x requests, what storage holds and fails,
+prefetching again, aborts). Per property the report shows the worst verdict over the cases
+and, for a violation, the shortest counterexample: its case, its length in steps, the file:line
+where it is decided, and its consequence. Results are cached like the model's, keyed by the
+executor's own code, the bytes of every file the child loads from the tree, the case and the
+limits; a search a limit cut is never stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+import prefetch_check.model.code as executor_package
+from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
+from prefetch_check.model.code import CodeConfig, CodeLimits, ExecutorError, check_tree
+from prefetch_check.model.code.loader import REAL, module_name
+from prefetch_check.sglang.locate import PROTOCOL_FILES
+
+FOLDER = "code-verdicts"
+NOT_JUDGED = "NOT JUDGED"
+# (name, configuration): small deployments every run of `prefetch-check sglang` executes
+CASES: tuple[tuple[str, CodeConfig], ...] = (
+    ("1 rank x 1 request", CodeConfig(ranks=1)),
+    ("2 ranks x 1 request", CodeConfig(ranks=2)),
+    ("2 ranks, rank 0 cannot read page 1", CodeConfig(ranks=2, failing=((1,), ()))),
+    ("2 ranks, rank 0 has no hits", CodeConfig(ranks=2, hits=(0, 2))),
+    ("2 ranks, rank 0's storage query raises", CodeConfig(ranks=2, query_raises=(True, False))),
+    ("1 rank, 1 request prefetched again", CodeConfig(ranks=1, reissue=True)),
+    ("1 rank x 2 requests", CodeConfig(ranks=1, requests=2)),
+    ("1 rank, best_effort", CodeConfig(ranks=1, policy="best_effort")),
+)
+LIMITS = CodeLimits(max_seconds=120)
+WORST = {VIOLATED: 0, BOUNDED: 1, VERIFIED: 2, NOT_JUDGED: 3}
+
+
+@dataclass
+class CodeRun:
+    """One case of the executor on one tree."""
+
+    key: str
+    case: str
+    config: CodeConfig
+    result: Optional[dict] = None  # CodeResult.to_json()
+    cached: bool = False
+    error: str = ""  # the executor could not run the tree at all
+
+
+@dataclass(frozen=True)
+class CodeVerdict:
+    """A property over the cases: the worst verdict, and for a violation the shortest counterexample."""
+
+    verdict: str
+    case: str = ""
+    steps: Optional[int] = None
+    site: str = ""
+    reason: str = ""
+    consequence: str = ""
+    schedule: tuple[str, ...] = ()
+
+
+@dataclass
+class CodeCheck:
+    """The executor's part of a tree's row: its runs, or why it has none."""
+
+    runs: list[CodeRun] = field(default_factory=list)
+    note: str = ""  # why the executor did not run (another protocol, a class it does not run)
+
+    @property
+    def ran(self) -> bool:
+        return bool(self.runs)
+
+    def not_modelled(self) -> list[str]:
+        """What the code called that is neither prefetch-path code nor a stand-in, once each."""
+        seen = []
+        for run in self.runs:
+            for text in (run.result or {}).get("not_modelled", []) + ([run.error] if run.error else []):
+                if text not in seen:
+                    seen.append(text)
+        return seen
+
+    def verdicts(self) -> dict[str, CodeVerdict]:
+        """Per property, the worst verdict over the cases (a case that could not run: BOUNDED)."""
+        names: list[str] = []
+        for run in self.runs:
+            for name in (run.result or {}).get("verdicts", {}):
+                if name not in names:
+                    names.append(name)
+        out = {}
+        for name in names:
+            found = []
+            for order, run in enumerate(self.runs):
+                if run.result is None:
+                    found.append((WORST[BOUNDED], 0, order, CodeVerdict(BOUNDED, run.case, reason=run.error)))
+                    continue
+                verdict = run.result["verdicts"].get(name, NOT_JUDGED)
+                violation = run.result["violations"].get(name)
+                if verdict == VIOLATED and violation:
+                    found.append((WORST[VIOLATED], len(violation["schedule"]), order, CodeVerdict(
+                        VIOLATED, run.case, len(violation["schedule"]), violation["site"], violation["message"],
+                        violation["consequence"], tuple(violation["schedule"]))))
+                elif verdict == BOUNDED:
+                    found.append((WORST[BOUNDED], 0, order, CodeVerdict(BOUNDED, run.case, reason=run.result["bound"])))
+                else:
+                    found.append((WORST.get(verdict, WORST[NOT_JUDGED]), 0, order, CodeVerdict(verdict)))
+            out[name] = min(found, key=lambda t: t[:3])[3]
+        return out
+
+
+def applies(srt: Path, shape) -> str:
+    """'' when the executor runs this tree's judged class, else why not."""
+    if shape is None or shape.judged_class.value is None:
+        return "the executor needs the cache class to run (none found)"
+    if shape.judged_class.value != "UnifiedRadixCache":
+        return (f"the executor runs the UnifiedRadixCache of 0.5.19 on; this row judges {shape.judged_class.value} "
+                "(its code is not run yet)")
+    if shape.acks.value != "ack+sync-thread":
+        return "the executor runs the ack-drain path (PrefetchAck and the sync thread); this tree has none"
+    return missing_module(srt)
+
+
+def missing_module(srt: Path) -> str:
+    """Why not, when a file the executor runs as written is missing although the tree imports it
+    (a stub would stand in for code that exists upstream: a partial copy, not a release)."""
+    present = {rel: (srt / rel).read_text(encoding="utf-8", errors="replace") for rel in REAL if (srt / rel).is_file()}
+    for rel in REAL:
+        if rel in present:
+            continue
+        importers = [other for other, text in present.items() if module_name(rel) in text]
+        if importers:
+            return f"the tree has no {rel}, which {importers[0]} imports: its code cannot run as written"
+    return ""
+
+
+@lru_cache(maxsize=1)
+def executor_fingerprint() -> str:
+    """A digest of the executor's own sources: an edited executor never reads stale results."""
+    digest = hashlib.sha256()
+    root = Path(executor_package.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def tree_digest(srt: Path) -> str:
+    """A digest of every file the child may load from the tree (absent ones count as absent)."""
+    digest = hashlib.sha256()
+    for rel in PROTOCOL_FILES:
+        path = srt / rel
+        digest.update(rel.encode() + b"\0")
+        digest.update(path.read_bytes() if path.is_file() else b"-")
+    return digest.hexdigest()
+
+
+def plan_code(srt: Path, shape) -> CodeCheck:
+    """The executor's runs for one tree (not run yet), or why there are none."""
+    why = applies(srt, shape)
+    if why:
+        return CodeCheck(note=why)
+    tree = tree_digest(srt)
+    runs = []
+    for name, config in CASES:
+        text = json.dumps([executor_fingerprint(), tree, config.to_json(), LIMITS.to_json()], sort_keys=True)
+        runs.append(CodeRun(hashlib.sha256(text.encode()).hexdigest(), name, config))
+    return CodeCheck(runs)
+
+
+def run_code(checks: list[tuple[Path, CodeCheck]], cache: Path, jobs: int, progress=None) -> tuple[int, int]:
+    """Answer every executor run: from the cache, else in a child process (`jobs` at a time; each
+    child is its own process, so threads suffice here). Returns (from the cache, executed)."""
+    pending: dict[str, list[tuple[Path, CodeRun]]] = {}
+    from_cache = 0
+    for srt, check in checks:
+        for run in check.runs:
+            stored = _read(cache, run.key)
+            if stored is not None:
+                run.result, run.cached = stored, True
+                from_cache += 1
+            else:
+                pending.setdefault(run.key, []).append((srt, run))
+
+    failed: dict[Path, str] = {}  # a tree its child could not load: the rest of its cases are not tried
+
+    def execute(entries):
+        srt, first = entries[0]
+        if srt in failed:
+            result, error = None, failed[srt]
+        else:
+            try:
+                result, error = check_tree(srt, first.config, LIMITS).to_json(), ""
+            except ExecutorError as exc:
+                result, error = None, f"the executor could not run it: {str(exc).splitlines()[0]}"
+                failed[srt] = error
+        for _, run in entries:
+            run.result, run.error = result, error
+        if result is not None and result["exhaustive"]:
+            _write(cache, first.key, result)
+        if progress is not None:
+            progress()
+
+    by_tree: dict[Path, list] = {}
+    for entries in pending.values():
+        by_tree.setdefault(entries[0][0], []).append(entries)
+
+    def tree_in_order(groups):
+        for entries in groups:
+            execute(entries)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(tree_in_order, by_tree.values()))
+    return from_cache, len(pending)
+
+
+def _read(root: Path, key: str) -> Optional[dict]:
+    try:
+        return json.loads((root / FOLDER / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write(root: Path, key: str, result: dict) -> None:
+    folder = root / FOLDER
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{key}.tmp"
+        tmp.write_text(json.dumps(result))
+        tmp.replace(folder / f"{key}.json")
+    except OSError:
+        pass  # a cache that cannot be written only makes the next run slower
+
+
+def failing(verdict: CodeVerdict) -> bool:
+    return verdict.verdict in (VIOLATED, BOUNDED)
+
+
+def holds(verdict: str) -> bool:
+    return verdict in (VERIFIED, NOT_APPLICABLE, NOT_JUDGED)
