@@ -84,8 +84,8 @@ EDITS = {
                 CodeConfig(ranks=2, failing=((1,), ())), "data_integrity"),
     # the hit sync returns before its collective on a miss
     "return_before_collective": ("mem_cache/hybrid_cache/hybrid_cache_controller.py",
-                                 "        by any rank heals from the folded cut without learning presence.\"\"\"\n",
-                                 "        by any rank heals from the folded cut without learning presence.\"\"\"\n"
+                                 "    def _sync_prefetch_hit_query(self, operation, storage_hit_count: int) -> int:\n",
+                                 "    def _sync_prefetch_hit_query(self, operation, storage_hit_count: int) -> int:\n"
                                  "        if storage_hit_count == 0:\n            return 0\n",
                                  CodeConfig(ranks=2, hits=(0, 2)), "deadlock_freedom"),
     # the hit drain hands the operation to IO before it has its host slots
