@@ -16,6 +16,11 @@ CONFIGS = (
     ("2x1, rank 0's existence query raises", CodeConfig(ranks=2, query_raises=(True, False))),
     ("1x2", CodeConfig(ranks=1, requests=2)),
     ("1x1 best_effort", CodeConfig(ranks=1, policy="best_effort")),
+    ("2x1 best_effort", CodeConfig(ranks=2, policy="best_effort")),
+    ("1x1 abort in round 1", CodeConfig(ranks=1, abort_round=1)),
+    ("2x1 abort in round 1", CodeConfig(ranks=2, abort_round=1)),
+    ("1x1 prefetched again, wait_complete", CodeConfig(ranks=1, reissue=True)),
+    ("1x1 prefetched again, best_effort", CodeConfig(ranks=1, policy="best_effort", reissue=True)),
 )
 
 

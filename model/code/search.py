@@ -48,8 +48,9 @@ def explore(executor, limits: CodeLimits) -> CodeResult:
         if limits.stop_on and all(p in violations for p in limits.stop_on):
             bound = f"stopped once {', '.join(limits.stop_on)} were violated"
             break
-        # alternatives at every node this run expanded (those past the replayed prefix)
-        for depth in range(len(out.nodes) - 1, len(prefix) - 1, -1):
+        # alternatives at every node this run expanded (those past the replayed prefix), the
+        # deepest on top: depth-first
+        for depth in range(len(prefix), len(out.nodes)):
             node = out.nodes[depth]
             if node.chosen is None:
                 continue
