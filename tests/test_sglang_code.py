@@ -22,7 +22,7 @@ RAISES = "2 ranks, rank 0's storage query raises"
 
 
 def only_cases(monkeypatch, *names):
-    chosen = tuple((n, c) for n, c in code_checks.CASES if n in names)
+    chosen = tuple(case for case in code_checks.CASES if case.name in names)
     assert len(chosen) == len(names), names
     monkeypatch.setattr(code_checks, "CASES", chosen)
 
@@ -109,3 +109,25 @@ def test_a_predicate_poll_tree_says_why_its_code_is_not_run(tmp_path, capsys):
     status, doc, _ = sglang(capsys, tmp_path, "--engine", "code", release_srt("0.5.1"))
     code = doc["releases"][0]["code"]
     assert not code["ran"] and "UnifiedRadixCache" in code["note"] and status == 3
+
+
+STALE = "1 rank, prefetched again, best_effort"
+
+
+@pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])
+def test_a_readmitted_requests_old_operation_acts_on_the_new_one_in_the_releases_own_code(tmp_path, capsys,
+                                                                                         monkeypatch, version):
+    """0.5.20-0.5.23: the old operation's late hit revokes the newer prefetch (a prefetch lost);
+    0.5.19: its rid-matched ACK drain applies the old completion to the new operation."""
+    only_cases(monkeypatch, STALE)
+    status, doc, _ = sglang(capsys, tmp_path, "--engine", "code", release_srt(version))
+    code = doc["releases"][0]["code"]
+    stale = code["properties"]["operation_identity"]
+    assert status == 1 and stale["verdict"] == "VIOLATED" and stale["case"] == STALE
+    assert code["cases"][0]["judges"] == ["operation_identity"]
+    # the case judges nothing else: the other properties are not judged, never VERIFIED from a cut search
+    assert {v["verdict"] for p, v in code["properties"].items() if p != "operation_identity"} == {"NOT JUDGED"}
+    assert stale["site"].startswith("mem_cache/unified_radix_cache.py:")
+    assert main(["sglang", "--engine", "code", str(release_srt(version)), "--cache-dir", str(tmp_path / "cache"),
+                 "--quiet", "--code-trace", "operation_identity"]) == 1
+    assert "mem_cache/unified_radix_cache.py:" in capsys.readouterr().out

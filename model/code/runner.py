@@ -22,7 +22,8 @@ class ExecutorError(RuntimeError):
 def _child(request: dict, wall_seconds: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="prefetch-check-exec-") as work:
         try:
-            proc = subprocess.run([sys.executable, "-I", "-m", "prefetch_check.model.code.child"],
+            # -B: the child writes no __pycache__ into the tree under test (nothing outside its folder)
+            proc = subprocess.run([sys.executable, "-I", "-B", "-m", "prefetch_check.model.code.child"],
                                   input=json.dumps(request), capture_output=True, text=True, cwd=work,
                                   timeout=wall_seconds, env={"PATH": "/usr/bin:/bin", "HOME": work})
         except subprocess.TimeoutExpired:

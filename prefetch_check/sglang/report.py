@@ -278,7 +278,8 @@ def _code_json(row: ReleaseCheck, base=None) -> dict:
         "ran": row.code.ran,
         "note": row.code.note,
         "not_modelled": row.code.not_modelled(),
-        "cases": [{"case": run.case, "config": run.config.to_json(), "cached": run.cached, "error": run.error,
+        "cases": [{"case": run.case, "config": run.config.to_json(), "judges": list(run.judges) or "all",
+                   "cached": run.cached, "error": run.error,
                    **({k: run.result[k] for k in ("runs", "states", "seconds", "exhaustive", "bound")}
                       if run.result else {})} for run in row.code.runs],
         "properties": props,
