@@ -13,6 +13,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from prefetch_check.commands import COMMANDS
 from prefetch_check import bench
 from prefetch_check.bench_sampling import PREDICATE as SAMPLING_PREDICATE
 from prefetch_check.bench_sampling import measure_sampling
@@ -20,7 +21,7 @@ from prefetch_check.commands.common import output_console, positive_float, posit
 from prefetch_check.progress import progress_console
 from prefetch_check.scenario import InputError
 
-HELP = "benchmark the search: states, transitions, time, memory, with and without reductions, growth with ranks"
+HELP = COMMANDS["bench"]
 
 COLUMNS = ("row", "configuration", "reductions", "states", "stored", "transitions", "depth", "seconds", "states/s",
            "peak MiB", "B/state", "verdicts", "target", "met")
