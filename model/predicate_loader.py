@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 
 from prefetch_check.model.protocols.poll.predicates import BUILTIN, Predicate, PredicateError
-from prefetch_check.model.source.predicate import is_source_spec, load_source_predicate
 
 
 def load_predicate(spec: str, builtin: dict | None = None) -> tuple[str, Predicate]:
@@ -19,6 +18,9 @@ def load_predicate(spec: str, builtin: dict | None = None) -> tuple[str, Predica
     builtin = BUILTIN if builtin is None else builtin
     if spec in builtin:
         return spec, builtin[spec]
+    # the source reader (ast, the sandboxed interpreter) only for a predicate read from source
+    from prefetch_check.model.source.predicate import is_source_spec, load_source_predicate
+
     if is_source_spec(spec):
         return load_source_predicate(spec)
     if ":" not in spec:

@@ -30,6 +30,8 @@ from typing import Callable, Optional
 
 from prefetch_check.bench_sampling import SAMPLING_ROWS
 from prefetch_check.bench_sampling import SECTION as SAMPLING
+from prefetch_check.bench_startup import SECTION as STARTUP
+from prefetch_check.bench_startup import STARTUP_ROWS
 from prefetch_check.explorer.limits import Limits, peak_memory_mb
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
 
@@ -66,15 +68,21 @@ class Row:
     note: str = ""
     policy: str = POLICY
     workers: int = 1  # processes the row's one search runs on
+    protocol: str = "predicate-poll"  # or "ack-drain": storage batch 1, threshold 1 (issue 23)
 
     @property
     def configuration(self) -> str:
-        text = f"R={self.ranks} q={self.requests} p={self.pages}"
+        text = ("ack " if self.protocol == "ack-drain" else "") + f"R={self.ranks} q={self.requests} p={self.pages}"
         if self.policy != POLICY:
             text += f" {self.policy}"
         return text + (f" x{self.workers} proc" if self.workers > 1 else "")
 
     def config(self):
+        if self.protocol == "ack-drain":
+            from prefetch_check.model.protocols.ack_drain.config import uniform_ack_config
+
+            return uniform_ack_config(ranks=self.ranks, requests=self.requests, pages=self.pages,
+                                      storage_batch_size=1, prefetch_threshold=1, policy=self.policy)
         from prefetch_check.model.protocols.poll.config import uniform_config
 
         return uniform_config(ranks=self.ranks, requests=self.requests, pages=self.pages, policy=self.policy)
@@ -105,8 +113,19 @@ ROWS: tuple[Row, ...] = (
     Row("parallel-small-w2", "parallel", 2, 2, 2, True, policy="timeout", quick=True, workers=2),
     Row("parallel-w1", "parallel", 4, 2, 2, True, policy="timeout"),
     Row("parallel-w2", "parallel", 4, 2, 2, True, policy="timeout", workers=2),
+) + (
+    # issue 23: the protocol users run (ack-drain) under the default policy (timeout), two requests;
+    # ack-drain rows: 2 pages, storage batch 1, threshold 1; the predicate-poll rows beside them
+    Row("ack-R3x1-timeout", "timeout", 3, 1, 2, True, policy="timeout", protocol="ack-drain"),
+    Row("ack-R2x2-wait", "timeout", 2, 2, 2, True, policy="wait_complete", protocol="ack-drain", quick=True),
+    Row("ack-R2x2-timeout", "timeout", 2, 2, 2, True, policy="timeout", protocol="ack-drain",
+        target=Target("<= 60 s, all verified (issue 23)", max_seconds=60.0)),
+    Row("poll-R2x2-timeout", "timeout", 2, 2, 2, True, policy="timeout"),
+    Row("ack-R3x2-timeout", "timeout", 3, 2, 2, True, policy="timeout", protocol="ack-drain"),
+    Row("ack-R4x2-timeout", "timeout", 4, 2, 2, True, policy="timeout", protocol="ack-drain"),
+    Row("poll-R4x2-timeout", "timeout", 4, 2, 2, True, policy="timeout"),
 )
-SECTIONS = ("reference", "throughput", "growth", "scale", "parallel")
+SECTIONS = ("reference", "throughput", "growth", "scale", "parallel", "timeout")
 SPEEDUP_TARGET = 1.7  # issue 13: one search on 2 processes against 1
 
 
@@ -116,11 +135,19 @@ def select_rows(names: Optional[list[str]], quick: bool) -> list[Row]:
 
     if not names:
         return [r for r in ROWS if r.quick or not quick]
-    valid = [r.key for r in ROWS] + list(SECTIONS) + [r.key for r in SAMPLING_ROWS] + [SAMPLING]
+    valid = ([r.key for r in ROWS] + list(SECTIONS) + [r.key for r in SAMPLING_ROWS] + [SAMPLING]
+             + [r.key for r in STARTUP_ROWS] + [STARTUP])
     for n in names:
         if n not in valid:
             raise InputError(f"--rows: unknown row {n!r}" + did_you_mean(n, valid))
     return [r for r in ROWS if (r.key in names or r.section in names) and (r.quick or not quick)]
+
+
+def select_startup_rows(names: Optional[list[str]], quick: bool) -> list:
+    """The start-up rows (bench_startup.py) named, or all (they take seconds: part of --quick too)."""
+    if not names:
+        return [r for r in STARTUP_ROWS if r.quick or not quick]
+    return [r for r in STARTUP_ROWS if (r.key in names or r.section in names) and (r.quick or not quick)]
 
 
 def select_sampling_rows(names: Optional[list[str]], quick: bool) -> list:
@@ -210,7 +237,7 @@ class Measurement:
             "row": self.row.key,
             "section": self.row.section,
             "configuration": {"ranks": self.row.ranks, "requests": self.row.requests, "pages": self.row.pages,
-                              "predicate": PREDICATE, "policy": self.row.policy},
+                              "predicate": PREDICATE, "policy": self.row.policy, "protocol": self.row.protocol},
             "workers": self.row.workers,
             "reductions": self.row.reductions,
             "note": self.row.note,
@@ -261,7 +288,8 @@ def _child(row: Row, budget: float, max_memory_mb: int, conn) -> None:
         progress(info)
 
     result = check(config, PREDICATE, Limits(time_limit=budget, max_memory_mb=max_memory_mb),
-                   on_progress=progress_and_peak, reductions=row.reductions, workers=row.workers)
+                   on_progress=progress_and_peak, reductions=row.reductions, workers=row.workers,
+                   protocol=row.protocol)
     check_seconds = time.perf_counter() - t0
     s = result.stats
     peak = peak_memory_mb()
@@ -413,6 +441,30 @@ def growth(measurements: list[Measurement]) -> Optional[Growth]:
     return Growth(ranks, states, ratios, met, text)
 
 
+def rank_costs(measurements: list[Measurement]) -> list[str]:
+    """For the timeout section (issue 23): what one more rank costs, per protocol, from the rows
+    R x 2 requests that ran: states(R)/states(R-1) and seconds(R)/seconds(R-1) where both were
+    searched in full, or the states a bounded row had reached when its budget ran out."""
+    lines = []
+    for protocol in ("ack-drain", "predicate-poll"):
+        rows = sorted((m for m in measurements if m.row.section == "timeout" and m.row.protocol == protocol
+                       and m.row.requests == 2 and m.row.policy == "timeout" and m.ran and not m.error),
+                      key=lambda m: m.row.ranks)
+        if len(rows) < 2:
+            continue
+        parts = []
+        for a, b in zip(rows, rows[1:]):
+            if a.complete and b.complete and a.states:
+                parts.append(f"R={a.row.ranks}->{b.row.ranks} ({b.row.ranks - a.row.ranks} rank(s)): states "
+                             f"x{b.states / a.states:.2f}, seconds x{b.seconds / max(a.seconds, 1e-9):.2f}")
+            elif a.complete and not b.complete:
+                parts.append(f"R={b.row.ranks}: BOUNDED after {b.states:,} states (more than x{b.states / max(a.states, 1):.2f} "
+                             f"the R={a.row.ranks} count)")
+        if parts:
+            lines.append(f"{protocol}, 2 requests, timeout: " + "; ".join(parts))
+    return lines
+
+
 @dataclass(frozen=True)
 class Speedup:
     one: str  # row keys
@@ -494,6 +546,7 @@ def to_json(measurements: list[Measurement], budget: float, max_memory_mb: int, 
         "rows": [m.as_json() for m in measurements],
         "growth": None if g is None else {"ranks": g.ranks, "states": g.states, "ratios": g.ratios,
                                           "polynomial_met": g.met, "text": g.text},
+        "rank_costs": rank_costs(measurements),
         "parallel_headroom": headroom,
         "speedups": [asdict(x) for x in speedups(measurements, headroom)],
     }

@@ -127,3 +127,43 @@ def test_the_speedup_of_one_search_on_two_processes_is_judged_from_the_pair_of_r
     (slow,) = bench.speedups([pair[0], bench.Measurement(two, search_seconds=8.0, **done)])
     assert not slow.met and "NOT MET" in slow.text
     assert bench.speedups([pair[0], bench.Measurement(two, search_seconds=5.0, complete=False)]) == []
+
+
+def test_the_quick_run_also_times_start_up_in_fresh_processes(tmp_path, capsys):
+    report = tmp_path / "bench.json"
+    code, out, _ = run(capsys, "--rows", "startup", "--json", str(report))
+    assert code == 0
+    data = json.loads(report.read_text())
+    assert data["rows"] == [] and [r["row"] for r in data["startup"]] == ["startup-version", "startup-run"]
+    for row in data["startup"]:
+        assert not row["error"] and len(row["seconds"]) == 5 and all(s > 0 for s in row["seconds"])
+        assert row["fastest_seconds"] <= row["median_seconds"] and row["target"]["met"] in (True, False)
+        assert row["command"] in out
+    assert data["startup"][1]["command"].endswith("release-seed.toml -q")
+
+
+def test_the_issue_23_rows_check_ack_drain_with_storage_batch_1_and_threshold_1():
+    from prefetch_check.model.protocols.ack_drain.config import AckConfig
+
+    rows = {r.key: r for r in bench.ROWS if r.section == "timeout"}
+    assert set(rows) == {"ack-R3x1-timeout", "ack-R2x2-wait", "ack-R2x2-timeout", "poll-R2x2-timeout",
+                         "ack-R3x2-timeout", "ack-R4x2-timeout", "poll-R4x2-timeout"}
+    config = rows["ack-R2x2-timeout"].config()
+    assert isinstance(config, AckConfig) and config.storage_batch_size == 1 and config.prefetch_threshold == 1
+    assert config.policy == "timeout" and config.ranks == 2 and config.num_requests == 2
+    assert rows["ack-R2x2-timeout"].target.max_seconds == 60.0
+    m = bench.measure(rows["ack-R2x2-wait"], budget=60)
+    assert m.complete and m.summary() == f"{VERIFIED} all"
+    assert {"no_crash", "operation_identity"} <= set(m.verdicts)  # the ack-drain protocol's own properties
+    assert m.as_json()["configuration"]["protocol"] == "ack-drain"
+
+
+def test_what_a_rank_costs_is_read_off_the_timeout_rows():
+    rows = {r.key: r for r in bench.ROWS if r.section == "timeout"}
+    two = bench.Measurement(rows["ack-R2x2-timeout"], complete=True, states=1000, search_seconds=1.0)
+    three = bench.Measurement(rows["ack-R3x2-timeout"], complete=True, states=8000, search_seconds=9.0)
+    four = bench.Measurement(rows["ack-R4x2-timeout"], complete=False, states=50000, search_seconds=60.0,
+                             stop_reason="time limit")
+    (line,) = bench.rank_costs([two, three, four])
+    assert line.startswith("ack-drain, 2 requests, timeout: R=2->3 (1 rank(s)): states x8.00, seconds x9.00")
+    assert "R=4: BOUNDED after 50,000 states" in line

@@ -4,13 +4,28 @@ Generic: they render `Entry` records (a subject, a variant, a CheckResult and th
 expectations judged against it) and never import a model.
 """
 
-from prefetch_check.explorer.report.json_report import schema, to_json, to_json_text
-from prefetch_check.explorer.report.junit import to_junit
-from prefetch_check.explorer.report.markdown import to_markdown
-from prefetch_check.explorer.report.records import Entry, Expectation, Labels, summary
-from prefetch_check.explorer.report.table import print_report, verdict_table
+# Imported on first use (PEP 562): the terminal table needs neither JUnit nor JSON.
+_LAZY = {
+    "schema": "json_report", "to_json": "json_report", "to_json_text": "json_report", "to_junit": "junit",
+    "to_markdown": "markdown", "Entry": "records", "Expectation": "records", "Labels": "records",
+    "summary": "records", "print_report": "table", "verdict_table": "table",
+}
 
 __all__ = [
     "Entry", "Expectation", "Labels", "print_report", "schema", "summary", "to_json", "to_json_text", "to_junit",
     "to_markdown", "verdict_table",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -5,13 +5,16 @@ changed fields, the same decisive step and the same verdict. `render(result, pro
 draws straight from a CheckResult; the `trace_to_*` functions take a model and a trace.
 """
 
-from prefetch_check.explorer.view.graph_export import state_graph, write_dot, write_graphml
-from prefetch_check.explorer.view.html import trace_to_html
-from prefetch_check.explorer.view.itf import trace_to_itf
-from prefetch_check.explorer.view.json_export import trace_to_json
-from prefetch_check.explorer.view.markdown import trace_to_markdown
+# `render` is imported here, not on first use: a submodule of the same name would otherwise
+# shadow the function once anything imported it. The rest is imported on first use (PEP 562):
+# the graph exports need networkx, which a counterexample on the terminal does not.
 from prefetch_check.explorer.view.render import render, result_view
-from prefetch_check.explorer.view.terminal import render_trace
+
+_LAZY = {
+    "state_graph": "graph_export", "write_dot": "graph_export", "write_graphml": "graph_export",
+    "trace_to_html": "html", "trace_to_itf": "itf", "trace_to_json": "json_export",
+    "trace_to_markdown": "markdown", "render_trace": "terminal",
+}
 
 __all__ = [
     "render",
@@ -25,3 +28,17 @@ __all__ = [
     "write_dot",
     "write_graphml",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

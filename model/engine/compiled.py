@@ -43,7 +43,8 @@ class CompiledModel(ProtocolModel):
         self._by_class: dict = {}  # (rank class, code) -> [(thread, step, q, new code, group index)]
         # rank -> code -> (steps [(Action, new code, group index of an arrival or None)], bitmask of
         #                  the actors with a step (bit i: actors()[i]), the rank's solo step or None,
-        #                  reduction signature)
+        #                  reduction signature, the steps the reduction explores: all but those the
+        #                  protocol may postpone, `RankProtocol.postponable`)
         self._local: list = [{} for _ in range(self.ranks)]
         self._signatures: dict = {}  # (number of steps, collectives waited in) -> small int
         self._closures: dict = {}  # ranks' signatures -> the ranks `closure_ranks` chooses
@@ -126,10 +127,14 @@ class CompiledModel(ProtocolModel):
         chosen = self._closures.get(signature, False)
         if chosen is False:
             waits = self._waits
-            chosen = self._closures[signature] = closure_ranks([len(e[0]) for e in entries], [waits[c] for c in cstate])
+            chosen = self._closures[signature] = closure_ranks([len(e[4]) for e in entries], [waits[c] for c in cstate])
         out = []
         for r in range(self.ranks):
             if chosen is None or r in chosen:
+                for action, new_code, group in entries[r][4]:
+                    out.append((action, self._apply(cstate, r, new_code, group)))
+        if not out and enabled:  # only postponed steps are left: they are explored, never dropped
+            for r in range(self.ranks):
                 for action, new_code, group in entries[r][0]:
                     out.append((action, self._apply(cstate, r, new_code, group)))
         return out, enabled
@@ -148,6 +153,7 @@ class CompiledModel(ProtocolModel):
         rank = self.rank_of[code]
         threads = self._threads
         steps = []
+        explored = []
         mask = 0
         solo, best = None, None
         for thread, step, q, new_code, group in by_class:
@@ -160,8 +166,10 @@ class CompiledModel(ProtocolModel):
             priority = self.protocol.solo_priority(rank, action)
             if priority is not None and (best is None or priority < best):
                 solo, best = steps[-1], priority
-        signature = self._signatures.setdefault((len(steps), self._waits[code]), len(self._signatures))
-        entry = self._local[r][code] = (steps, mask, solo, signature)
+            if not self.protocol.postponable(rank, action):
+                explored.append(steps[-1])
+        signature = self._signatures.setdefault((len(explored), self._waits[code]), len(self._signatures))
+        entry = self._local[r][code] = (steps, mask, solo, signature, explored)
         return entry
 
     def _rank_steps(self, r: int, code: int) -> list:

@@ -13,14 +13,16 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from prefetch_check.commands import COMMANDS
 from prefetch_check import bench
 from prefetch_check.bench_sampling import PREDICATE as SAMPLING_PREDICATE
 from prefetch_check.bench_sampling import measure_sampling
+from prefetch_check.bench_startup import STARTUP_ROWS, measure_startup
 from prefetch_check.commands.common import output_console, positive_float, positive_int
 from prefetch_check.progress import progress_console
 from prefetch_check.scenario import InputError
 
-HELP = "benchmark the search: states, transitions, time, memory, with and without reductions, growth with ranks"
+HELP = COMMANDS["bench"]
 
 COLUMNS = ("row", "configuration", "reductions", "states", "stored", "transitions", "depth", "seconds", "states/s",
            "peak MiB", "B/state", "verdicts", "target", "met")
@@ -31,7 +33,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quick", action="store_true", help="only the small rows (seconds, for tests)")
     parser.add_argument("--rows", action="append", metavar="NAMES",
                         help="rows or sections to run, comma-separated (sections: " + ", ".join(bench.SECTIONS)
-                        + f", {bench.SAMPLING}; rows: " + ", ".join(r.key for r in bench.ROWS + bench.SAMPLING_ROWS)
+                        + f", {bench.SAMPLING}, {bench.STARTUP}; rows: "
+                        + ", ".join(r.key for r in bench.ROWS + bench.SAMPLING_ROWS + STARTUP_ROWS)
                         + ")")
     parser.add_argument("--budget", type=positive_float, default=bench.DEFAULT_BUDGET, metavar="SECONDS",
                         help=f"time limit of each row's search (default {bench.DEFAULT_BUDGET:g}); a row still "
@@ -46,7 +49,8 @@ def execute(args) -> int:
     names = [n.strip() for chunk in (args.rows or []) for n in chunk.split(",") if n.strip()]
     rows = bench.select_rows(names, args.quick)
     sampling_rows = bench.select_sampling_rows(names, args.quick)
-    if not rows and not sampling_rows:
+    startup_rows = bench.select_startup_rows(names, args.quick)
+    if not rows and not sampling_rows and not startup_rows:
         raise InputError("--rows: none of the named rows is part of --quick; drop --quick or name a quick row")
     if args.json and not Path(args.json).parent.is_dir():
         raise InputError(f"--json {args.json}: the folder {Path(args.json).parent} does not exist")
@@ -72,6 +76,11 @@ def execute(args) -> int:
             log.print(f"bench [sampling {i + 1}/{len(sampling_rows)}] {row.key}: {row.configuration} ...",
                       highlight=False)
         sampled.append(measure_sampling(row, args.budget, bench.grace_for(args.budget)))
+    started = []
+    for i, row in enumerate(startup_rows):
+        if not args.quiet:
+            log.print(f"bench [startup {i + 1}/{len(startup_rows)}] {row.key} ...", highlight=False)
+        started.append(measure_startup(row))
     console = output_console()
     if measurements:
         console.print(table(measurements, args.budget))
@@ -80,16 +89,21 @@ def execute(args) -> int:
     if sampled:
         console.print(sampling_table(sampled))
         console.print(Text(SAMPLING_NOTE), soft_wrap=True)
+    if started:
+        console.print(startup_table(started))
+        console.print(Text(STARTUP_NOTE), soft_wrap=True)
     if args.json:
         figures = bench.to_json(measurements, args.budget, args.max_memory, headroom)
         figures["sampling"] = [m.as_json() for m in sampled]
+        figures["startup"] = [m.as_json() for m in started]
         try:
             with open(args.json, "w", encoding="utf-8") as out:
                 json.dump(figures, out, indent=2)
                 out.write("\n")
         except OSError as exc:
             raise InputError(f"--json {args.json}: cannot write the figures: {exc.strerror}") from None
-    return 1 if any(m.error for m in measurements) or any(m.error and not m.killed for m in sampled) else 0
+    return 1 if (any(m.error for m in measurements) or any(m.error and not m.killed for m in sampled)
+                 or any(m.error for m in started)) else 0
 
 
 def _num(x, fmt: str = ",.0f") -> str:
@@ -144,6 +158,8 @@ def notes(measurements: list[bench.Measurement], budget: float, headroom: float 
     if g is not None:
         verdict = {True: "met", False: "NOT MET", None: "not judged"}[g.met]
         lines.append(f"growth with R (target: polynomial for R=1..8, {verdict}): {g.text}")
+    for line in bench.rank_costs(measurements):
+        lines.append(f"what a rank costs: {line}")
     for speedup in bench.speedups(measurements, headroom):
         lines.append(f"one search on two processes: {speedup.text}")
     info = bench.machine()
@@ -178,4 +194,26 @@ def sampling_table(measurements: list) -> Table:
                   _num(m.states) if m.states else "-", _num(m.seconds, ".2f"),
                   _num(m.shrink_seconds, ".2f") if simulate else "-", _num(m.peak_mib, ".0f"),
                   Text(m.summary(), style="bold red" if m.error else ""), r.target, _met(m))
+    return t
+
+
+STARTUP_NOTE = (
+    "startup rows (issue 23): wall seconds of the installed command in a fresh process each time (as a shell runs "
+    "it), median and fastest of the runs; run checks scenarios/release-seed.toml (667 states over buggy and fixed). "
+)
+
+
+def startup_table(measurements: list) -> Table:
+    import os
+
+    cache = "off (PYTHONDONTWRITEBYTECODE)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
+    t = Table(title=f"start-up (issue 23) · bytecode cache {cache}", box=box.SIMPLE_HEAD, header_style="bold",
+              pad_edge=False)
+    for name in ("row", "command", "runs", "median s", "fastest s", "target", "met"):
+        t.add_column(name, justify="right" if name in ("runs", "median s", "fastest s") else "left", overflow="fold")
+    for m in measurements:
+        met = m.met()
+        t.add_row(m.row.key, m.command, str(len(m.times)) if not m.error else m.summary(), _num(m.median, ".3f"),
+                  _num(m.fastest, ".3f"), m.row.target,
+                  Text({True: "met", False: "NOT MET", None: ""}[met], style=STYLE[met]))
     return t

@@ -13,13 +13,14 @@ import sys
 from rich import box
 from rich.table import Table
 
+from prefetch_check.commands import COMMANDS
 from prefetch_check.commands.common import output_console, positive_int
 from prefetch_check.commands.sampling_args import add_model_flags, chosen_cases
 from prefetch_check.explorer.census import DISTRIBUTION, EXACT, TooLarge, exact_census, sampled_census
 from prefetch_check.explorer.confidence import CONFIDENCE
 from prefetch_check.scenario import InputError
 
-HELP = "what fraction of schedules (uniform random scheduler) hits each violation: exact, or sampled with an interval"
+HELP = COMMANDS["census"]
 METHODS = ("auto", "exact", "sampled")
 DEFAULT_MAX_STATES = 300_000
 DEFAULT_RUNS = 10_000

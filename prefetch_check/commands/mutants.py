@@ -6,6 +6,7 @@ scenario kills and nobody explained) or an equivalence claim a scenario refutes,
 
 from __future__ import annotations
 
+from prefetch_check.commands import COMMANDS
 from prefetch_check.explorer.limits import Limits
 from prefetch_check.commands.common import add_limit_flags, check_protocol, limit_defaults, limit_overrides, output_console
 from prefetch_check.mutation import (
@@ -24,7 +25,7 @@ from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
 from prefetch_check.scenario.errors import did_you_mean
 
-HELP = "check every protocol mutant with the fixed predicate: which property in which scenario catches it"
+HELP = COMMANDS["mutants"]
 PREDICATE = "fixed"
 # A mutant may blow up a search the fixed protocol keeps small (a TP=8 case of 500 states becomes
 # millions): where neither the scenario nor a flag bounds the states, each search stops here and

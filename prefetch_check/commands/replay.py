@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from prefetch_check.commands import COMMANDS
 from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
 from prefetch_check.explorer.replay import Divergence, replay
 from prefetch_check.explorer.trace import parse_schedule
@@ -22,7 +23,7 @@ from prefetch_check.model.source.files import FileProblem, read_regular_file
 from prefetch_check.scenario import InputError
 from prefetch_check.scenario.errors import closest
 
-HELP = "re-run a schedule string through a scenario step by step"
+HELP = COMMANDS["replay"]
 
 
 def add_arguments(parser) -> None:

@@ -9,11 +9,11 @@ import os
 import sys
 from pathlib import Path
 
+from prefetch_check.commands import COMMANDS
 from prefetch_check import __version__
 from prefetch_check.explorer.report import Labels, print_report, summary
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.model.predicate_loader import load_predicate
-from prefetch_check.model.source.predicate import builtin_protocol, protocol_mismatch
 from prefetch_check.commands.common import (
     add_limit_flags, add_protocol_flag, check_predicate, check_protocol, limit_defaults, limit_overrides, output_console,
     search_workers, reductions_note,
@@ -25,7 +25,7 @@ from prefetch_check.scenario.shipped import shipped_scenarios
 from prefetch_check.scenario.runner import Interrupted, entries, plan, run_tasks
 from prefetch_check.commands.never_fired import warn_never_fired
 
-HELP = "check scenario files (buggy vs fixed by default) and judge their expectations"
+HELP = COMMANDS["run"]
 DEFAULT_PATH = "scenarios"
 DEFAULT_PREDICATES = ("buggy", "fixed")
 LABELS = Labels(subject="scenario", variant="predicate", title="prefetch-check")
@@ -140,6 +140,10 @@ def _refuse_other_protocols(predicates: list, scenarios: list, protocol) -> None
     pairing it with a scenario of the other protocol is bad input (exit 2), never a verdict."""
     for spec in predicates:
         name, predicate = load_predicate(spec)
+        if getattr(predicate, "protocol", None) is None:
+            continue  # knows no protocol: fits either (protocol_mismatch says None; its module not imported)
+        from prefetch_check.model.source.predicate import protocol_mismatch
+
         for scenario in scenarios:
             why = protocol_mismatch(name, predicate, protocol or scenario.protocol)
             if why:
@@ -155,6 +159,8 @@ def _warn_about_shapes(predicates: list, scenarios: list, protocol) -> None:
         name, predicate = load_predicate(spec)
         if getattr(predicate, "protocol", None) != "predicate-poll":
             continue
+        from prefetch_check.model.source.predicate import builtin_protocol
+
         shape = predicate.shape
         for scenario in scenarios:
             if builtin_protocol(protocol or scenario.protocol) != "predicate-poll":

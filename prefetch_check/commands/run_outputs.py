@@ -14,21 +14,30 @@ from pathlib import Path
 from rich.console import Console
 
 from prefetch_check.commands.common import check_output_path, output_console
-from prefetch_check.explorer.report import Labels, to_json_text, to_junit, to_markdown
+from prefetch_check.explorer.report.records import Labels
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.scenario import InputError
 
 STDOUT = "-"
 
-# flag, the args attribute, the renderer, the file mode (Markdown appends: CI step summaries)
-REPORTS = (("--json", "json", to_json_text, "w"), ("--junit", "junit", to_junit, "w"),
-           ("--markdown", "markdown", to_markdown, "a"))
+# flag, the args attribute, the renderer (module, function: imported only when asked for), the
+# file mode (Markdown appends: CI step summaries)
+REPORTS = (("--json", "json", ("json_report", "to_json_text"), "w"), ("--junit", "junit", ("junit", "to_junit"), "w"),
+           ("--markdown", "markdown", ("markdown", "to_markdown"), "a"))
+
+
+def _renderer(where: tuple):
+    import importlib
+
+    module, name = where
+    return getattr(importlib.import_module(f"prefetch_check.explorer.report.{module}"), name)
 
 
 def requested(args) -> list[tuple]:
     """(flag, path, renderer, mode) of each report asked for, checked before anything runs:
     the folder exists, and at most one report goes to stdout."""
-    wanted = [(flag, getattr(args, attr), render, mode) for flag, attr, render, mode in REPORTS if getattr(args, attr)]
+    wanted = [(flag, getattr(args, attr), _renderer(render), mode) for flag, attr, render, mode in REPORTS
+              if getattr(args, attr)]
     to_stdout = [flag for flag, path, _, _ in wanted if path == STDOUT]
     if len(to_stdout) > 1:
         raise InputError(f"{' and '.join(to_stdout)} both write to stdout ('-'); give all but one of them a FILE")

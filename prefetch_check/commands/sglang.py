@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from prefetch_check.commands import COMMANDS
 from prefetch_check.commands.common import check_output_path, limit_defaults, output_console
 from prefetch_check.model.source.detect import CACHE_FILES
 from prefetch_check.progress import RunProgress
@@ -39,7 +40,7 @@ from prefetch_check.sglang.index import list_releases
 from prefetch_check.sglang.spec import PathSpec, expand, parse_spec
 from prefetch_check.sglang.trees import Tree, read_trees
 
-HELP = "check the prefetch protocol of SGLang releases, checkouts or the installed one (verdicts per release)"
+HELP = COMMANDS["sglang"]
 DEFAULT_SCENARIOS = "scenarios"
 DEFAULT_MAX_RANKS = 2
 STDOUT = "-"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from prefetch_check.commands import COMMANDS
 from prefetch_check.commands.common import output_console, positive_float, positive_int
 from prefetch_check.commands.sampling_args import add_model_flags, chosen_cases, replay_command
 from prefetch_check.commands.replay import print_steps
@@ -21,7 +22,7 @@ from prefetch_check.explorer.simulate import simulate
 from prefetch_check.explorer.walk import DEADLOCK, DEPTH, SETTLED
 from prefetch_check.scenario import InputError
 
-HELP = "sample schedules (seeded random walk or PCT) where exhaustive search cannot reach; never VERIFIED"
+HELP = COMMANDS["simulate"]
 STRATEGIES = ("random", "pct")
 DEFAULT_SCHEDULES = 1000
 DEFAULT_DEPTH = 2000

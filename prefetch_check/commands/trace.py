@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from prefetch_check.commands import COMMANDS
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.commands.common import (
     add_case_flag, add_limit_flags, add_protocol_flag, check_predicate, check_property, check_protocol, limit_defaults,
@@ -21,7 +22,7 @@ from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError
 from prefetch_check.scenario.runner import run_check
 
-HELP = "show the counterexample of a scenario for one predicate and property"
+HELP = COMMANDS["trace"]
 FORMATS = ("terminal", "html", "markdown", "json", "itf", "dot", "graphml")
 GRAPH_STATES = 5000  # default cap on the exported state graph (graphs are for small scenarios)
 

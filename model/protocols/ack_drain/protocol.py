@@ -26,6 +26,64 @@ What the reductions may assume:
     I.ack, I.done   append an ACK to prefetch_sync_queue (the sync thread pops the head; nobody
                     reads its length); they read only the IO thread's own counter and the
                     operation's allocated length, which nobody changes once allocated
+    Y.take          (issue 23) pops the head of prefetch_sync_queue, a progress ACK, and arrives
+                    in the sync threads' all_reduce(MIN). Only the sync thread pops the queue or
+                    sets y_pc, and the IO thread only appends (the head, already there, is not
+                    changed), so no step of another thread disables it or is changed by it. No
+                    other thread reads y_pc or y_coll. Of another rank, only its sync thread
+                    touches this collective: the two arrivals commute (whichever comes last
+                    completes it, to the same registers), and no rank can leave it before this
+                    one arrives. What the properties read: `quiet` stays False (the ACK moves
+                    from the queue to y_pc), and the new wait is in the sync group, whose one
+                    tag (the ACKs pair by position) can never mismatch another rank's. It
+                    consumes one of the finitely many ACKs the IO threads send, so it is on no
+                    cycle, and postponing the other steps for it starves nobody. Measured:
+                    R3 x Q1 x 2 pages, timeout, storage batch 1: 173,177 -> 97,799 states.
+    I.stop          (issue 23) the IO thread finds its operation terminated: no more reads. It
+                    reads `terminated`, which nobody resets, and writes only i_pc, which no
+                    other thread reads; only the IO thread's own steps can disable it. The
+                    views do not change (`quiet` reads i_pc only as "idle or not", and it stays
+                    busy). The IO thread only moves forward: on no cycle.
+                    R3 x Q1: 97,799 -> 68,348 states.
+  and, where the rank tells that nothing depends on the order (`solo_priority`):
+    S.drain         (issue 23) leaving the drain's all_reduce(MIN) and popping the agreed counts,
+                    when it changes nothing another thread of the rank reads (`drain_commutes`):
+                    it pops the first n of prefetch_hit_queue and ack_prefetch_queue, where n is
+                    at most this rank's length at its arrival, and the prefetch and sync threads
+                    only append behind them (an append and a pop of an earlier item commute);
+                    it appends to prefetch_buffer, whose head the IO thread pops; it terminates
+                    nothing and changes neither hash_value nor the page list of an operation
+                    another thread still holds, and the clock can fire after it for every
+                    operation it could fire for before (C.timeout reads ongoing_prefetch and the
+                    operation's fields: a drain that completes or revokes an operation whose
+                    clock could still fire races with that clock and is not taken alone).
+                    Nothing of the other ranks can touch this rank before it moves on. States
+                    skipped this way (another thread's step first, then the drain) violate
+                    nothing the explored order does not: a write only shrinks the unwritten
+                    set, a forward's mixed ACKs stay mixed, a timeout only matters to the
+                    delivery check at quiescence, which a rank with a drain due is not in. The
+                    drain is part of the scheduler's loop, but every round also takes
+                    drain_arrive and the vote's arrival, which are never solo: there the rank's
+                    every enabled step is explored, so no cycle ignores one.
+                    R3 x Q1: 68,348 -> 44,610 states.
+- Postponed (`postponable`, issue 23): C.timeout of request q's operation on rank r, except
+  where r's scheduler is about to check q (S_CHECK q), under the timeout deadline of issue
+  (`deadline = "issue"`) and with every waiting request checked each round
+  (`admission_limit = 0`). The timeout only sets that operation's `timed_out`, which exactly
+  two things read: the check of q (the vote or the local answer, in S_CHECK q: there the clock
+  is explored in both orders with it) and the views' `disturbed`, an excuse of the delivery
+  property. Its other dependences disable it: terminating the operation (the vote's
+  terminate, an abort) or ending it (its completed_req or a revoke in the drain), after which
+  `timed_out` is read by no step. So every order the reduction drops ("the clock fires, then
+  steps that do not read it, then the check of q") is matched, step for step, by the order
+  "those steps, then the clock, then the check", and every order in which the operation ends
+  first is matched by one that differs only in that operation's `timed_out` being False: the
+  same steps follow, and it violates whatever the dropped one violates (a False flag excuses
+  nothing more). No cycle postpones it forever: every cycle runs each scheduler's round, and
+  every round with admission_limit 0 checks q while its operation is ongoing; where nothing
+  else is left to explore, it is explored (model/engine/compiled.py). Not under the admission
+  deadline: there a drain can end the clock's chance (`landed`) while the operation goes on.
+  Measured: R3 x Q1: 44,610 -> 39,106 states.
   Not solo: P.publish and C.timeout change what the predicate reads; I.write races with a
   termination (the IO thread checks the flag per page); Y.pass and Y.forward append to
   ack_prefetch_queue, whose length the drain's all_reduce reads (when an ACK reaches the drain
@@ -35,7 +93,7 @@ What the reductions may assume:
 
 from __future__ import annotations
 
-from prefetch_check.model.interface import Collective, RankProtocol, Thread
+from prefetch_check.model.interface import Collective, RankProtocol, Thread, result
 from prefetch_check.model.protocols.ack_drain import predicates
 from prefetch_check.model.protocols.ack_drain.cache import CacheOperations
 from prefetch_check.model.protocols.ack_drain.clock import ClockSteps
@@ -43,7 +101,7 @@ from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request, 
 from prefetch_check.model.protocols.ack_drain.io_thread import IOThreadSteps
 from prefetch_check.model.protocols.ack_drain.prefetch_thread import PrefetchThreadSteps
 from prefetch_check.model.protocols.ack_drain.properties import NAMES, RankView, build_properties, summarize
-from prefetch_check.model.protocols.ack_drain.scheduler import SchedulerSteps
+from prefetch_check.model.protocols.ack_drain.scheduler import DRAIN_TAG, SchedulerSteps
 from prefetch_check.model.protocols.state_words import pc_words
 from prefetch_check.model.protocols.ack_drain.state import (
     C_ACK,
@@ -54,6 +112,8 @@ from prefetch_check.model.protocols.ack_drain.state import (
     IO_ACK,
     IO_READ,
     NO_OP,
+    S_CHECK,
+    S_CRASHED,
     initial_rank,
 )
 from prefetch_check.model.protocols.ack_drain.sync_thread import SyncThreadSteps
@@ -79,7 +139,8 @@ class AckDrainProtocol(
         C_HITS: Collective("p_coll", min, "all_reduce(MIN hits)"),
         C_ACK: Collective("y_coll", min, "all_reduce(MIN completed_tokens) of a progress ACK"),
     }
-    solo_steps = {"S.keep_waiting": 0, "I.take": 1, "I.ack": 2, "I.done": 3}
+    solo_steps = {"S.keep_waiting": 0, "I.take": 1, "I.ack": 2, "I.done": 3, "Y.take": 4, "I.stop": 5}
+    DRAIN_PRIORITY = 6  # S.drain where `drain_commutes`
     reductions_vouched = True
     builtin_predicates = ("buggy", "fixed")
     property_names = NAMES
@@ -164,6 +225,58 @@ class AckDrainProtocol(
             ) + (cfg.host_pages[r],)
             groups.setdefault(signature, []).append(r)
         return tuple(tuple(g) for g in groups.values())
+
+    def solo_priority(self, rank, action):
+        declared = self.solo_steps.get(action.kind)
+        if declared is not None or action.kind != "S.drain":
+            return declared
+        return self.DRAIN_PRIORITY if self.drain_commutes(action.rank, rank) else None
+
+    def postponable(self, rank, action) -> bool:
+        """C.timeout away from the check that reads it (the argument is in the module docstring)."""
+        if action.kind != "C.timeout":
+            return False
+        cfg = self.config
+        if cfg.deadline != "issue" or cfg.admission_limit:
+            return False
+        kind, q, _ = rank.s_pc
+        return not (kind == S_CHECK and q == action.q)
+
+    def drain_commutes(self, r: int, rank) -> bool:
+        """Whether this rank's S.drain (its collective done) commutes with every step of the
+        rank's other threads (the argument is in the module docstring): checked on the drain's
+        own outcome, so a variant whose drain does more is not taken alone where it matters."""
+        agreed = result(rank, "s_coll", DRAIN_TAG)
+        if agreed is None:
+            return False
+        after = self.drained(r, rank._replace(s_coll=()), agreed)
+        if after.s_pc[0] == S_CRASHED:
+            return False
+        if (after.p_pc, after.i_pc, after.y_pc, after.p_coll, after.y_coll, after.prefetch_queue, after.sync_queue) != (
+                rank.p_pc, rank.i_pc, rank.y_pc, rank.p_coll, rank.y_coll, rank.prefetch_queue, rank.sync_queue):
+            return False
+        n_hit, n_ack = agreed[0], agreed[1]
+        if after.hit_queue != rank.hit_queue[n_hit:] or after.ack_queue != rank.ack_queue[n_ack:]:
+            return False
+        if after.prefetch_buffer[: len(rank.prefetch_buffer)] != rank.prefetch_buffer:
+            return False
+        held = set(rank.prefetch_queue) | set(rank.hit_queue[n_hit:]) | set(rank.prefetch_buffer)
+        if rank.p_pc >= 0:
+            held.add(rank.p_pc)
+        if rank.i_pc and rank.i_pc != (DEAD,):
+            held.add(rank.i_pc[0])
+        for i, (old, new) in enumerate(zip(rank.ops, after.ops)):
+            if new.terminated != old.terminated or new.timed_out != old.timed_out or new.written != old.written:
+                return False
+            if i in held and (new.hash_value, new.stage, new.slots) != (old.hash_value, old.stage, old.slots):
+                return False
+        if self.config.policy == "timeout" and self.config.timeout_clock:
+            # each timeout the clock could fire now, it can still fire after the drain, to the same state
+            later = dict(self.timeouts(after))
+            for q, fired in self.timeouts(rank):
+                if later.get(q) != self.drained(r, fired._replace(s_coll=()), agreed):
+                    return False
+        return True
 
     @classmethod
     def harness_configs(cls) -> tuple:
