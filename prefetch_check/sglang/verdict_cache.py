@@ -25,6 +25,7 @@ import prefetch_check.explorer
 import prefetch_check.model
 
 FOLDER = "verdicts"
+EXECUTOR = "code"  # model/code/: the executor, on which the model's verdicts do not depend
 
 
 @lru_cache(maxsize=1)
@@ -34,6 +35,8 @@ def checker_fingerprint() -> str:
     for package in (prefetch_check.model, prefetch_check.explorer):
         root = Path(package.__file__).parent
         for path in sorted(root.rglob("*.py")):
+            if path.relative_to(root).parts[0] == EXECUTOR:
+                continue  # the executor's own results are keyed by its sources (code_checks.py)
             digest.update(path.relative_to(root).as_posix().encode())
             digest.update(path.read_bytes())
     return f"{prefetch_check.__version__}+{digest.hexdigest()[:16]}"
