@@ -353,3 +353,24 @@ def fixture_follows():
     shapes.append(("late2025 (tail once)", LATE_ONCE, None))
     return followed.shipped().merged(followed.build((f"fixture {name}", files_of(*layers), cls)
                                                     for name, layers, cls in shapes))
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in `repo`; its output, stripped."""
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def new_repo(repo: Path) -> Path:
+    """An empty git repository at `repo` with a committer set (skips the test without git)."""
+    import shutil
+
+    import pytest
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    git(repo.parent, "init", "-q", str(repo))
+    git(repo, "config", "user.email", "t@example.invalid")
+    git(repo, "config", "user.name", "t")
+    return repo

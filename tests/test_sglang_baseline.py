@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 
 from prefetch_check.cli import build_parser, main
 from conftest import also_follow
-from sglang_fixtures import LATE_ONCE, tree
+from sglang_fixtures import LATE_ONCE, git, new_repo, tree
 
 pytestmark = pytest.mark.usefixtures("fixture_trees_followed")
 
@@ -44,10 +43,6 @@ def sglang(tmp_path: Path, capsys, *args: str) -> tuple[int, dict, str]:
 
 def marks(row: dict) -> dict:
     return {p: v.get("against_baseline") for p, v in row["properties"].items()}
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
 def drop_guard(srt: Path) -> None:
@@ -122,13 +117,8 @@ def test_a_ci_job_on_a_fork_goes_0_0_1(tmp_path, capsys, monkeypatch, fixture_tr
     """The done-when of issue 21: a fork branched from a release (a followed fixture tree), a harmless
     commit, then a regressing one the model can judge; the job at each commit, with the release as
     baseline, exits 0, 0, 1."""
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
     release = tree(tmp_path / "release", *LATE_ONCE)
-    fork = tmp_path / "fork"
-    git(tmp_path, "init", "-q", str(fork))
-    git(fork, "config", "user.email", "t@example.invalid")
-    git(fork, "config", "user.name", "t")
+    fork = new_repo(tmp_path / "fork")
     srt = tree(fork / "python", *LATE_ONCE) / "sglang" / "srt"
     controller = srt / "managers" / "cache_controller.py"
 

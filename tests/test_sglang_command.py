@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from prefetch_check.cli import main
 from conftest import also_follow
-from sglang_fixtures import FAMILIES, LATE_ONCE, ROOT, tree
+from sglang_fixtures import FAMILIES, LATE_ONCE, ROOT, git, new_repo, tree
 
 # The fixture trees stand for the release families they are shaped after (the floor has its own
 # tests in test_sglang_floor.py).
@@ -229,17 +227,8 @@ def test_bad_input_is_one_paragraph_and_exit_2(tmp_path, capsys, args, words):
 # ---- --commits: the bisect a maintainer wants
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
 def test_commits_say_where_each_verdict_changed(tmp_path, capsys, monkeypatch, fixture_trees_followed):
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    repo = tmp_path / "sglang"
-    git(tmp_path, "init", "-q", str(repo))
-    git(repo, "config", "user.email", "t@example.invalid")
-    git(repo, "config", "user.name", "t")
+    repo = new_repo(tmp_path / "sglang")
     tree(repo / "python", *LATE_ONCE)
 
     def commit(message: str) -> str:
@@ -284,12 +273,7 @@ def test_commits_say_where_each_verdict_changed(tmp_path, capsys, monkeypatch, f
 def test_a_regression_after_a_refused_commit_is_still_found(tmp_path, capsys, monkeypatch, fixture_trees_followed):
     """Each commit is compared with the last one judged: a refused commit in between (listed as such)
     does not hide the regression after it; the line names the commit by its whole subject."""
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    repo = tmp_path / "sglang"
-    git(tmp_path, "init", "-q", str(repo))
-    git(repo, "config", "user.email", "t@example.invalid")
-    git(repo, "config", "user.name", "t")
+    repo = new_repo(tmp_path / "sglang")
     srt = tree(repo / "python", *LATE_ONCE) / "sglang" / "srt"
     controller = srt / "managers" / "cache_controller.py"
     original = controller.read_text()

@@ -29,6 +29,7 @@ import prefetch_check.model.code as executor_package
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
 from prefetch_check.model.code import CodeConfig, CodeLimits, ExecutorError, check_tree
 from prefetch_check.model.code.loader import REAL, module_name
+from prefetch_check.sglang import verdict_cache
 from prefetch_check.sglang.locate import PROTOCOL_FILES
 
 FOLDER = "code-verdicts"
@@ -215,7 +216,7 @@ def run_code(checks: list[tuple[Path, CodeCheck]], cache: Path, jobs: int, progr
     from_cache = 0
     for srt, check in checks:
         for run in check.runs:
-            stored = _read(cache, run.key)
+            stored = verdict_cache.read(cache, run.key, FOLDER)
             if stored is not None:
                 run.result, run.cached = stored, True
                 from_cache += 1
@@ -237,7 +238,7 @@ def run_code(checks: list[tuple[Path, CodeCheck]], cache: Path, jobs: int, progr
         for _, run in entries:
             run.result, run.error = result, error
         if result is not None and (result["exhaustive"] or _stopped_as_asked(first, result)):
-            _write(cache, first.key, result)
+            verdict_cache.store(cache, first.key, result, FOLDER)
         if progress is not None:
             progress()
 
@@ -257,24 +258,6 @@ def run_code(checks: list[tuple[Path, CodeCheck]], cache: Path, jobs: int, progr
 def _stopped_as_asked(run: CodeRun, result: dict) -> bool:
     """A search cut at the violation it was run for is an answer, not a bound: it may be stored."""
     return bool(run.limits.stop_on) and all(result["verdicts"].get(p) == VIOLATED for p in run.limits.stop_on)
-
-
-def _read(root: Path, key: str) -> Optional[dict]:
-    try:
-        return json.loads((root / FOLDER / f"{key}.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _write(root: Path, key: str, result: dict) -> None:
-    folder = root / FOLDER
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{key}.tmp"
-        tmp.write_text(json.dumps(result))
-        tmp.replace(folder / f"{key}.json")
-    except OSError:
-        pass  # a cache that cannot be written only makes the next run slower
 
 
 def failing(verdict: CodeVerdict) -> bool:

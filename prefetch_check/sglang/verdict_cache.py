@@ -77,9 +77,10 @@ def task_key(protocol: str, predicate_id: str, config, limits) -> str:
     return digest.hexdigest()
 
 
-def read(root: Path, key: str) -> Optional[dict]:
+def read(root: Path, key: str, folder: str = FOLDER) -> Optional[dict]:
+    """A stored document of `<root>/<folder>/`, or None."""
     try:
-        return json.loads((root / FOLDER / f"{key}.json").read_text())
+        return json.loads((root / folder / f"{key}.json").read_text())
     except (OSError, ValueError):
         return None
 
@@ -88,11 +89,16 @@ def write(root: Path, key: str, summary: dict) -> None:
     """Store a check's summary, unless a limit cut it (BOUNDED depends on the machine and the time)."""
     if any(p["verdict"] == "BOUNDED" for p in summary["properties"].values()):
         return
-    folder = root / FOLDER
+    store(root, key, summary)
+
+
+def store(root: Path, key: str, doc: dict, folder: str = FOLDER) -> None:
+    """Write a document whole (through a temporary file) into `<root>/<folder>/`."""
+    target = root / folder
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{key}.tmp"
-        tmp.write_text(json.dumps(summary))
-        tmp.replace(folder / f"{key}.json")
+        target.mkdir(parents=True, exist_ok=True)
+        tmp = target / f".{key}.tmp"
+        tmp.write_text(json.dumps(doc))
+        tmp.replace(target / f"{key}.json")
     except OSError:
         pass  # a cache that cannot be written only makes the next run slower
