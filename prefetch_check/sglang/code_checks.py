@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Optional
 
 import prefetch_check.model.code as executor_package
-from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
+from prefetch_check.explorer.result import BOUNDED, VERIFIED, VIOLATED
 from prefetch_check.model.code import CodeConfig, CodeLimits, ExecutorError, check_tree
 from prefetch_check.model.code.loader import REAL, module_name
 from prefetch_check.sglang import verdict_cache
@@ -258,11 +258,3 @@ def run_code(checks: list[tuple[Path, CodeCheck]], cache: Path, jobs: int, progr
 def _stopped_as_asked(run: CodeRun, result: dict) -> bool:
     """A search cut at the violation it was run for is an answer, not a bound: it may be stored."""
     return bool(run.limits.stop_on) and all(result["verdicts"].get(p) == VIOLATED for p in run.limits.stop_on)
-
-
-def failing(verdict: CodeVerdict) -> bool:
-    return verdict.verdict in (VIOLATED, BOUNDED)
-
-
-def holds(verdict: str) -> bool:
-    return verdict in (VERIFIED, NOT_APPLICABLE, NOT_JUDGED)
