@@ -53,10 +53,19 @@ def test_run_exits_1_when_one_expectation_is_flipped(tmp_path, capsys):
     assert f"prefetch-check trace {tmp_path / 'seed.toml'} --predicate buggy --property wait_complete_delivers" in out
 
 
-def test_a_bounded_search_fails_a_verifies_expectation(tmp_path, capsys):
+def test_a_bounded_search_is_not_judged_exit_3_and_a_wrong_verdict_still_fails(tmp_path, capsys):
+    """A search a limit cut is neither a pass nor a wrong verdict: exit 3 (issue 21), the
+    expectation still shown as not holding; a verdict that differs wins with exit 1."""
     code, out, _ = run(capsys, "run", write_scenario(tmp_path, SEED), "-q", "--predicate", "fixed", "--max-states", "5")
-    assert code == 1
+    assert code == 3
     assert "expected VERIFIED, got BOUNDED" in out
+    code, out, _ = run(capsys, "run", write_scenario(tmp_path, "pages = 1\n"), "-q", "--predicate", "fixed",
+                       "--max-states", "5")
+    assert code == 3 and "BOUNDED" in out  # no expectations at all: still not judged
+    wrong = SEED.replace('[expect.fixed]', '[expect.fixed]\nviolates = ["progress"]', 1)
+    assert wrong != SEED
+    code, out, _ = run(capsys, "run", write_scenario(tmp_path, wrong), "-q", "--predicate", "fixed")
+    assert code == 1
 
 
 def test_only_the_chosen_predicates_are_run_and_judged(tmp_path, capsys):

@@ -110,3 +110,57 @@ def test_a_tree_without_storage_prefetch_says_so_plainly(tmp_path, capsys):
     [row] = doc["releases"]
     assert status == 3 and row["status"] == "not modelled"
     assert row["note"].startswith("this release has no storage prefetch") and "properties" not in row
+
+
+def test_settings_a_case_needs_are_named_against_the_release_defaults():
+    from prefetch_check.model.protocols.poll.config import uniform_config
+    from prefetch_check.sglang.settings import default_policy, needed_settings
+
+    assert (default_policy("0.5.11"), default_policy("0.5.12"), default_policy("/a/path")) == ("best_effort", "timeout", None)
+    wait = uniform_config(ranks=1, pages=2)
+    assert wait.policy == "wait_complete" and "policy=wait_complete" in needed_settings(wait, "0.5.16")[0]
+    timeout = uniform_config(ranks=1, pages=2, policy="timeout")
+    assert needed_settings(timeout, "0.5.16") == ()  # the default since 0.5.12
+    assert needed_settings(timeout, "0.5.6") == ("policy=timeout (this release's default: best_effort)",)
+    assert needed_settings(timeout, None) == ()  # a tree whose release is unknown: only what is never a default
+    zero = uniform_config(ranks=1, pages=2, policy="timeout", prefetch_threshold=0, clamp_threshold=False, hits=0)
+    assert [s.split(" ")[0] for s in needed_settings(zero, "0.5.18")] == ["prefetch_threshold=0"]
+
+
+def test_0_5_16_hangs_at_threshold_0_when_the_host_is_full_and_the_row_says_what_it_needs(tmp_path, capsys, monkeypatch):
+    """Issue 21, item 7: the clamp of 0.5.16-0.5.17 guards only the prefetch thread; the drain's
+    memory-pressure fallback compares the raw threshold, so threshold 0 and no free host page
+    publish an empty page list and the fixed predicate waits forever, under upstream's assumptions."""
+    from prefetch_check.sglang.cache import cache_root
+    from prefetch_check.sglang.errors import SglangSourceError
+    from prefetch_check.sglang.fetch import fetch_release
+
+    try:
+        fetch_release("0.5.16", cache_root())
+    except SglangSourceError as exc:
+        pytest.skip(f"package index not reachable and 0.5.16 not cached: {exc}")
+    argv = ["sglang", "0.5.16", "--engine", "model", "--quiet", "--json", "-",
+            "--scenarios", str(SCENARIOS / "release-staged-threshold-zero-full-host.toml"),
+            "--scenarios", str(SCENARIOS / "release-staged-timeout.toml")]
+    assert main(argv) == 1
+    [row] = json.loads(capsys.readouterr().out)["releases"]
+    progress = row["properties"]["progress"]["release"]
+    assert progress["upstream_assumptions"]["verdict"] == "VIOLATED"
+    assert progress["steps"] == 11 and progress["case"] == "release-staged-threshold-zero-full-host[ranks=1]"
+    needs = progress["needs_settings"]
+    assert any(s.startswith("prefetch_threshold=0") for s in needs) and any(s.startswith("policy=wait_complete") for s in needs)
+    assert "needs_settings" not in row["properties"]["no_early_acceptance"]["release"]  # VERIFIED: nothing needed
+
+
+def test_a_finding_under_the_release_defaults_is_shown_before_one_that_needs_settings(tmp_path, capsys, monkeypatch):
+    """The seed predicate accepts early under wait_complete (seed-race) and under timeout
+    (timeout); wait_complete is never SGLang's default, so the timeout case is the
+    one the cell shows, and the other is listed with what it needs."""
+    seed = tree(tmp_path / "seed", "seed")
+    status, doc = sglang(tmp_path, capsys, seed, "seed-race.toml", "timeout.toml")
+    early = doc["releases"][0]["properties"]["no_early_acceptance"]["release"]
+    assert status == 1 and early["case"].startswith("timeout") and "needs_settings" not in early
+    [other] = [c for c in early["cases"] if not c["case"].startswith("timeout")]
+    assert other["case"].startswith("seed-race") and other["needs_settings"][0].startswith("policy=wait_complete")
+    out = table(tmp_path, capsys, monkeypatch, seed, "seed-race.toml")
+    assert "(non-default settings)" in out and "needs settings that are not the release's defaults: policy=wait_complete" in out

@@ -8,11 +8,11 @@ expectations judged against it) and never import a model.
 _LAZY = {
     "schema": "json_report", "to_json": "json_report", "to_json_text": "json_report", "to_junit": "junit",
     "to_markdown": "markdown", "Entry": "records", "Expectation": "records", "Labels": "records",
-    "summary": "records", "print_report": "table", "verdict_table": "table",
+    "summary": "records", "exit_status": "records", "print_report": "table", "verdict_table": "table",
 }
 
 __all__ = [
-    "Entry", "Expectation", "Labels", "print_report", "schema", "summary", "to_json", "to_json_text", "to_junit",
+    "Entry", "Expectation", "Labels", "exit_status", "print_report", "schema", "summary", "to_json", "to_json_text", "to_junit",
     "to_markdown", "verdict_table",
 ]
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prefetch_check.explorer.result import CheckResult
+from prefetch_check.explorer.result import BOUNDED, CheckResult
+
+UNJUDGED = 3  # the exit status when something could not be judged (a search a limit cut), nothing failed
 
 
 @dataclass(frozen=True)
@@ -61,3 +63,15 @@ def summary(entries) -> tuple[int, int]:
     total = sum(len(e.expectations) for e in entries)
     failed = sum(len(e.failed) for e in entries)
     return total - failed, failed
+
+
+def exit_status(entries) -> int:
+    """1 when an expectation does not hold on a finished search (a verdict differs); else 3 when
+    some property could not be judged (a search a limit cut: BOUNDED, expected or not), so a CI
+    gate never passes on a search that did not finish; else 0."""
+    entries = list(entries)
+    if any(e.actual != BOUNDED for entry in entries for e in entry.failed):
+        return 1
+    if any(pr.verdict == BOUNDED for entry in entries for pr in entry.result.results.values()):
+        return UNJUDGED
+    return 0

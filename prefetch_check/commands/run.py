@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prefetch_check.commands import COMMANDS
 from prefetch_check import __version__
-from prefetch_check.explorer.report import Labels, print_report, summary
+from prefetch_check.explorer.report import Labels, exit_status, print_report
 from prefetch_check.explorer.result import VIOLATED
 from prefetch_check.model.predicate_loader import load_predicate
 from prefetch_check.commands.common import (
@@ -94,10 +94,9 @@ def execute(args) -> int:
     written = run_outputs.write_trace_pages(pages, tasks, report) if pages else {}
     print_report(run_outputs.table_console(reports), report, LABELS, _hints(tasks, report, written))
     run_outputs.write_reports(reports, report, LABELS)
-    _, failed = summary(report)
     warn_never_fired(tasks, results)  # stderr: stdout stays the verdicts alone
     _say_reductions(tasks, results)
-    return 1 if failed else 0
+    return exit_status(report)
 
 
 def _check_expectations(predicates: list, scenarios: list, chosen: bool) -> None:

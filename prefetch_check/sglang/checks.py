@@ -33,6 +33,8 @@ from prefetch_check.sglang.consequence import consequence
 from prefetch_check.sglang.code_checks import CodeCheck, plan_code
 from prefetch_check.sglang.followed import Followed
 from prefetch_check.sglang.path_code import prefetch_path
+from prefetch_check.sglang.settings import needed_settings
+from prefetch_check.sglang.versions import is_version
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.protocols import release_protocol
 from prefetch_check.sglang.storage_prefetch import NONE as NO_STORAGE_PREFETCH, has_storage_prefetch
@@ -59,6 +61,7 @@ class Run:
     summary: Optional[dict] = None
     cached: bool = False
     replaced: tuple = ()  # (option, the scenario's value, the release's) where the release's shape differs
+    settings: tuple[str, ...] = ()  # the server settings it needs that the release's defaults lack
 
     def replaced_text(self) -> str:
         """What a reader of this case's name must know: the options of its own that this release's
@@ -90,6 +93,7 @@ class Finding:
     replaced: str = ""  # the case's own options this release's shape replaced (Run.replaced_text)
     drops_assumption: str = ""
     consequence: str = ""  # what it costs a serving system (consequence.py)
+    settings: tuple[str, ...] = ()  # the non-default server settings its case needs (settings.py)
 
     def label(self) -> str:
         return f"{self.case} ({self.replaced})" if self.replaced else self.case
@@ -205,6 +209,7 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
         return row
     row.status = CHECKED
     own_id = verdict_cache.predicate_identity(row.predicate_spec, predicate)
+    version = tree.label if is_version(tree.label) else None  # a release's defaults are known by its version
     skipped = []
     for scenario, index, case in chosen:
         try:
@@ -219,7 +224,8 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
         for spec, ident, runs in ((row.predicate_spec, own_id, row.own), (TRANSCRIPTION, TRANSCRIPTION, row.ours)):
             limits = scenario.limits_for(spec, {}, limit_defaults)
             key = verdict_cache.task_key(release.protocol, ident, config, limits)
-            runs.append(Run(key, scenario, applied, number, spec, release.options, limits, replaced=replaced))
+            runs.append(Run(key, scenario, applied, number, spec, release.options, limits, replaced=replaced,
+                            settings=needed_settings(config, version)))
     if skipped:
         row.note = "; ".join(filter(None, [row.note, f"not for this shape (skipped): {', '.join(skipped)}"]))
     return row
@@ -287,15 +293,16 @@ def summarize(result) -> dict:
 
 
 def aggregate(runs: list[Run], prop: str) -> PropertyVerdict:
-    """The worst verdict of `prop` over the runs; for a violation, the shortest counterexample and
-    every violating case. No run at all (e.g. no scenario drops an assumption) is NOT APPLICABLE."""
+    """The worst verdict of `prop` over the runs; for a violation, the shortest counterexample of a
+    case run with the release's default settings (else the shortest of all) and every violating
+    case, in that order. No run at all (e.g. no scenario drops an assumption) is NOT APPLICABLE."""
     found = [(run, run.summary["properties"].get(prop)) for run in runs if run.summary]
     found = [(run, v) for run, v in found if v is not None]
     violated = sorted(((v["steps"] or 0, i, run, v) for i, (run, v) in enumerate(found) if v["verdict"] == VIOLATED),
-                      key=lambda t: (t[0], t[1]))
+                      key=lambda t: (bool(t[2].settings), t[0], t[1]))
     if violated:
         cases = tuple(Finding(run.case.name, steps, run.command(prop), v["reason"], run.replaced_text(),
-                              run.scenario.drops_assumption, consequence(prop, v["reason"]))
+                              run.scenario.drops_assumption, consequence(prop, v["reason"]), run.settings)
                       for steps, _, run, v in violated)
         first = cases[0]
         return PropertyVerdict(VIOLATED, first.steps, first.case, first.command, first.reason, first.replaced, cases)
@@ -320,7 +327,7 @@ def choose_cases(scenarios: list[Scenario], max_ranks: int) -> dict[str, list[tu
     return out
 
 
-UNJUDGED = 3  # the exit status of a run in which some tree got no verdicts
+from prefetch_check.explorer.report.records import UNJUDGED  # noqa: E402 (the exit status of a tree or property not judged)
 
 
 def exit_status(rows: list[ReleaseCheck], baseline=None) -> int:

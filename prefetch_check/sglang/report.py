@@ -48,6 +48,8 @@ class Footnotes:
             out.append(f"{number}. {first.label()}: `{first.command}`" if markdown
                        else f"[{number}] {first.label()}: {first.command}")
             out.append(f"    consequence: {first.consequence}")
+            if first.settings:
+                out.append(f"    needs settings that are not the release's defaults: {'; '.join(first.settings)}")
             if rest:
                 also = ", ".join(f"{f.case} ({f.steps} steps)" for f in rest)
                 out.append(f"    also violated in {also}; their commands are in the --json report")
@@ -62,9 +64,10 @@ def verdict_text(v: Optional[PropertyVerdict], notes: Footnotes, same_as: Option
         return ""
     if v.verdict == VIOLATED:
         more = f" (+{len(v.cases) - 1} case{'s' if len(v.cases) > 2 else ''})" if len(v.cases) > 1 else ""
+        needs = " (non-default settings)" if v.cases[0].settings else ""
         if same_as is not None and same_as.verdict == VIOLATED and same_as.steps == v.steps:
-            return f"VIOLATED, {v.steps} steps{more}"
-        return f"VIOLATED, {v.steps} steps [{notes.add(v)}]{more}"
+            return f"VIOLATED, {v.steps} steps{needs}{more}"
+        return f"VIOLATED, {v.steps} steps [{notes.add(v)}]{needs}{more}"
     if v.verdict == NOT_APPLICABLE:
         return "n/a"
     return v.verdict
@@ -208,6 +211,8 @@ def _verdict_json(v: PropertyVerdict) -> dict:
     out = {"verdict": v.verdict}
     if v.verdict == VIOLATED:
         out.update(steps=v.steps, case=v.case, command=v.command, consequence=v.cases[0].consequence)
+        if v.cases[0].settings:
+            out["needs_settings"] = list(v.cases[0].settings)
         if v.replaced:
             out["case_options_replaced"] = v.replaced
     if v.reason and v.verdict in (VIOLATED, BOUNDED):
@@ -221,6 +226,8 @@ def _finding_json(f) -> dict:
         out["case_options_replaced"] = f.replaced
     if f.drops_assumption:
         out["drops_assumption"] = f.drops_assumption
+    if f.settings:
+        out["needs_settings"] = list(f.settings)
     return out
 
 
