@@ -112,22 +112,22 @@ def test_a_tree_without_storage_prefetch_says_so_plainly(tmp_path, capsys):
     assert row["note"].startswith("this release has no storage prefetch") and "properties" not in row
 
 
-def test_settings_a_case_needs_are_named_against_the_release_defaults():
+def test_the_settings_a_case_runs_with_are_named_against_the_release_defaults():
     from prefetch_check.model.protocols.poll.config import uniform_config
-    from prefetch_check.sglang.settings import default_policy, needed_settings
+    from prefetch_check.sglang.settings import default_policy, non_default_settings
 
     assert (default_policy("0.5.11"), default_policy("0.5.12"), default_policy("/a/path")) == ("best_effort", "timeout", None)
     wait = uniform_config(ranks=1, pages=2)
-    assert wait.policy == "wait_complete" and "policy=wait_complete" in needed_settings(wait, "0.5.16")[0]
+    assert wait.policy == "wait_complete" and "policy=wait_complete" in non_default_settings(wait, "0.5.16")[0]
     timeout = uniform_config(ranks=1, pages=2, policy="timeout")
-    assert needed_settings(timeout, "0.5.16") == ()  # the default since 0.5.12
-    assert needed_settings(timeout, "0.5.6") == ("policy=timeout (this release's default: best_effort)",)
-    assert needed_settings(timeout, None) == ()  # a tree whose release is unknown: only what is never a default
+    assert non_default_settings(timeout, "0.5.16") == ()  # the default since 0.5.12
+    assert non_default_settings(timeout, "0.5.6") == ("policy=timeout (this release's default: best_effort)",)
+    assert non_default_settings(timeout, None) == ()  # a tree whose release is unknown: only what is never a default
     zero = uniform_config(ranks=1, pages=2, policy="timeout", prefetch_threshold=0, clamp_threshold=False, hits=0)
-    assert [s.split(" ")[0] for s in needed_settings(zero, "0.5.18")] == ["prefetch_threshold=0"]
+    assert [s.split(" ")[0] for s in non_default_settings(zero, "0.5.18")] == ["prefetch_threshold=0"]
 
 
-def test_0_5_16_hangs_at_threshold_0_when_the_host_is_full_and_the_row_says_what_it_needs(tmp_path, capsys, monkeypatch):
+def test_0_5_16_hangs_at_threshold_0_when_the_host_is_full_and_the_row_names_its_settings(tmp_path, capsys, monkeypatch):
     """Issue 21, item 7: the clamp of 0.5.16-0.5.17 guards only the prefetch thread; the drain's
     memory-pressure fallback compares the raw threshold, so threshold 0 and no free host page
     publish an empty page list and the fixed predicate waits forever, under upstream's assumptions."""
@@ -147,20 +147,20 @@ def test_0_5_16_hangs_at_threshold_0_when_the_host_is_full_and_the_row_says_what
     progress = row["properties"]["progress"]["release"]
     assert progress["upstream_assumptions"]["verdict"] == "VIOLATED"
     assert progress["steps"] == 11 and progress["case"] == "release-staged-threshold-zero-full-host[ranks=1]"
-    needs = progress["needs_settings"]
-    assert any(s.startswith("prefetch_threshold=0") for s in needs) and any(s.startswith("policy=wait_complete") for s in needs)
-    assert "needs_settings" not in row["properties"]["no_early_acceptance"]["release"]  # VERIFIED: nothing needed
+    settings = progress["non_default_settings"]
+    assert any(s.startswith("prefetch_threshold=0") for s in settings) and any(s.startswith("policy=wait_complete") for s in settings)
+    assert "non_default_settings" not in row["properties"]["no_early_acceptance"]["release"]  # VERIFIED: no finding to label
 
 
-def test_a_finding_under_the_release_defaults_is_shown_before_one_that_needs_settings(tmp_path, capsys, monkeypatch):
+def test_a_finding_under_the_release_defaults_is_shown_before_one_with_other_settings(tmp_path, capsys, monkeypatch):
     """The seed predicate accepts early under wait_complete (seed-race) and under timeout
     (timeout); wait_complete is never SGLang's default, so the timeout case is the
-    one the cell shows, and the other is listed with what it needs."""
+    one the cell shows, and the other is listed with the settings it runs with."""
     seed = tree(tmp_path / "seed", "seed")
     status, doc = sglang(tmp_path, capsys, seed, "seed-race.toml", "timeout.toml")
     early = doc["releases"][0]["properties"]["no_early_acceptance"]["release"]
-    assert status == 1 and early["case"].startswith("timeout") and "needs_settings" not in early
+    assert status == 1 and early["case"].startswith("timeout") and "non_default_settings" not in early
     [other] = [c for c in early["cases"] if not c["case"].startswith("timeout")]
-    assert other["case"].startswith("seed-race") and other["needs_settings"][0].startswith("policy=wait_complete")
+    assert other["case"].startswith("seed-race") and other["non_default_settings"][0].startswith("policy=wait_complete")
     out = table(tmp_path, capsys, monkeypatch, seed, "seed-race.toml")
-    assert "(non-default settings)" in out and "needs settings that are not the release's defaults: policy=wait_complete" in out
+    assert "(non-default settings)" in out and "its case runs with settings that are not the release's defaults: policy=wait_complete" in out

@@ -33,7 +33,7 @@ from prefetch_check.sglang.consequence import consequence
 from prefetch_check.sglang.code_checks import CodeCheck, plan_code
 from prefetch_check.sglang.followed import Followed
 from prefetch_check.sglang.path_code import prefetch_path
-from prefetch_check.sglang.settings import needed_settings
+from prefetch_check.sglang.settings import non_default_settings
 from prefetch_check.sglang.versions import is_version
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.protocols import release_protocol
@@ -61,7 +61,7 @@ class Run:
     summary: Optional[dict] = None
     cached: bool = False
     replaced: tuple = ()  # (option, the scenario's value, the release's) where the release's shape differs
-    settings: tuple[str, ...] = ()  # the server settings it needs that the release's defaults lack
+    settings: tuple[str, ...] = ()  # the server settings it runs with that are not the release's defaults
 
     def replaced_text(self) -> str:
         """What a reader of this case's name must know: the options of its own that this release's
@@ -93,7 +93,7 @@ class Finding:
     replaced: str = ""  # the case's own options this release's shape replaced (Run.replaced_text)
     drops_assumption: str = ""
     consequence: str = ""  # what it costs a serving system (consequence.py)
-    settings: tuple[str, ...] = ()  # the non-default server settings its case needs (settings.py)
+    settings: tuple[str, ...] = ()  # the server settings its case runs with that the release does not default to (settings.py)
 
     def label(self) -> str:
         return f"{self.case} ({self.replaced})" if self.replaced else self.case
@@ -225,7 +225,7 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
             limits = scenario.limits_for(spec, {}, limit_defaults)
             key = verdict_cache.task_key(release.protocol, ident, config, limits)
             runs.append(Run(key, scenario, applied, number, spec, release.options, limits, replaced=replaced,
-                            settings=needed_settings(config, version)))
+                            settings=non_default_settings(config, version)))
     if skipped:
         row.note = "; ".join(filter(None, [row.note, f"not for this shape (skipped): {', '.join(skipped)}"]))
     return row

@@ -49,7 +49,7 @@ class Footnotes:
                        else f"[{number}] {first.label()}: {first.command}")
             out.append(f"    consequence: {first.consequence}")
             if first.settings:
-                out.append(f"    needs settings that are not the release's defaults: {'; '.join(first.settings)}")
+                out.append(f"    its case runs with settings that are not the release's defaults: {'; '.join(first.settings)}")
             if rest:
                 also = ", ".join(f"{f.case} ({f.steps} steps)" for f in rest)
                 out.append(f"    also violated in {also}; their commands are in the --json report")
@@ -212,7 +212,7 @@ def _verdict_json(v: PropertyVerdict) -> dict:
     if v.verdict == VIOLATED:
         out.update(steps=v.steps, case=v.case, command=v.command, consequence=v.cases[0].consequence)
         if v.cases[0].settings:
-            out["needs_settings"] = list(v.cases[0].settings)
+            out["non_default_settings"] = list(v.cases[0].settings)
         if v.replaced:
             out["case_options_replaced"] = v.replaced
     if v.reason and v.verdict in (VIOLATED, BOUNDED):
@@ -227,7 +227,7 @@ def _finding_json(f) -> dict:
     if f.drops_assumption:
         out["drops_assumption"] = f.drops_assumption
     if f.settings:
-        out["needs_settings"] = list(f.settings)
+        out["non_default_settings"] = list(f.settings)
     return out
 
 

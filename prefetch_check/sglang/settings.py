@@ -1,11 +1,12 @@
-"""The server settings a case needs that a release does not ship as its defaults.
+"""The server settings a case runs with that a release does not ship as its defaults.
 
-Why: a maintainer reads "VIOLATED" as "my users hit this". Many findings need a setting an
-operator must choose: the `wait_complete` stop policy (never SGLang's default: `best_effort`
+Why: a maintainer reads "VIOLATED" as "my users hit this". Many findings come from cases run with
+a setting an operator must choose: the `wait_complete` stop policy (never SGLang's default: `best_effort`
 until 0.5.11, `timeout` from 0.5.12 on, upstream pull request #23309) or a `prefetch_threshold`
 of 0 (set in `--hicache-storage-backend-extra-config`; the default is 256 tokens, at least one
 page). The release table shows findings under the defaults first and labels the others with
-what they need.
+the settings their case runs with (the finding may or may not need them: another case could show
+it under the defaults; no shipped case does).
 
 The model's own threshold of 1 token with pages of 1 token stands for "at least one page", the
 regime of the default 256; only 0 (no threshold at all) is a different setting.
@@ -30,7 +31,7 @@ def default_policy(version: Optional[str]) -> Optional[str]:
     return "timeout" if key >= version_key(TIMEOUT_DEFAULT_SINCE) else "best_effort"
 
 
-def needed_settings(config, version: Optional[str]) -> tuple[str, ...]:
+def non_default_settings(config, version: Optional[str]) -> tuple[str, ...]:
     """What a case's configuration sets that the release (`version`, or None when unknown) does
     not have by default, each as `name=value (the default)`; empty when it runs as shipped."""
     out = []
