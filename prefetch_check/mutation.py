@@ -16,7 +16,6 @@ also keeps every kill's counterexample shortest.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
@@ -24,8 +23,8 @@ from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.result import BOUNDED, VIOLATED, CheckResult
 from prefetch_check.explorer.trace import Trace
 from prefetch_check.model.protocols.mutant import MutantInfo as Mutant
-from prefetch_check.model.protocols import BUILTIN, builtin_ancestor, protocol_label
-from prefetch_check.model.protocols.poll.protocol import PollProtocol
+from prefetch_check.model.protocols import builtin_ancestor, load_protocol, protocol_label
+from prefetch_check.model.protocols.registry import DEFAULT, descriptor
 from prefetch_check.api import check
 
 KILLED = "killed"
@@ -43,13 +42,12 @@ class NamedConfig:
     limits: Limits = Limits()
 
 
-def catalogue(protocol: str = "predicate-poll") -> tuple[tuple, tuple]:
-    """(mutants, built-in configurations) of a built-in protocol: its `mutants` module's
-    CATALOGUE and CONFIGS (small configurations, each exercising one part of the protocol;
-    together they kill the whole catalogue in seconds)."""
-    module_name = BUILTIN[protocol][0].rsplit(".", 1)[0] + ".mutants"
-    module = importlib.import_module(module_name)
-    return module.CATALOGUE, as_named_configs(module.CONFIGS)
+def catalogue(protocol: str = DEFAULT) -> tuple[tuple, tuple]:
+    """(mutants, built-in configurations) of a registered protocol: the CATALOGUE and CONFIGS of
+    the mutants module its descriptor names (small configurations, each exercising one part of
+    the protocol; together they kill the whole catalogue in seconds)."""
+    mutants, configs = descriptor(protocol).catalogue()
+    return mutants, as_named_configs(configs)
 
 
 @dataclass(frozen=True)
@@ -158,7 +156,8 @@ def run_mutants(
             progress.finish(key, result)
         return result
 
-    unmutated = {builtin_ancestor(m) or PollProtocol for m in mutants} or {PollProtocol}
+    default = load_protocol(DEFAULT)
+    unmutated = {builtin_ancestor(m) or default for m in mutants} or {default}
     if len(unmutated) > 1:
         raise ValueError("mutants of different protocols cannot share one run")
     (unmutated,) = unmutated

@@ -20,7 +20,8 @@ from prefetch_check.mutation import (
     catalogue,
     run_mutants,
 )
-from prefetch_check.model.protocols import BUILTIN, builtin_ancestor, load_protocol, protocol_label
+from prefetch_check.model.protocols import family, load_protocol
+from prefetch_check.model.protocols.registry import names
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
 from prefetch_check.scenario.errors import did_you_mean
@@ -40,7 +41,7 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--builtin", action="store_true", help="also run the built-in small configurations")
     parser.add_argument("--mutant", action="append", metavar="NAME", help="only this mutant (repeatable)")
-    parser.add_argument("--catalogue", choices=("all",) + tuple(BUILTIN), default="all",
+    parser.add_argument("--catalogue", choices=("all",) + names(), default="all",
                         help="the protocol whose mutants to run (default: every protocol's catalogue)")
     parser.add_argument("--list", action="store_true", help="list the catalogue and exit")
     parser.add_argument("--no-traces", action="store_true", help="omit the counterexample steps")
@@ -84,8 +85,8 @@ def _batches(args) -> list[tuple[str, list]]:
     """(protocol, mutants) to run: a variant of the user's, the mutants named, or the catalogues."""
     if args.protocol:
         variant = load_protocol(check_protocol(args.protocol))
-        return [(protocol_label(builtin_ancestor(variant) or variant), [as_mutant(variant)])]
-    protocols = list(BUILTIN) if args.catalogue == "all" else [args.catalogue]
+        return [(family(variant), [as_mutant(variant)])]
+    protocols = list(names()) if args.catalogue == "all" else [args.catalogue]
     catalogues = {p: catalogue(p)[0] for p in protocols}
     if not args.mutant:
         return [(p, list(mutants)) for p, mutants in catalogues.items()]
@@ -107,8 +108,7 @@ def _configs(args, protocol: str) -> list[NamedConfig]:
     configs = []
     if args.paths:
         for scenario in load_scenarios(args.paths):  # every file validated before anything runs
-            base = load_protocol(scenario.protocol)
-            if protocol_label(builtin_ancestor(base) or base) != protocol:
+            if family(load_protocol(scenario.protocol)) != protocol:
                 continue
             limits = scenario.limits_for(PREDICATE, overrides, defaults)
             configs += [NamedConfig(case.name, case.config, limits) for case in scenario.cases]

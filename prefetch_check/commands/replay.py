@@ -15,8 +15,9 @@ from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
 from prefetch_check.explorer.replay import Divergence, replay
 from prefetch_check.explorer.trace import parse_schedule
 from prefetch_check.model.interface import parse_action_id
+from prefetch_check.scenario import one_case
 from prefetch_check.commands.common import (
-    add_case_flag, add_protocol_flag, check_predicate, check_protocol, one_case, output_console,
+    add_case_flag, add_protocol_flag, check_predicate, check_protocol, output_console,
 )
 from prefetch_check.commands.sampling_args import at_ranks, ranks_value
 from prefetch_check.model.source.files import FileProblem, read_regular_file
