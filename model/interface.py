@@ -190,6 +190,11 @@ class RankProtocol:
     def ranks(self) -> int:
         return self.config.ranks
 
+    @property
+    def num_requests(self) -> int:
+        """How many subjects a step's `q` may name (0..n-1): the configuration's requests."""
+        return self.config.num_requests
+
     def initial_rank(self, r: int) -> tuple:
         """Rank r's state before any thread has stepped."""
         raise NotImplementedError

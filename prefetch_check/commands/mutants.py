@@ -42,7 +42,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--builtin", action="store_true", help="also run the built-in small configurations")
     parser.add_argument("--mutant", action="append", metavar="NAME", help="only this mutant (repeatable)")
     parser.add_argument("--catalogue", choices=("all",) + names(), default="all",
-                        help="the protocol whose mutants to run (default: every protocol's catalogue)")
+                        help="the protocol whose mutants to run (default: every protocol's catalogue; with scenario "
+                             "files and no --builtin, every catalogue of their protocols)")
     parser.add_argument("--list", action="store_true", help="list the catalogue and exit")
     parser.add_argument("--no-traces", action="store_true", help="omit the counterexample steps")
     parser.add_argument("--markdown", action="store_true", help="print only the score table, as Markdown (for the README)")
@@ -87,6 +88,9 @@ def _batches(args) -> list[tuple[str, list]]:
         variant = load_protocol(check_protocol(args.protocol))
         return [(family(variant), [as_mutant(variant)])]
     protocols = list(names()) if args.catalogue == "all" else [args.catalogue]
+    if args.catalogue == "all" and args.paths and not args.builtin:  # the protocols of the scenarios given
+        present = {family(load_protocol(s.protocol)) for s in load_scenarios(args.paths)}
+        protocols = [p for p in protocols if p in present]
     catalogues = {p: catalogue(p)[0] for p in protocols}
     if not args.mutant:
         return [(p, list(mutants)) for p, mutants in catalogues.items()]
