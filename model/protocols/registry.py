@@ -75,6 +75,12 @@ class Descriptor:
         module = _attribute(self.mutants)
         return module.CATALOGUE, module.CONFIGS
 
+    def assumption_configs(self) -> tuple:
+        """(name, config) pairs that drop an upstream assumption (the protocol itself violates a
+        property there): where a variant that fixes such a bug shows its repair. Its mutants
+        module's ASSUMPTION_CONFIGS, if any."""
+        return getattr(_attribute(self.mutants), "ASSUMPTION_CONFIGS", ()) if self.mutants else ()
+
     def release_options(self, shape):
         return _attribute(self.releases).release_options(shape)
 
