@@ -65,6 +65,8 @@ from __future__ import annotations
 import ast
 import copy
 import difflib
+import functools
+import hashlib
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
@@ -536,8 +538,26 @@ def load_source_predicate(spec: str) -> tuple[str, SourcePredicate]:
     """`PATH.py:Class.method` -> (name, predicate), e.g. ("hiradix_cache.py:HiRadixCache.can_terminate_prefetch", fn).
 
     Raises `PredicateError` (a `SourcePredicateError`) naming the file and line when the
-    function cannot be found or reads something the adapter does not supply.
+    function cannot be found or reads something the adapter does not supply. Loaded once per
+    process for the same spec and the same file bytes (a run asks for it from its argument
+    check, its protocol checks and every case it builds): the load reads and probes the function.
     """
+    path, _ = parse_spec(spec)
+    try:
+        raw = read_regular_file(path, MAX_SOURCE_BYTES, "a predicate source")
+    except FileProblem:
+        return _load(spec)  # says what is wrong with the file
+    return _loaded(spec, str(path.resolve()), hashlib.sha256(raw).digest())
+
+
+@functools.lru_cache(maxsize=64)
+def _loaded(spec: str, resolved: str, digest: bytes) -> tuple[str, SourcePredicate]:
+    """The load of `spec`, keyed by the file's path and bytes (a changed file is loaded again).
+    A load that raises is not cached: it raises again, with the same file and line."""
+    return _load(spec)
+
+
+def _load(spec: str) -> tuple[str, SourcePredicate]:
     path, parts = parse_spec(spec)
     tree, lines = _read_tree(path)
     fn, owner = find_function(tree, parts, path)

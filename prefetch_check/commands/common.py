@@ -173,7 +173,6 @@ def reductions_note(protocol, result) -> Optional[str]:
     """For a protocol variant (`--protocol`, a scenario's `protocol` key): its reductions are
     vouched for at run time or left off, and a user should know which (run and trace print it
     on stderr); None for a built-in protocol or a variant vouched for like one."""
-    note = result.stats.reductions
-    if protocol is None or note.startswith("full: vouched for this protocol"):
+    if protocol is None or result.stats.reductions_settled:
         return None
-    return f"prefetch-check: reductions for {protocol}: {note}"
+    return f"prefetch-check: reductions for {protocol}: {result.stats.reductions}"
