@@ -151,7 +151,6 @@ class RankProtocol:
     """Base class of every protocol version. A subclass declares the class attributes below
     and implements the methods that raise NotImplementedError."""
 
-    protocol_name: ClassVar[str] = ""  # the protocol's name in scenario files and on the command line
     threads: ClassVar[tuple[Thread, ...]] = ()
     collectives: ClassVar[dict] = {}  # collective kind -> Collective
     # Steps that commute with every step of every other thread and change nothing a property

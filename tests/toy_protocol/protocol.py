@@ -16,7 +16,6 @@ class Rank(NamedTuple):
 
 
 class ToyProtocol(RankProtocol):
-    protocol_name = "toy"
     threads = (Thread("W", "writer"), Thread("S", "scheduler"))
     reductions_vouched = True  # no collectives, every rank alone: nothing for the reductions to get wrong
     builtin_predicates = tuple(BUILTIN)
