@@ -44,6 +44,7 @@ class Stats:
     shortening_seconds: float = 0.0  # searching for shortest counterexamples, after a reduced search
     stored_states: Optional[int] = None  # states kept in the visited set, when fewer than `states`
     reductions: str = ""  # which reductions the search used and why (set by whoever chose them)
+    reductions_settled: bool = False  # they were settled before the run (nothing for a user to be told)
 
     @property
     def total_seconds(self) -> float:

@@ -151,7 +151,6 @@ class RankProtocol:
     """Base class of every protocol version. A subclass declares the class attributes below
     and implements the methods that raise NotImplementedError."""
 
-    protocol_name: ClassVar[str] = ""  # the protocol's name in scenario files and on the command line
     threads: ClassVar[tuple[Thread, ...]] = ()
     collectives: ClassVar[dict] = {}  # collective kind -> Collective
     # Steps that commute with every step of every other thread and change nothing a property
@@ -189,6 +188,11 @@ class RankProtocol:
     @property
     def ranks(self) -> int:
         return self.config.ranks
+
+    @property
+    def num_requests(self) -> int:
+        """How many subjects a step's `q` may name (0..n-1): the configuration's requests."""
+        return self.config.num_requests
 
     def initial_rank(self, r: int) -> tuple:
         """Rank r's state before any thread has stepped."""

@@ -34,6 +34,7 @@ from prefetch_check.bench_startup import SECTION as STARTUP
 from prefetch_check.bench_startup import STARTUP_ROWS
 from prefetch_check.explorer.limits import Limits, peak_memory_mb
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
+from prefetch_check.model.protocols.registry import DEFAULT, descriptor, names
 
 PREDICATE = "fixed"
 POLICY = "wait_complete"
@@ -68,24 +69,24 @@ class Row:
     note: str = ""
     policy: str = POLICY
     workers: int = 1  # processes the row's one search runs on
-    protocol: str = "predicate-poll"  # or "ack-drain": storage batch 1, threshold 1 (issue 23)
+    protocol: str = DEFAULT  # a registered protocol's name
+    options: tuple = ()  # (field, value) pairs of its configuration beyond the row's sizes
 
     @property
     def configuration(self) -> str:
-        text = ("ack " if self.protocol == "ack-drain" else "") + f"R={self.ranks} q={self.requests} p={self.pages}"
+        short = descriptor(self.protocol).short
+        text = (f"{short} " if short else "") + f"R={self.ranks} q={self.requests} p={self.pages}"
         if self.policy != POLICY:
             text += f" {self.policy}"
         return text + (f" x{self.workers} proc" if self.workers > 1 else "")
 
     def config(self):
-        if self.protocol == "ack-drain":
-            from prefetch_check.model.protocols.ack_drain.config import uniform_ack_config
+        uniform = descriptor(self.protocol).uniform_config()
+        return uniform(ranks=self.ranks, requests=self.requests, pages=self.pages, policy=self.policy, **dict(self.options))
 
-            return uniform_ack_config(ranks=self.ranks, requests=self.requests, pages=self.pages,
-                                      storage_batch_size=1, prefetch_threshold=1, policy=self.policy)
-        from prefetch_check.model.protocols.poll.config import uniform_config
 
-        return uniform_config(ranks=self.ranks, requests=self.requests, pages=self.pages, policy=self.policy)
+# the ack-drain rows (issue 23): one page per storage batch, threshold one page
+ACK = dict(protocol="ack-drain", options=(("storage_batch_size", 1), ("prefetch_threshold", 1)))
 
 
 ALL_PROPERTIES = "all properties (the C reference: safety only)"
@@ -116,13 +117,13 @@ ROWS: tuple[Row, ...] = (
 ) + (
     # issue 23: the protocol users run (ack-drain) under the default policy (timeout), two requests;
     # ack-drain rows: 2 pages, storage batch 1, threshold 1; the predicate-poll rows beside them
-    Row("ack-R3x1-timeout", "timeout", 3, 1, 2, True, policy="timeout", protocol="ack-drain"),
-    Row("ack-R2x2-wait", "timeout", 2, 2, 2, True, policy="wait_complete", protocol="ack-drain", quick=True),
-    Row("ack-R2x2-timeout", "timeout", 2, 2, 2, True, policy="timeout", protocol="ack-drain",
+    Row("ack-R3x1-timeout", "timeout", 3, 1, 2, True, policy="timeout", **ACK),
+    Row("ack-R2x2-wait", "timeout", 2, 2, 2, True, policy="wait_complete", **ACK, quick=True),
+    Row("ack-R2x2-timeout", "timeout", 2, 2, 2, True, policy="timeout", **ACK,
         target=Target("<= 60 s, all verified (issue 23)", max_seconds=60.0)),
     Row("poll-R2x2-timeout", "timeout", 2, 2, 2, True, policy="timeout"),
-    Row("ack-R3x2-timeout", "timeout", 3, 2, 2, True, policy="timeout", protocol="ack-drain"),
-    Row("ack-R4x2-timeout", "timeout", 4, 2, 2, True, policy="timeout", protocol="ack-drain"),
+    Row("ack-R3x2-timeout", "timeout", 3, 2, 2, True, policy="timeout", **ACK),
+    Row("ack-R4x2-timeout", "timeout", 4, 2, 2, True, policy="timeout", **ACK),
     Row("poll-R4x2-timeout", "timeout", 4, 2, 2, True, policy="timeout"),
 )
 SECTIONS = ("reference", "throughput", "growth", "scale", "parallel", "timeout")
@@ -446,7 +447,7 @@ def rank_costs(measurements: list[Measurement]) -> list[str]:
     R x 2 requests that ran: states(R)/states(R-1) and seconds(R)/seconds(R-1) where both were
     searched in full, or the states a bounded row had reached when its budget ran out."""
     lines = []
-    for protocol in ("ack-drain", "predicate-poll"):
+    for protocol in sorted(names()):
         rows = sorted((m for m in measurements if m.row.section == "timeout" and m.row.protocol == protocol
                        and m.row.requests == 2 and m.row.policy == "timeout" and m.ran and not m.error),
                       key=lambda m: m.row.ranks)

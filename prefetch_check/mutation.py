@@ -16,21 +16,21 @@ also keeps every kill's counterexample shortest.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 from prefetch_check.explorer.limits import Limits
-from prefetch_check.explorer.result import BOUNDED, VIOLATED, CheckResult
+from prefetch_check.explorer.result import BOUNDED, VERIFIED, VIOLATED, CheckResult
 from prefetch_check.explorer.trace import Trace
 from prefetch_check.model.protocols.mutant import MutantInfo as Mutant
-from prefetch_check.model.protocols import BUILTIN, builtin_ancestor, protocol_label
-from prefetch_check.model.protocols.poll.protocol import PollProtocol
+from prefetch_check.model.protocols import builtin_ancestor, load_protocol, protocol_label
+from prefetch_check.model.protocols.registry import DEFAULT, descriptor
 from prefetch_check.api import check
 
 KILLED = "killed"
 EQUIVALENT = "equivalent"  # not killed, and the mutant explains why it cannot be
 GAP = "gap"  # not killed and not explained: a missing scenario or property
+NOT_CAUGHT = "not caught"  # a user's variant (`as_mutant`) that no property tells from the protocol: no gap
 WRONG_EQUIVALENCE = "killed although declared equivalent"
 
 
@@ -43,13 +43,12 @@ class NamedConfig:
     limits: Limits = Limits()
 
 
-def catalogue(protocol: str = "predicate-poll") -> tuple[tuple, tuple]:
-    """(mutants, built-in configurations) of a built-in protocol: its `mutants` module's
-    CATALOGUE and CONFIGS (small configurations, each exercising one part of the protocol;
-    together they kill the whole catalogue in seconds)."""
-    module_name = BUILTIN[protocol][0].rsplit(".", 1)[0] + ".mutants"
-    module = importlib.import_module(module_name)
-    return module.CATALOGUE, as_named_configs(module.CONFIGS)
+def catalogue(protocol: str = DEFAULT) -> tuple[tuple, tuple]:
+    """(mutants, built-in configurations) of a registered protocol: the CATALOGUE and CONFIGS of
+    the mutants module its descriptor names (small configurations, each exercising one part of
+    the protocol; together they kill the whole catalogue in seconds)."""
+    mutants, configs = descriptor(protocol).catalogue()
+    return mutants, as_named_configs(configs)
 
 
 @dataclass(frozen=True)
@@ -70,6 +69,7 @@ class MutantOutcome:
     kills: tuple[Kill, ...]  # in scenario order, then property order
     bounded: tuple[str, ...] = ()  # scenarios whose search a limit cut short
     errors: tuple[tuple[str, str], ...] = ()  # (scenario, message) where the mutant could not be checked
+    repairs: tuple[tuple[str, str], ...] = ()  # (scenario, property) the unmutated protocol violates and it verifies
 
     @property
     def killed(self) -> bool:
@@ -84,6 +84,8 @@ class MutantOutcome:
     def status(self) -> str:
         if self.kills:
             return WRONG_EQUIVALENCE if self.mutant.equivalent else KILLED
+        if getattr(self.mutant, "variant", False) and not self.errors:
+            return NOT_CAUGHT  # a fix, say: not a hole in the catalogue's scenarios
         return EQUIVALENT if self.mutant.equivalent else GAP
 
     def killed_by(self, prop: str) -> list[Kill]:
@@ -158,14 +160,15 @@ def run_mutants(
             progress.finish(key, result)
         return result
 
-    unmutated = {builtin_ancestor(m) or PollProtocol for m in mutants} or {PollProtocol}
+    default = load_protocol(DEFAULT)
+    unmutated = {builtin_ancestor(m) or default for m in mutants} or {default}
     if len(unmutated) > 1:
         raise ValueError("mutants of different protocols cannot share one run")
     (unmutated,) = unmutated
     baseline = {sc.name: run(unmutated, sc) for sc in scenarios}
     outcomes = []
     for mutant in mutants:
-        kills, bounded, errors = [], [], []
+        kills, bounded, errors, repairs = [], [], [], []
         for sc in scenarios:
             try:
                 result = run(mutant, sc)
@@ -173,9 +176,10 @@ def run_mutants(
                 errors.append((sc.name, f"{type(exc).__name__}: {exc}"))
                 continue
             kills += _kills(sc.name, result, baseline[sc.name])
+            repairs += [(sc.name, prop) for prop in _repairs(result, baseline[sc.name])]
             if any(r.verdict == BOUNDED for r in result.results.values()):
                 bounded.append(sc.name)
-        outcomes.append(MutantOutcome(mutant, tuple(kills), tuple(bounded), tuple(errors)))
+        outcomes.append(MutantOutcome(mutant, tuple(kills), tuple(bounded), tuple(errors), tuple(repairs)))
     return MutationRun(scenarios, name, baseline, tuple(outcomes))
 
 
@@ -186,7 +190,7 @@ def as_mutant(protocol_class) -> type[Mutant]:
     doc = (protocol_class.__doc__ or "").strip().splitlines()
     return type(protocol_class.__name__, (protocol_class,), {
         "name": protocol_label(protocol_class), "description": doc[0] if doc else "a protocol variant",
-        "upstream": "", "touches": (), "expected": "", "equivalent": None,
+        "upstream": "", "touches": (), "expected": "", "equivalent": None, "variant": True,
     })
 
 
@@ -203,6 +207,12 @@ def _check(model_class, sc: NamedConfig, pred_name: str, predicate, reductions: 
     """The API's search, with rank symmetry only (see the module docstring)."""
     return check(sc.config, (pred_name, predicate) if not isinstance(predicate, str) else predicate, sc.limits,
                  on_progress, "symmetry" if reductions else False, protocol=model_class)
+
+
+def _repairs(result: CheckResult, baseline: CheckResult) -> list[str]:
+    """The properties the unmutated protocol violates and this one verifies (a fix's repairs)."""
+    return [prop for prop, r in result.results.items()
+            if r.verdict == VERIFIED and baseline.results[prop].verdict == VIOLATED]
 
 
 def _kills(scenario: str, result: CheckResult, baseline: CheckResult) -> list[Kill]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, fields
 from typing import Optional
 
 from prefetch_check.api import check_case
-from prefetch_check.commands.common import one_case
+from prefetch_check.scenario import one_case
 from prefetch_check.explorer.result import NOT_APPLICABLE, VERIFIED, VIOLATED, CheckResult
 from prefetch_check.explorer.trace import Trace
 

@@ -84,3 +84,14 @@ def test_no_import_circles():
     g.remove_edges_from([(a, b) for a, b in list(g.edges) if b.startswith(a + ".") or a.startswith(b + ".")])
     cycles = list(nx.simple_cycles(g))
     assert not cycles, f"import circles: {cycles[:3]}"
+
+
+def test_services_do_not_import_the_command_line():
+    """Issue 20: what the command line and the Python API share (scenario cases, `--set`
+    overrides) lives in a service module; only the command line imports prefetch_check.commands."""
+    face = ("prefetch_check.commands", "prefetch_check.cli", "prefetch_check.__main__")
+    for name, path in modules().items():
+        if name.startswith(face):
+            continue
+        commands = {t for t in imports(path) if t.startswith("prefetch_check.commands")}
+        assert not commands, f"{path.relative_to(ROOT)} imports {sorted(commands)}"

@@ -126,3 +126,25 @@ def test_check_scenario_and_the_assertions(shipped):
         assert_verified(buggy)
     with pytest.raises(AssertionError, match=RACE):
         assert_violated(fixed, RACE)
+
+
+# a variant (here a catalogue mutant) by --protocol, as run and trace take it (issue 20, item 3)
+VARIANTS = {
+    "predicate-poll": "prefetch_check.model.protocols.poll.mutants:CountBeforeWrite",
+    "ack-drain": "prefetch_check.model.protocols.ack_drain.mutants:ResultFreesInsertedPages",
+}
+
+
+def test_simulate_and_census_take_protocol(shipped, capsys):
+    protocol, path, _, killer = shipped
+    variant = VARIANTS[protocol]
+    code, out, err = run(capsys, "census", path, "--predicate", "fixed", "--protocol", variant)
+    assert code == 0, err
+    assert float(re.search(rf"{killer}\s+([0-9.]+)\s+exact", out).group(1)) > 0, out  # the plain protocol: 0
+    code, out, err = run(capsys, "simulate", path, "--predicate", "fixed", "--protocol", variant,
+                         "--seed", "1", "--schedules", "200", "--no-trace")
+    assert code == 1 and re.search(rf"{killer}\s+VIOLATED", out), out
+    assert f"--protocol {variant} --predicate fixed" in out  # the replay command line keeps the variant
+    other = "ack-drain" if protocol == "predicate-poll" else "predicate-poll"
+    code, _, err = run(capsys, "census", path, "--protocol", other)
+    assert code == 2 and f"a scenario of the {protocol} protocol" in err, err

@@ -10,7 +10,7 @@ import pytest
 from prefetch_check.model.protocols.ack_drain.config import AckConfig
 from prefetch_check.model.protocols.ack_drain.releases import release_options as ack_options
 from prefetch_check.model.source.detect import Feature, classify, detect_shape
-from prefetch_check.sglang import poll_releases
+from prefetch_check.model.protocols.poll import release_mapping as poll_releases
 from prefetch_check.sglang.protocols import release_protocol
 from sglang_fixtures import LATE_ONCE, files_of
 from test_sglang_detect import shape_of

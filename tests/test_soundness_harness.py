@@ -8,18 +8,19 @@ from __future__ import annotations
 import pytest
 
 from prefetch_check.model.engine.vouch import TooLarge, compare
-from prefetch_check.model.protocols import BUILTIN, load_protocol
+from prefetch_check.model.protocols import load_protocol
+from prefetch_check.model.protocols.registry import names
 
 CASES = [
     (name, i, predicate)
-    for name in BUILTIN
+    for name in names()
     for i, _ in enumerate(load_protocol(name).harness_configs())
     for predicate in load_protocol(name).builtin_predicates
 ]
 
 
 def test_every_builtin_protocol_is_vouched_for_and_has_a_harness():
-    for name in BUILTIN:
+    for name in names():
         cls = load_protocol(name)
         assert cls.__dict__.get("reductions_vouched") is True, name
         assert len(cls.harness_configs()) >= 5 and cls.builtin_predicates, name

@@ -17,7 +17,7 @@ from prefetch_check.cli import main
 from prefetch_check.explorer.check import check as check_model
 from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.view import trace_to_itf
-from prefetch_check.explorer.view.itf import ACTION_TAKEN, FORMAT_DESCRIPTION, itf_value
+from prefetch_check.explorer.view.itf import ABSENT_TEXT, ACTION_TAKEN, FORMAT_DESCRIPTION, itf_value
 from test_view import LostUpdate
 from test_view_support import CASES, case
 
@@ -111,6 +111,8 @@ def test_itf_is_well_formed_and_holds_every_state_and_step(name):
         own = model.fields(state)
         assert {n: decode(itf_state[n]) for n in own} == own
         assert all(n in itf_state for n in fields)  # ITF: every state assigns every variable
+        absent = {n: itf_state[n] for n in fields if n not in own}  # e.g. an ack-drain operation not issued yet
+        assert all(v == {"#unserializable": ABSENT_TEXT} for v in absent.values()), absent
     assert [s[ACTION_TAKEN] for s in doc["states"]] == ["init"] + [s.action_id for s in trace.steps]
     assert [s["#meta"].get("action") for s in doc["states"][1:]] == [s.action_id for s in trace.steps]
     # the actions taken replay to the same end
@@ -173,3 +175,16 @@ def test_cli_writes_itf(tmp_path, capsys):
     assert doc["#meta"]["property"] == "no_early_acceptance" and doc["#meta"]["status"] == "violation"
     assert main(["trace", SEED, "--format", "itf", "--property", "wait_complete_delivers", "-q"]) == 0
     check_itf(json.loads(capsys.readouterr().out))
+
+
+def test_an_operation_not_issued_yet_is_absent_not_none(capsys):
+    """Issue 20: an ack-drain counterexample starts before its operation is issued; the ITF export
+    says the operation's fields are absent there (it wrote {"#unserializable": "None"}, a value)."""
+    assert main(["trace", str(SEED.replace("seed-race", "ack-race")), "--property", "no_early_acceptance",
+                 "--format", "itf", "-q"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    check_itf(doc)
+    first, issued = doc["states"][0], doc["states"][1]
+    assert issued[ACTION_TAKEN] == "S0.issue.q0"
+    assert first["r0.#0.stage"] == {"#unserializable": ABSENT_TEXT} and issued["r0.#0.stage"] == "queued"
+    assert first["r0.#0.terminated"] == {"#unserializable": ABSENT_TEXT} and issued["r0.#0.terminated"] is False

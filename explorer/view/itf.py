@@ -7,7 +7,9 @@ value per variable) and, for a lasso, `loop` (the index of the state the cycle r
 the last state equals it). Values: booleans and strings as they are, integers as
 `{"#bigint": "..."}` (as Quint writes them: exact at any size), lists as lists, tuples as
 `{"#tup": [...]}`, sets as `{"#set": [...]}`, dicts as `{"#map": [[key, value], ...]}`, anything
-else as `{"#unserializable": "its text"}`.
+else as `{"#unserializable": "its text"}`; a variable a state does not have (the model's
+fields leave it out there, e.g. something not created yet) as `{"#unserializable": "absent: ..."}`,
+never as a value it does not have.
 
 The variables are the model's readable fields (`fields(state)`) plus `mbt::actionTaken`, the
 name Quint's model-based testing gives the step that led to a state (`init` for the first).
@@ -16,11 +18,12 @@ Each state's `#meta` also carries the step's action id, actor and description.
 
 from __future__ import annotations
 
-from prefetch_check.explorer.view.layout import TraceView, build_view
+from prefetch_check.explorer.view.layout import Absent, TraceView, build_view
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 ACTION_TAKEN = "mbt::actionTaken"
 INITIAL_ACTION = "init"
+ABSENT_TEXT = "absent: the model has no such field in this state"
 
 
 def trace_to_itf(model, trace, prop_result, title: str) -> dict:
@@ -69,6 +72,8 @@ def view_to_itf(view: TraceView) -> dict:
 
 def itf_value(value):
     """One value as an ITF expression."""
+    if isinstance(value, Absent):
+        return {"#unserializable": ABSENT_TEXT}
     if isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):

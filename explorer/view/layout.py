@@ -173,8 +173,32 @@ def result_spans(text: str) -> list[tuple[str, bool]]:
     return [(t, r) for t, r in out if t]
 
 
+class Absent:
+    """The value of a field a state does not have (the model's `fields` left it out, e.g. for
+    something not created yet). Shown as None, as every viewer always showed it; the ITF export
+    says what it is instead of claiming a value."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "None"
+
+    __str__ = __repr__
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Absent)
+
+    def __hash__(self) -> int:
+        return hash(Absent)
+
+
+ABSENT = Absent()
+
+
 def jsonable(value):
     """A value JSON and GraphML can hold: containers become lists, unknown objects text."""
+    if isinstance(value, Absent):
+        return None
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -197,7 +221,7 @@ def _field_table(model, trace) -> tuple[list[str], list[tuple]]:
             if n not in seen:
                 seen.add(n)
                 names.append(n)
-    return names, [tuple(d.get(n) for n in names) for d in dicts]
+    return names, [tuple(d.get(n, ABSENT) for n in names) for d in dicts]
 
 
 def _columns(model, trace) -> list[Column]:

@@ -1,19 +1,16 @@
 """The protocol versions the checker models, by name, and a user's own protocol variants.
 
-A protocol is a `model.interface.RankProtocol` subclass. The built-in ones are named
-here; a user's variant (a subclass that overrides one step or hook) is named
-`package.module:ClassName` and imported like any Python code the user asks us to run.
+A protocol is a `model.interface.RankProtocol` subclass. The registered ones are named by
+their descriptors (`registry.py`: one per protocol, beside its folder); a user's variant (a
+subclass that overrides one step or hook) is named `package.module:ClassName` and imported
+like any Python code the user asks us to run.
 """
 
 from __future__ import annotations
 
 import importlib
 
-BUILTIN = {
-    "predicate-poll": ("prefetch_check.model.protocols.poll.protocol", "PollProtocol"),
-    "ack-drain": ("prefetch_check.model.protocols.ack_drain.protocol", "AckDrainProtocol"),
-}
-DEFAULT = "predicate-poll"
+from prefetch_check.model.protocols.registry import DEFAULT, descriptor, descriptor_of, names
 
 
 class ProtocolError(ValueError):
@@ -28,12 +25,11 @@ def load_protocol(spec):
         spec = DEFAULT
     if isinstance(spec, type):
         cls = spec
-    elif spec in BUILTIN:
-        module, name = BUILTIN[spec]
-        return getattr(importlib.import_module(module), name)
+    elif descriptor(spec) is not None:
+        return descriptor(spec).protocol_class()
     elif ":" not in spec:
         raise ProtocolError(
-            f"unknown protocol {spec!r}: use one of {', '.join(BUILTIN)} or package.module:ClassName "
+            f"unknown protocol {spec!r}: use one of {', '.join(names())} or package.module:ClassName "
             "(a subclass of one of them)"
         )
     else:
@@ -48,20 +44,26 @@ def load_protocol(spec):
     if not (isinstance(cls, type) and issubclass(cls, RankProtocol)):
         raise ProtocolError(
             f"protocol {spec!r} is not a protocol class: it must subclass one of the built-in protocols "
-            f"({', '.join(BUILTIN)}), e.g. prefetch_check.model.protocols.poll.protocol.PollProtocol"
+            f"({', '.join(names())}), e.g. prefetch_check.model.protocols.poll.protocol.PollProtocol"
         )
     return cls
 
 
 def builtin_ancestor(cls):
-    """The built-in protocol a class is (or is a variant of), or None."""
-    builtin = {(module, attr) for module, attr in BUILTIN.values()}
-    return next((k for k in cls.__mro__ if (k.__module__, k.__name__) in builtin), None)
+    """The registered protocol class a class is (or is a variant of), or None."""
+    found = descriptor_of(cls)
+    return None if found is None else next(k for k in cls.__mro__ if found.is_class(k))
+
+
+def family(cls) -> str:
+    """The registered protocol's name a class is, or is a variant of (its own label otherwise)."""
+    found = descriptor_of(cls)
+    return found.name if found is not None else protocol_label(cls)
 
 
 def protocol_label(cls) -> str:
-    """How reports name a protocol class: its built-in name, or module:Class for a variant."""
-    for name, (module, attr) in BUILTIN.items():
-        if cls.__module__ == module and cls.__name__ == attr:
-            return name
+    """How reports name a protocol class: its registered name, or module:Class for a variant."""
+    found = descriptor_of(cls)
+    if found is not None and found.is_class(cls):
+        return found.name
     return f"{cls.__module__}:{cls.__qualname__}"

@@ -65,12 +65,15 @@ from __future__ import annotations
 import ast
 import copy
 import difflib
+import functools
+import hashlib
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from prefetch_check.model.protocols import builtin_ancestor, load_protocol, protocol_label
+from prefetch_check.model.protocols.registry import descriptor, descriptors
 from prefetch_check.model.protocols.poll.config import POLICIES
 from prefetch_check.model.protocols.poll.predicates import OperationView, PredicateError
 from prefetch_check.model.source.adapter import (
@@ -309,8 +312,6 @@ def _bare(fn: ast.FunctionDef) -> ast.FunctionDef:
 
 # ---------------------------------------------------------------- evaluation
 
-POLL, ACK_DRAIN = "predicate-poll", "ack-drain"
-COVERS = {POLL: "SGLang 0.5.1 to 0.5.18", ACK_DRAIN: "SGLang 0.5.19 and later"}
 VOTE, NEGATED = "vote", "negated"  # a one-element MAX read back as tensor[0] == 1, or as tensor[0] == 0
 
 
@@ -334,7 +335,7 @@ class SourcePredicate:
             self._guarded(interpreter, lambda fn=fn: interpreter.prepare(fn), None)
         self.first_line = fn_node.lineno
         # set by `classify` (load_source_predicate): see the module doc's table
-        self.protocol: Optional[str] = None  # POLL, ACK_DRAIN, or None: a local predicate that fits either
+        self.protocol: Optional[str] = None  # a registered protocol's name, or None: a local predicate that fits any
         self.shape: Optional[str] = None  # predicate-poll: "late2025" | "seed"; ack-drain: "unified" | "hiradix"
         self.membership = ""  # what the function does that settled protocol and shape, in words
         self.max_reading: Optional[str] = None  # how a one-element MAX is read back: VOTE or NEGATED
@@ -473,21 +474,12 @@ class SourcePredicate:
 
 
 def _membership(kinds: set, max_reading: Optional[str], wait_accepts: bool) -> tuple:
-    """(protocol, shape, why) from the collectives a function reaches and whether wait_complete accepts."""
-    if ("MAX", 2) in kinds:
-        return POLL, "late2025", "performs the MAX collective of [1 - can_terminate, is_terminated()] (0.5.2-0.5.18)"
-    if ("MIN", 1) in kinds:
-        return POLL, "seed", "performs the MIN collective of can_terminate (0.5.1.x)"
-    if ("MAX", 1) in kinds and max_reading == NEGATED:
-        return POLL, "seed", "performs a MAX collective of [1 - can_terminate] and reads tensor[0] == 0: all ranks must agree"
-    if ("MAX", 1) in kinds:
-        return ACK_DRAIN, "unified", (
-            "votes int(should_terminate) into a MAX collective and reads tensor[0] == 1: any rank may end the "
-            "wait (UnifiedRadixCache 0.5.19+, under the timeout policy)")
-    if not wait_accepts:
-        return ACK_DRAIN, "hiradix", (
-            "reaches no collective and never accepts under wait_complete: completion comes through the ACK drain "
-            "and the check around it votes (HiRadixCache 0.5.19-0.5.20)")
+    """(protocol, shape, why) from the collectives a function reaches and whether wait_complete
+    accepts: the first registered protocol whose source rules claim it (its descriptor's)."""
+    for d in descriptors():
+        found = d.source_membership(kinds, max_reading, wait_accepts)
+        if found is not None:
+            return (d.name, *found)
     return None, None, "reaches no collective and can accept under wait_complete: the model performs the vote"
 
 
@@ -508,13 +500,14 @@ def protocol_mismatch(name: str, predicate, protocol_spec) -> Optional[str]:
     if own is None:
         return None
     protocol = builtin_protocol(protocol_spec)
-    if own is None or own == protocol or protocol not in COVERS:
+    theirs, ours = descriptor(protocol or ""), descriptor(own)
+    if own == protocol or theirs is None or ours is None:
         return None
     where = f"{predicate.path}, line {predicate.first_line}" if isinstance(predicate, SourcePredicate) else name
-    fix = ('protocol = "ack-drain"' if own == ACK_DRAIN else "no protocol key (predicate-poll)")
+    fix = ours.scenario_key
     return (
-        f"{name} ({where}) belongs to the {own} protocol ({COVERS[own]}): it {predicate.membership}. "
-        f"It is not judged on a {protocol} scenario ({COVERS[protocol]}): the verdicts would be about steps the "
+        f"{name} ({where}) belongs to the {own} protocol ({ours.covers}): it {predicate.membership}. "
+        f"It is not judged on a {protocol} scenario ({theirs.covers}): the verdicts would be about steps the "
         f"function was not written for (e.g. a false progress violation). Check it on scenarios with {fix}, "
         "or check the whole release with `prefetch-check sglang`."
     )
@@ -545,8 +538,26 @@ def load_source_predicate(spec: str) -> tuple[str, SourcePredicate]:
     """`PATH.py:Class.method` -> (name, predicate), e.g. ("hiradix_cache.py:HiRadixCache.can_terminate_prefetch", fn).
 
     Raises `PredicateError` (a `SourcePredicateError`) naming the file and line when the
-    function cannot be found or reads something the adapter does not supply.
+    function cannot be found or reads something the adapter does not supply. Loaded once per
+    process for the same spec and the same file bytes (a run asks for it from its argument
+    check, its protocol checks and every case it builds): the load reads and probes the function.
     """
+    path, _ = parse_spec(spec)
+    try:
+        raw = read_regular_file(path, MAX_SOURCE_BYTES, "a predicate source")
+    except FileProblem:
+        return _load(spec)  # says what is wrong with the file
+    return _loaded(spec, str(path.resolve()), hashlib.sha256(raw).digest())
+
+
+@functools.lru_cache(maxsize=64)
+def _loaded(spec: str, resolved: str, digest: bytes) -> tuple[str, SourcePredicate]:
+    """The load of `spec`, keyed by the file's path and bytes (a changed file is loaded again).
+    A load that raises is not cached: it raises again, with the same file and line."""
+    return _load(spec)
+
+
+def _load(spec: str) -> tuple[str, SourcePredicate]:
     path, parts = parse_spec(spec)
     tree, lines = _read_tree(path)
     fn, owner = find_function(tree, parts, path)

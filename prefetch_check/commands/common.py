@@ -15,8 +15,9 @@ from rich.console import Console
 from prefetch_check.explorer.limits import DEFAULT_MEMORY_SHARE, default_memory_mb
 from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.model.predicate_loader import load_predicate
-from prefetch_check.model.protocols import BUILTIN, ProtocolError, builtin_ancestor, load_protocol, protocol_label
-from prefetch_check.scenario import Case, InputError, Scenario, load_scenario
+from prefetch_check.model.protocols import ProtocolError, family, load_protocol, protocol_label
+from prefetch_check.model.protocols.registry import names
+from prefetch_check.scenario import InputError
 from prefetch_check.scenario.errors import did_you_mean
 
 REPORT_WIDTH = 200  # wide enough for the verdict table when stdout is not a terminal
@@ -112,7 +113,7 @@ def check_output_path(flag: str, path: str) -> None:
 def add_protocol_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--protocol", metavar="NAME|package.module:Class",
-        help=f"the protocol to check: a built-in name ({', '.join(BUILTIN)}) or a variant of yours, a subclass "
+        help=f"the protocol to check: a built-in name ({', '.join(names())}) or a variant of yours, a subclass "
              "of a built-in protocol that overrides a step or hook (replaces the scenario's protocol key)",
     )
 
@@ -128,14 +129,14 @@ def check_protocol(spec, scenarios=()):
         cls = load_protocol(spec)
     except ProtocolError as exc:
         raise InputError(f"--protocol: {exc}") from None
-    family = protocol_label(builtin_ancestor(cls) or cls)
+    ours = family(cls)
     for scenario in scenarios:
         theirs = load_protocol(scenario.protocol)
-        if protocol_label(builtin_ancestor(theirs) or theirs) != family:
-            other = protocol_label(builtin_ancestor(theirs) or theirs)
+        if family(theirs) != ours:
+            other = family(theirs)
             raise InputError(
                 f"--protocol {spec}: {scenario.path} is a scenario of the {other} protocol (its parameters are that "
-                f"protocol's), so a {family} protocol cannot replace its protocol key: give {other} or a variant of it, "
+                f"protocol's), so a {ours} protocol cannot replace its protocol key: give {other} or a variant of it, "
                 "or leave that scenario out"
             )
         missing = [p for e in scenario.expect.values() for p, _ in e.verdicts if p not in cls.property_names]
@@ -168,25 +169,10 @@ def check_property(name: str, protocol=None) -> str:
     return name
 
 
-def one_case(path: str, k) -> tuple[Scenario, Case]:
-    """The single case a trace or replay is about."""
-    scenario = load_scenario(path)
-    cases = scenario.cases
-    if k is None:
-        if len(cases) == 1:
-            return scenario, cases[0]
-        listing = "; ".join(f"--case {i}: {c.label}" for i, c in enumerate(cases, start=1))
-        raise InputError(f"{path}: the scenario has {len(cases)} cases (a [matrix]); choose one with {listing}")
-    if k > len(cases):
-        raise InputError(f"--case {k}: {path} has only {len(cases)} case(s)")
-    return scenario, cases[k - 1]
-
-
 def reductions_note(protocol, result) -> Optional[str]:
     """For a protocol variant (`--protocol`, a scenario's `protocol` key): its reductions are
     vouched for at run time or left off, and a user should know which (run and trace print it
     on stderr); None for a built-in protocol or a variant vouched for like one."""
-    note = result.stats.reductions
-    if protocol is None or note.startswith("full: vouched for this protocol"):
+    if protocol is None or result.stats.reductions_settled:
         return None
-    return f"prefetch-check: reductions for {protocol}: {note}"
+    return f"prefetch-check: reductions for {protocol}: {result.stats.reductions}"

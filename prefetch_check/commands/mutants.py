@@ -2,6 +2,8 @@
 
 Exit status: 0 every mutant is killed or explained as equivalent, 1 a gap (a mutant no
 scenario kills and nobody explained) or an equivalence claim a scenario refutes, 2 bad input.
+A variant of yours (`--protocol`) that no property catches is "not caught", not a gap (it may
+be a fix: its repairs are listed, where the unmutated protocol fails and it does not): exit 0.
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ from prefetch_check.mutation import (
     EQUIVALENT,
     GAP,
     KILLED,
+    NOT_CAUGHT,
     WRONG_EQUIVALENCE,
     MutationRun,
     NamedConfig,
     as_mutant,
+    as_named_configs,
     catalogue,
     run_mutants,
 )
-from prefetch_check.model.protocols import BUILTIN, builtin_ancestor, load_protocol, protocol_label
+from prefetch_check.model.protocols import family, load_protocol
+from prefetch_check.model.protocols.registry import descriptor, names
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
 from prefetch_check.scenario.errors import did_you_mean
@@ -40,8 +45,9 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--builtin", action="store_true", help="also run the built-in small configurations")
     parser.add_argument("--mutant", action="append", metavar="NAME", help="only this mutant (repeatable)")
-    parser.add_argument("--catalogue", choices=("all",) + tuple(BUILTIN), default="all",
-                        help="the protocol whose mutants to run (default: every protocol's catalogue)")
+    parser.add_argument("--catalogue", choices=("all",) + names(), default="all",
+                        help="the protocol whose mutants to run (default: every protocol's catalogue; with scenario "
+                             "files and no --builtin, every catalogue of their protocols)")
     parser.add_argument("--list", action="store_true", help="list the catalogue and exit")
     parser.add_argument("--no-traces", action="store_true", help="omit the counterexample steps")
     parser.add_argument("--markdown", action="store_true", help="print only the score table, as Markdown (for the README)")
@@ -84,8 +90,11 @@ def _batches(args) -> list[tuple[str, list]]:
     """(protocol, mutants) to run: a variant of the user's, the mutants named, or the catalogues."""
     if args.protocol:
         variant = load_protocol(check_protocol(args.protocol))
-        return [(protocol_label(builtin_ancestor(variant) or variant), [as_mutant(variant)])]
-    protocols = list(BUILTIN) if args.catalogue == "all" else [args.catalogue]
+        return [(family(variant), [as_mutant(variant)])]
+    protocols = list(names()) if args.catalogue == "all" else [args.catalogue]
+    if args.catalogue == "all" and args.paths and not args.builtin:  # the protocols of the scenarios given
+        present = {family(load_protocol(s.protocol)) for s in load_scenarios(args.paths)}
+        protocols = [p for p in protocols if p in present]
     catalogues = {p: catalogue(p)[0] for p in protocols}
     if not args.mutant:
         return [(p, list(mutants)) for p, mutants in catalogues.items()]
@@ -107,14 +116,16 @@ def _configs(args, protocol: str) -> list[NamedConfig]:
     configs = []
     if args.paths:
         for scenario in load_scenarios(args.paths):  # every file validated before anything runs
-            base = load_protocol(scenario.protocol)
-            if protocol_label(builtin_ancestor(base) or base) != protocol:
+            if family(load_protocol(scenario.protocol)) != protocol:
                 continue
             limits = scenario.limits_for(PREDICATE, overrides, defaults)
             configs += [NamedConfig(case.name, case.config, limits) for case in scenario.cases]
     if args.builtin or not args.paths:
         limits = Limits(**{**defaults, **{k: v for k, v in overrides.items() if v is not None}})
-        configs += [NamedConfig(c.name, c.config, limits) for c in catalogue(protocol)[1]]
+        builtin = catalogue(protocol)[1]
+        if args.protocol:  # a variant may be a fix: also where the protocol itself fails (dropped assumptions)
+            builtin += as_named_configs(descriptor(protocol).assumption_configs())
+        configs += [NamedConfig(c.name, c.config, limits) for c in builtin]
     names = [c.name for c in configs]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
@@ -158,6 +169,9 @@ def report_lines(run: MutationRun, traces: bool = True) -> list[str]:
                 head += "  (declared equivalent: the explanation is wrong)"
         elif o.status == EQUIVALENT:
             head = "EQUIVALENT (no scenario kills it; explained below)"
+        elif o.status == NOT_CAUGHT:
+            head = ("NOT CAUGHT: no property in any scenario tells it from the protocol (a fix: what you want, "
+                    "and `run --protocol` verifies it; a bug: no scenario reaches it)")
         elif o.bounded:
             head = "GAP: no scenario kills it within the search limits (raise them, or add a smaller scenario)"
         else:
@@ -172,6 +186,9 @@ def report_lines(run: MutationRun, traces: bool = True) -> list[str]:
             out.append(f"    ERROR in {scenario}: {message}")
         if o.bounded and not o.killed:
             out.append(f"    searches cut by a limit (BOUNDED): {', '.join(o.bounded)}")
+        if o.repairs:
+            out.append("    repairs:  " + ", ".join(f"{prop} in {scenario}" for scenario, prop in o.repairs)
+                       + " (the unmutated protocol violates it there; this one verifies it)")
         if best is None:
             continue
         others = [f"{k.scenario}/{k.prop} ({k.steps})" for k in o.kills if k is not best]
@@ -216,7 +233,8 @@ def _steps(trace) -> list[str]:
 
 def _row(o) -> tuple[str, str, str, str, str]:
     best = o.best
-    verdict = {KILLED: "killed", EQUIVALENT: "equivalent", GAP: "GAP", WRONG_EQUIVALENCE: "killed (claimed equivalent)"}[o.status]
+    verdict = {KILLED: "killed", EQUIVALENT: "equivalent", GAP: "GAP", WRONG_EQUIVALENCE: "killed (claimed equivalent)",
+               NOT_CAUGHT: "not caught"}[o.status]
     if best is None:
         return o.mutant.name, verdict, "-", "-", "-"
     return o.mutant.name, verdict, best.scenario, best.prop, str(best.steps)

@@ -15,8 +15,9 @@ from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
 from prefetch_check.explorer.replay import Divergence, replay
 from prefetch_check.explorer.trace import parse_schedule
 from prefetch_check.model.interface import parse_action_id
+from prefetch_check.scenario import one_case
 from prefetch_check.commands.common import (
-    add_case_flag, add_protocol_flag, check_predicate, check_protocol, one_case, output_console,
+    add_case_flag, add_protocol_flag, check_predicate, check_protocol, output_console,
 )
 from prefetch_check.commands.sampling_args import at_ranks, ranks_value
 from prefetch_check.model.source.files import FileProblem, read_regular_file
@@ -97,7 +98,7 @@ def check_action_ids(schedule: str, model, config) -> None:
     request), naming the valid ones; an action that exists but is not enabled where the
     schedule takes it is left to the replay (a divergence)."""
     kinds = list(model.action_kinds())
-    ranks, requests = range(config.ranks), range(config.num_requests)
+    ranks, requests = range(config.ranks), range(model.protocol.num_requests)
     for n, text in enumerate(parse_schedule(schedule)[0], start=1):
         try:
             action = parse_action_id(text)
@@ -113,7 +114,7 @@ def check_action_ids(schedule: str, model, config) -> None:
             f"step {n} of the schedule, {text!r}, is no action of this scenario"
             + (f" (did you mean {near!r}?)" if near else "")
             + f". An action id is <thread><rank>.<step>[.q<request>], e.g. 'S0.check.q0', with the threads "
-            f"{threads}; {_span('rank', '', config.ranks)}; {_span('request', 'q', config.num_requests)}; "
+            f"{threads}; {_span('rank', '', config.ranks)}; {_span('request', 'q', model.protocol.num_requests)}; "
             f"and the steps {', '.join(kinds)}"
         )
 

@@ -150,26 +150,30 @@ def _refuse_other_protocols(predicates: list, scenarios: list, protocol) -> None
 
 
 def _warn_about_shapes(predicates: list, scenarios: list, protocol) -> None:
-    """Inside the predicate-poll protocol a predicate from source performs one shape's termination
-    collective (seed or late2025); a scenario of the other shape checks a mix of the two: say so
-    (stderr), once per pair. (The ack-drain shapes need no warning: the local answer the model
-    asks for is the same whether the check around the function votes or not.)"""
+    """A predicate from source performs one shape's termination collective (seed or late2025 of
+    the predicate-poll protocol: its descriptor's `source_shape_option`); a scenario of its protocol
+    modelling another shape checks a mix of the two: say so (stderr), once per pair. (A protocol
+    without that option, as ack-drain, needs no warning: the local answer the model asks for is
+    the same whether the check around the function votes or not.)"""
+    from prefetch_check.model.protocols.registry import descriptor
+
     for spec in predicates:
         name, predicate = load_predicate(spec)
-        if getattr(predicate, "protocol", None) != "predicate-poll":
+        own = descriptor(getattr(predicate, "protocol", None) or "")
+        if own is None or not own.source_shape_option:
             continue
         from prefetch_check.model.source.predicate import builtin_protocol
 
-        shape = predicate.shape
+        shape, option = predicate.shape, own.source_shape_option
         for scenario in scenarios:
-            if builtin_protocol(protocol or scenario.protocol) != "predicate-poll":
+            if builtin_protocol(protocol or scenario.protocol) != own.name:
                 continue
-            other = sorted({case.config.shape for case in scenario.cases} - {shape})
+            other = sorted({getattr(case.config, option) for case in scenario.cases} - {shape})
             if other:
                 print(
                     f"prefetch-check: warning: {name} performs the {shape} termination collective, but "
-                    f"{scenario.path} models shape = \"{other[0]}\": its verdicts there mix the two protocol "
-                    f"versions (set shape = \"{shape}\" in the scenario to check the code as written)",
+                    f"{scenario.path} models {option} = \"{other[0]}\": its verdicts there mix the two protocol "
+                    f"versions (set {option} = \"{shape}\" in the scenario to check the code as written)",
                     file=sys.stderr,
                 )
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from prefetch_check.commands.common import check_predicate, one_case, positive_int
+from prefetch_check.scenario import one_case
+from prefetch_check.commands.common import add_protocol_flag, check_predicate, check_protocol, positive_int
 from prefetch_check.sampling import with_ranks
 from prefetch_check.scenario import load_scenario
 
@@ -40,15 +41,21 @@ def add_model_flags(parser, several_ranks: bool = False) -> None:
                             help="run at N tensor-parallel ranks instead of the scenario's (its ranks must be "
                                  f"alike; up to {MAX_RANKS}, beyond the scenario files' 16)")
     parser.add_argument("--predicate", default="buggy", metavar="P", help="buggy (default), fixed or package.module:function")
+    add_protocol_flag(parser)
 
 
 def chosen_cases(args, one: bool) -> list:
-    """The case(s) to run, each with its own protocol: the scenario's case(s), rescaled by --ranks."""
+    """The case(s) to run, each with its own protocol (the scenario's, or --protocol's variant of
+    it): the scenario's case(s), rescaled by --ranks."""
     check_predicate(args.predicate)  # a bad predicate is reported before anything is loaded
     if one or args.case is not None:
-        cases = [one_case(args.scenario, args.case)[1]]
+        scenario, case = one_case(args.scenario, args.case)
+        cases = [case]
     else:
-        cases = list(load_scenario(args.scenario).cases)
+        scenario = load_scenario(args.scenario)
+        cases = list(scenario.cases)
+    protocol = check_protocol(args.protocol, [scenario])
+    cases = [case.with_protocol(protocol) for case in cases]
     sizes = args.ranks if isinstance(args.ranks, list) else [args.ranks]
     return [at_ranks(case, n, args.scenario) for case in cases for n in sizes]
 
@@ -67,5 +74,7 @@ def replay_command(args, ranks: int | None, schedule: str) -> str:
         parts += ["--case", str(args.case)]
     if ranks is not None:
         parts += ["--ranks", str(ranks)]
+    if args.protocol is not None:
+        parts += ["--protocol", args.protocol]
     parts += ["--predicate", args.predicate, schedule]
     return shlex.join(parts)

@@ -11,11 +11,12 @@ from pathlib import Path
 
 from prefetch_check.commands import COMMANDS
 from prefetch_check.explorer.result import VIOLATED
+from prefetch_check.scenario import one_case
 from prefetch_check.commands.common import (
     add_case_flag, add_limit_flags, add_protocol_flag, check_predicate, check_property, check_protocol, limit_defaults,
-    limit_overrides, one_case, output_console, positive_int, search_workers, reductions_note,
+    limit_overrides, output_console, positive_int, search_workers, reductions_note,
 )
-from prefetch_check.commands.overrides import apply_options, parse_sets
+from prefetch_check.scenario.overrides import apply_options, parse_sets
 from prefetch_check.model.predicate_loader import load_predicate
 from prefetch_check.model.source.predicate import protocol_mismatch
 from prefetch_check.progress import RunProgress

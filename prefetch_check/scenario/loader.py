@@ -17,10 +17,8 @@ from prefetch_check.scenario.expectations import Expect, parse_expect
 from prefetch_check.scenario.limits import parse_limits, resolve
 from prefetch_check.scenario.matrix import case_label, check_matrix, expand
 from prefetch_check.scenario.parameters import ValueProblem
-from prefetch_check.scenario.protocol_schema import schema_for
+from prefetch_check.scenario.protocol_schema import every_parameter, schema_for
 from prefetch_check.scenario.schema import META, REQUESTS
-
-ALL_PARAMETERS = set(schema_for(load_protocol("predicate-poll")).parameters) | set(schema_for(load_protocol("ack-drain")).parameters)
 from prefetch_check.scenario.source import Source, read_source
 
 
@@ -117,7 +115,7 @@ def _build(source: Source, doc: dict, stem: str) -> Scenario:
         raise ValueProblem(("protocol",), str(exc)) from None
     for key in doc:
         if key not in schema.top_level:
-            others = "" if key not in ALL_PARAMETERS else f" (it is a parameter of another protocol; this scenario's is {schema.protocol})"
+            others = "" if key not in every_parameter() else f" (it is a parameter of another protocol; this scenario's is {schema.protocol})"
             raise ValueProblem((key,), f"unknown key {key!r}{others}" + did_you_mean(key, schema.top_level))
     requests = doc.get("request", [])
     if not isinstance(requests, list):
@@ -178,6 +176,20 @@ def scenario_files(paths) -> list[Path]:
         else:
             raise InputError(f"{p}: no such scenario file or folder")
     return list(dict.fromkeys(out))
+
+
+def one_case(path: str, k) -> tuple[Scenario, Case]:
+    """The single case a trace, a replay or `testing.check_scenario` is about (`k`: 1-based, None for a scenario without a [matrix])."""
+    scenario = load_scenario(path)
+    cases = scenario.cases
+    if k is None:
+        if len(cases) == 1:
+            return scenario, cases[0]
+        listing = "; ".join(f"--case {i}: {c.label}" for i, c in enumerate(cases, start=1))
+        raise InputError(f"{path}: the scenario has {len(cases)} cases (a [matrix]); choose one with {listing}")
+    if k > len(cases):
+        raise InputError(f"--case {k}: {path} has only {len(cases)} case(s)")
+    return scenario, cases[k - 1]
 
 
 class ScenarioErrors(InputError):

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from prefetch_check.model.protocols import builtin_ancestor, protocol_label
+from prefetch_check.model.protocols import family
+from prefetch_check.model.protocols.registry import descriptor, descriptors
 from prefetch_check.scenario.schema import META, TABLES, Param
 
 
@@ -43,12 +44,21 @@ class ProtocolSchema:
 
 
 def schema_for(protocol_class) -> ProtocolSchema:
-    """The schema of a protocol class: its built-in protocol's parameters (a variant takes its base's),
-    and the class's own property names (a variant may add properties, and scenarios may expect them)."""
-    base = builtin_ancestor(protocol_class) or protocol_class
-    name = protocol_label(base)
-    if name == "ack-drain":
-        from prefetch_check.scenario import ack_drain_params as params
-    else:
-        from prefetch_check.scenario import poll_params as params
+    """The schema of a protocol class: its registered protocol's parameters (a variant takes its base's,
+    from the base's descriptor), and the class's own property names (a variant may add properties,
+    and scenarios may expect them)."""
+    name = family(protocol_class)
+    found = descriptor(name)
+    if found is None:
+        raise ValueError(f"{name} is not a registered protocol nor a variant of one")
+    params = found.scenario_params()
     return ProtocolSchema(name, params.GLOBAL, params.REQUEST, params.REQUESTS, params.build_config, protocol_class.property_names)
+
+
+def every_parameter() -> set:
+    """The scenario parameters of every registered protocol (to say a key belongs to another one)."""
+    out = set()
+    for d in descriptors():
+        params = d.scenario_params()
+        out |= {p.name for p in params.GLOBAL + (params.REQUESTS,) + params.REQUEST}
+    return out

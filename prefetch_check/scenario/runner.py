@@ -29,7 +29,7 @@ from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.report.records import Entry
 from prefetch_check.explorer.result import CheckResult
 from prefetch_check.model.protocols import protocol_label
-from prefetch_check.model.protocols.poll.predicates import BUILTIN, PredicateError
+from prefetch_check.model.protocols.poll.predicates import PredicateError
 from prefetch_check.api import check_case
 from prefetch_check.scenario.errors import InputError
 from prefetch_check.scenario.loader import Case, Scenario
@@ -117,7 +117,7 @@ def run_check(case: Case, predicate: str, limits: Limits, on_progress, reduction
 
 def _check(case: Case, predicate: str, limits: Limits, on_progress, reductions: bool, workers: int) -> CheckResult:
     label = case.name
-    if predicate in BUILTIN:
+    if predicate in case.protocol_class.builtin_predicates:
         return check_case(case, predicate, limits, on_progress, reductions, workers)
     try:
         return check_case(case, predicate, limits, on_progress, reductions, workers)

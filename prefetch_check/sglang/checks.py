@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from prefetch_check.commands.overrides import apply_options, as_set_flags
+from prefetch_check.scenario.overrides import apply_options, as_set_flags
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
 from prefetch_check.model.protocols import load_protocol
 from prefetch_check.scenario.errors import InputError

@@ -142,3 +142,10 @@ CONFIGS: tuple[tuple[str, AckConfig], ...] = (
     ("readmit", AckConfig(ranks=1, requests=(Request(pages=1, hits=(1,), failing=(frozenset(),), readmits=1),),
                           policy="best_effort")),
 )
+
+# Configurations that drop an upstream assumption: the protocol violates a property there, so no
+# mutant is killed by it, but a variant that fixes the bug shows its repair (`mutants --protocol`).
+ASSUMPTION_CONFIGS: tuple[tuple[str, AckConfig], ...] = (
+    # host allocation fails on rank 1 only: the ranks' drains diverge (progress violated)
+    ("alloc-fails-on-rank-1", uniform_ack_config(ranks=2, pages=2, host_pages=(None, 0), alloc_deterministic=False)),
+)

@@ -128,7 +128,6 @@ class AckDrainProtocol(
 ):
     """The protocol of PROTOCOL-2026.md for one configuration and one completion predicate."""
 
-    protocol_name = "ack-drain"
     threads = (
         Thread("S", "scheduler"), Thread("P", "prefetch"), Thread("I", "io"), Thread("Y", "sync"), Thread("C", "clock"),
     )

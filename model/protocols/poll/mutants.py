@@ -316,3 +316,10 @@ CONFIGS: tuple[tuple[str, Config], ...] = (
     ("uneven-hits", Config(ranks=2, requests=(RequestSpec(pages=1, hits=(1, 0), failing=_NONE),))),
     ("two-token-pages", uniform_config(ranks=1, requests=1, pages=2, page_size=2, hits=1)),
 ) + STAGED_CONFIGS
+
+# Configurations that drop an upstream assumption: the protocol violates a property there, so no
+# mutant is killed by it, but a variant that fixes the bug shows its repair (`mutants --protocol`).
+ASSUMPTION_CONFIGS: tuple[tuple[str, Config], ...] = (
+    # host allocation may fail at issue on rank 1 only: the ranks wait in different collectives
+    ("alloc-fails-on-rank-1", uniform_config(ranks=2, requests=1, pages=2, alloc_may_fail=(False, True))),
+)

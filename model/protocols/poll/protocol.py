@@ -75,7 +75,6 @@ class PollProtocol(
 ):
     """The protocol of PROTOCOL.md for one configuration and one completion predicate."""
 
-    protocol_name = "predicate-poll"
     threads = (Thread("S", "scheduler"), Thread("P", "prefetch"), Thread("I", "io"), Thread("C", "clock"))
     # the scheduler's group first: the partial-order reduction visits a rank's waits in this order
     collectives = {

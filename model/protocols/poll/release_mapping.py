@@ -11,7 +11,7 @@ EXTENSION POINT (for the release shapes of 0.5.1-0.5.18 as predicate-poll option
   - FEATURE_RULES: feature value -> options (a value missing here is "not modelled");
   - FAMILY_OPTIONS: options of a whole family that no detector feature reads yet (applied
     only when the Config has them; their evidence is the features that make the family);
-  - when the predicate-poll protocol gets its own releases.py, this module can move there.
+  - the protocol's descriptor (descriptor.py) names this module as its release mapping.
 """
 
 from __future__ import annotations
