@@ -66,6 +66,7 @@ _LAZY = {
     "Config": "prefetch_check.model.protocols.poll.config",
     "RequestSpec": "prefetch_check.model.protocols.poll.config",
     "uniform_config": "prefetch_check.model.protocols.poll.config",
+    "Checker": "prefetch_check.checker",
     "build_model": "prefetch_check.api",
     "check": "prefetch_check.api",
     "compare": "prefetch_check.api",
@@ -73,7 +74,7 @@ _LAZY = {
 }
 
 __all__ = [
-    "BOUNDED", "NOT_APPLICABLE", "VERIFIED", "VIOLATED", "CheckResult", "Config", "Limits",
+    "BOUNDED", "NOT_APPLICABLE", "VERIFIED", "VIOLATED", "CheckResult", "Checker", "Config", "Limits",
     "RequestSpec", "__version__", "build_model", "check", "compare", "render", "uniform_config",
 ]
 

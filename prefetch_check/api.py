@@ -6,7 +6,9 @@
 
 `protocol` is a built-in protocol's name (default "predicate-poll"), a protocol class, or
 `package.module:ClassName` of a user's variant (a subclass that overrides one step or
-hook). Reductions are used where they are vouched for (`model/engine/vouch.py`); the
+hook). `check` and `check_case` are shorthand for the builder (`prefetch_check.checker`):
+`Checker.of(config, predicate, protocol).limits(...).workers(n).check()`, which also
+simulates and takes the census. Reductions are used where they are vouched for (`model/engine/vouch.py`); the
 result's `stats.reductions` says which ran and why.
 """
 
@@ -14,18 +16,16 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from prefetch_check.explorer.limits import Limits, with_memory_default
+from prefetch_check.checker import Checker
+from prefetch_check.explorer.limits import Limits
 from prefetch_check.explorer.result import CheckResult
 from prefetch_check.model.engine.compiled import CompiledModel
 from prefetch_check.model.engine.readable import ReadableModel
-from prefetch_check.model.engine.search import search
-from prefetch_check.model.engine.vouch import choose
-from prefetch_check.model.protocols import load_protocol
 
 
 def build_protocol(config, predicate="fixed", protocol=None):
     """An instance of the protocol (class, name or `package.module:Class`) for one configuration and predicate."""
-    return load_protocol(protocol)(config, predicate)
+    return Checker.of(config, predicate, protocol).protocol()
 
 
 def build_model(config, predicate="fixed", protocol=None) -> ReadableModel:
@@ -37,7 +37,7 @@ def build_model(config, predicate="fixed", protocol=None) -> ReadableModel:
 def search_model(config, predicate="fixed", protocol=None) -> CompiledModel:
     """The explorer model the searches run on (compact states): for strategies other than the
     exhaustive search, such as simulation."""
-    return CompiledModel(build_protocol(config, predicate, protocol))
+    return Checker.of(config, predicate, protocol).search_model()
 
 
 def check(
@@ -58,19 +58,16 @@ def check(
     `limits`: where they set no memory limit, the command line's default applies (half of the
     machine's memory), so a configuration too big for the machine ends BOUNDED with its figures.
     """
-    return _judge(build_protocol(config, predicate, protocol), predicate, limits, on_progress, reductions, workers)
+    return (Checker.of(config, predicate, protocol).limits(limits).on_progress(on_progress)
+            .reductions(reductions).workers(workers).check())
 
 
 def check_case(case, predicate="fixed", limits: Optional[Limits] = None, on_progress=None, reductions=True,
                workers: int = 1) -> CheckResult:
     """`check` of a scenario case (`scenario.Case`): the case builds its protocol instance, so its
     configuration is always judged under its own protocol."""
-    return _judge(case.build(predicate), predicate, limits, on_progress, reductions, workers)
-
-
-def _judge(protocol, predicate, limits, on_progress, reductions, workers) -> CheckResult:
-    chosen = choose(type(protocol), predicate, protocol.config, reductions)
-    return search(protocol, chosen, with_memory_default(limits), on_progress, workers=workers)
+    return (Checker.of_case(case, predicate).limits(limits).on_progress(on_progress)
+            .reductions(reductions).workers(workers).check())
 
 
 def compare(

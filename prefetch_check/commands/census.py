@@ -16,7 +16,8 @@ from rich.table import Table
 from prefetch_check.commands import COMMANDS
 from prefetch_check.commands.common import output_console, positive_int
 from prefetch_check.commands.sampling_args import add_model_flags, chosen_cases
-from prefetch_check.explorer.census import DISTRIBUTION, EXACT, TooLarge, exact_census, sampled_census
+from prefetch_check.checker import Checker
+from prefetch_check.explorer.census import DISTRIBUTION, EXACT, TooLarge
 from prefetch_check.explorer.confidence import CONFIDENCE
 from prefetch_check.scenario import InputError
 
@@ -65,8 +66,9 @@ def execute(args) -> int:
     notes = []
     not_judged = {}
     for case in cases:
-        name, model = case.name, case.search_model(args.predicate)
-        census, why = _census(args, model)
+        checker = Checker.of_case(case, args.predicate)
+        name, model = case.name, checker.search_model()
+        census, why = _census(args, checker)
         how = _how(census, why)
         print(f"prefetch-check census: {name}: {census.method} in {census.seconds:.1f}s", file=sys.stderr)
         first = True
@@ -98,11 +100,11 @@ def execute(args) -> int:
     return 0
 
 
-def _census(args, model):
+def _census(args, checker):
     """The census and, when auto fell back to sampling, why."""
     if args.method in ("auto", "exact"):
         try:
-            return exact_census(model, model.canonicalizer(), args.max_states), ""
+            return checker.census(max_states=args.max_states), ""
         except TooLarge as exc:
             if args.method == "exact":
                 raise InputError(f"--method exact: the state graph has {exc}; raise --max-states or use "
@@ -110,7 +112,8 @@ def _census(args, model):
             why = f"sampled: the state graph has {exc} (--max-states {args.max_states:,})"
     else:
         why = ""
-    return sampled_census(model, args.seed, args.runs, args.depth, args.confidence), why
+    return checker.census(exact=False, seed=args.seed, runs=args.runs, depth=args.depth,
+                          confidence=args.confidence), why
 
 
 def _how(census, why: str) -> str:

@@ -18,7 +18,7 @@ from prefetch_check.explorer.pct import PCT, pct_bound
 from prefetch_check.explorer.random_walk import RandomWalk
 from prefetch_check.explorer.replay import replay
 from prefetch_check.explorer.result import VIOLATED, PropertyResult
-from prefetch_check.explorer.simulate import simulate
+from prefetch_check.checker import Checker
 from prefetch_check.explorer.walk import DEADLOCK, DEPTH, SETTLED
 from prefetch_check.scenario import InputError
 
@@ -65,15 +65,16 @@ def strategy_of(args):
 def execute(args) -> int:
     strategy = strategy_of(args)
     [case] = chosen_cases(args, one=True)
-    name, model = case.name, case.search_model(args.predicate)
+    checker = Checker.of_case(case, args.predicate)
+    name, model = case.name, checker.search_model()
     console = output_console()
     console.print(
         f"simulate {name} · predicate {args.predicate} · {strategy.describe()} · seed {args.seed} · "
         f"up to {args.schedules} schedule(s) of depth <= {args.depth}",
         highlight=False, soft_wrap=True,
     )
-    sim = simulate(model, strategy, args.seed, args.schedules, args.depth,
-                   stop_when_found=not args.keep_going, time_limit=args.time_limit)
+    sim = checker.simulate(strategy, args.seed, args.schedules, args.depth,
+                           stop_when_found=not args.keep_going, time_limit=args.time_limit)
     console.print(_summary(sim), highlight=False, soft_wrap=True)
     print(_timing(sim), file=sys.stderr)
     _verdicts(console, model, sim)

@@ -56,9 +56,9 @@ class Case:
 
     def search_model(self, predicate="fixed"):
         """The compiled model the searches, simulation and the census run on."""
-        from prefetch_check.model.engine.compiled import CompiledModel
+        from prefetch_check.checker import Checker
 
-        return CompiledModel(self.build(predicate))
+        return Checker.of_case(self, predicate).search_model()
 
     def with_protocol(self, protocol) -> "Case":
         """The case under another protocol of the same family (`--protocol`; None keeps its own)."""

@@ -30,7 +30,7 @@ from prefetch_check.explorer.report.records import Entry
 from prefetch_check.explorer.result import CheckResult
 from prefetch_check.model.protocols import protocol_label
 from prefetch_check.model.protocols.poll.predicates import PredicateError
-from prefetch_check.api import check_case
+from prefetch_check.checker import Checker
 from prefetch_check.scenario.errors import InputError
 from prefetch_check.scenario.loader import Case, Scenario
 
@@ -105,7 +105,7 @@ class OutOfMemory(InputError):
 
 
 def run_check(case: Case, predicate: str, limits: Limits, on_progress, reductions: bool = True, workers: int = 1) -> CheckResult:
-    """`prefetch_check.api.check_case`, with a user's predicate that raises reported as bad input."""
+    """The case's `Checker.check()`, with a user's predicate that raises reported as bad input."""
     try:
         return _check(case, predicate, limits, on_progress, reductions, workers)
     except MemoryError:
@@ -117,10 +117,12 @@ def run_check(case: Case, predicate: str, limits: Limits, on_progress, reduction
 
 def _check(case: Case, predicate: str, limits: Limits, on_progress, reductions: bool, workers: int) -> CheckResult:
     label = case.name
+    checker = Checker.of_case(case, predicate).limits(limits).on_progress(on_progress).reductions(reductions)
+    checker = checker.workers(workers)
     if predicate in case.protocol_class.builtin_predicates:
-        return check_case(case, predicate, limits, on_progress, reductions, workers)
+        return checker.check()
     try:
-        return check_case(case, predicate, limits, on_progress, reductions, workers)
+        return checker.check()
     except PredicateError as exc:  # a source predicate refused on a state the load did not probe: file and line
         raise PredicateFailed(f"{exc}\n(while checking {label})") from None
     except MemoryError:
