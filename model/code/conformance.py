@@ -413,16 +413,18 @@ def _stack(m, roots) -> list[str]:
 # ---------------------------------------------------------------- the schedules
 
 
-def reachable_schedules(model, budget: int) -> tuple[list[list[str]], int, int]:
+def reachable_schedules(model, budget: int, cover: str = "local") -> tuple[list[list[str]], int, int]:
     """Breadth-first over the model's states, up to `budget` states: the action-id paths that
-    reach every rank-local view found (none a prefix of another), the states seen and the
-    rank-local views."""
+    reach every rank-local view found ("local"; "global": every view of all ranks together;
+    "states": every state; "steps": every step between the states), none a prefix of another;
+    the states seen and the rank-local views."""
     protocol = model.protocol
     start = model.initial_states()[0]
     parent = {start: None}
     order = deque([start])
     local: set = set()
-    new_local = []
+    wholes: set = set()
+    new_local, extra = [], []
     seen = 0
     while order and seen < budget:
         state = order.popleft()
@@ -431,25 +433,34 @@ def reachable_schedules(model, budget: int) -> tuple[list[list[str]], int, int]:
         if any(v not in local for v in views):
             local.update(views)
             new_local.append(state)
+        elif cover in ("states", "steps"):
+            new_local.append(state)
+        elif cover == "global":
+            whole = tuple(views)
+            if whole not in wholes:
+                wholes.add(whole)
+                new_local.append(state)
         for action, nxt in model.successors(state):
             if nxt not in parent:
                 parent[nxt] = (state, action)
                 order.append(nxt)
+            elif cover == "steps":  # a step the tree of first paths does not take
+                extra.append((state, action))
     inner = set()
     for state in new_local:
         p = parent[state]
         while p is not None:
             inner.add(p[0])
             p = parent[p[0]]
-    paths = []
-    for state in new_local:
-        if state in inner:
-            continue
-        ids, s = [], state
+    def path(s) -> list[str]:
+        ids = []
         while parent[s] is not None:
             s, action = parent[s]
             ids.append(action.id)
-        paths.append(ids[::-1])
+        return ids[::-1]
+
+    paths = [path(state) for state in new_local if state not in inner]
+    paths += [path(state) + [action.id] for state, action in extra if state in parent]
     paths.sort(key=len)
     return paths, seen, len(local)
 
@@ -459,6 +470,7 @@ class Conformance:
     """What the conformance check did for one configuration, and the first divergence."""
 
     name: str
+    cover: str = "local"
     schedules: int = 0
     states: int = 0  # distinct model states compared along the replays
     model_states: int = 0  # states the breadth-first search reached (the budget)
@@ -474,11 +486,12 @@ class Conformance:
         return dict(self.__dict__)
 
 
-def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedules: list[list[str]] = ()) -> Conformance:
+def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedules: list[list[str]] = (),
+          cover: str = "local") -> Conformance:
     """Replay the given schedules, then the paths to the model's rank-local views up to
     `budget` states (0: none); stop at the first divergence."""
     start = time.monotonic()
-    result = Conformance(name, counterexamples=len(schedules))
+    result = Conformance(name, cover, counterexamples=len(schedules))
     why = unsupported(cfg)
     if why:
         result.unsupported = why
@@ -486,7 +499,7 @@ def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedu
     model = ReadableModel(protocol_cls(cfg, "fixed"))
     todo = [list(s) for s in schedules]
     if budget:
-        paths, result.model_states, result.local_views = reachable_schedules(model, budget)
+        paths, result.model_states, result.local_views = reachable_schedules(model, budget, cover)
         todo += paths
     compared: set = set()
     for ids in todo:
@@ -542,7 +555,8 @@ def serve(executor, request: dict) -> dict:
         schedules = []
         if item.get("counterexamples") and not unsupported(cfg):
             schedules = counterexample_schedules(cls, cfg)
-        answers.append(check(executor, item["name"], cls, cfg, item.get("budget", 0), schedules).to_json())
+        answers.append(check(executor, item["name"], cls, cfg, item.get("budget", 0), schedules,
+                             item.get("cover", "local")).to_json())
     return {"conformance": answers}
 
 
