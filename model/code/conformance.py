@@ -30,7 +30,7 @@ from prefetch_check.model.code.config import CodeConfig
 from prefetch_check.model.code.harness import ROOT_NODE, Run
 from prefetch_check.model.engine.readable import ReadableModel
 from prefetch_check.model.protocols.ack_drain import refinement
-from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request
+from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request, uniform_ack_config
 
 CODE_THREAD = {"S": "S", "P": "P", "I": "IO", "Y": "Y"}
 STEP_CAP = 400  # code steps one model step may take
@@ -96,6 +96,42 @@ def unsupported(cfg: AckConfig) -> str:
     if cfg.prefetch_threshold % cfg.page_size:
         return "a threshold that is not whole pages"
     return ""
+
+
+# ---------------------------------------------------------------- the budget of prefetch-check sglang
+
+E = frozenset()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One small configuration whose reachable states (up to `states`) are replayed on the code."""
+
+    name: str
+    config: dict  # AckConfig keywords, before the release's options
+    states: int
+
+
+BUDGETS: tuple[Budget, ...] = (
+    Budget("1 rank x 1 request, 2 pages", dict(ranks=1, pages=2), 2_000),
+    Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 300),
+    Budget("2 ranks, rank 1 cannot read page 0, a batch per page",
+           dict(ranks=2, pages=2, failing={1: {0}}, storage_batch_size=1), 300),
+    Budget("1 rank, best_effort, prefetched again",
+           dict(requests=(Request(pages=1, hits=(1,), failing=(E,), readmits=1),), policy="best_effort"), 600),
+    Budget("1 rank, aborted in round 1",
+           dict(requests=(Request(pages=2, hits=(2,), failing=(E,), abort_round=1),), storage_batch_size=1), 300),
+    Budget("1 rank x 2 requests", dict(ranks=1, requests=2, pages=1), 300),
+)
+
+
+def budget_config(budget: Budget, options: dict) -> AckConfig:
+    """The budget's configuration with a release's options (ack_match, deadline, exceptions...)."""
+    kwargs = dict(budget.config, **options)
+    if "requests" in kwargs and not isinstance(kwargs["requests"], int):
+        reqs = kwargs.pop("requests")
+        return AckConfig(ranks=len(reqs[0].hits), requests=reqs, **{k: v for k, v in kwargs.items() if k != "ranks"})
+    return uniform_ack_config(**kwargs)
 
 
 # ---------------------------------------------------------------- the run

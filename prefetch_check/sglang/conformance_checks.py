@@ -19,46 +19,16 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from prefetch_check.model.code import CodeLimits, ExecutorError
-from prefetch_check.model.code.conformance import config_to_json, unsupported
+from prefetch_check.model.code.conformance import BUDGETS, Budget, budget_config, config_to_json, unsupported
 from prefetch_check.model.code.runner import conform
-from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request, uniform_ack_config
+from prefetch_check.model.protocols.ack_drain.config import AckConfig
 from prefetch_check.sglang import verdict_cache
 from prefetch_check.sglang.code_checks import executor_fingerprint, tree_digest
 
 FOLDER = "conformance"
 LIMITS = CodeLimits(max_seconds=300)
 COVER = "steps"  # every step between the model's states (conformance.reachable_schedules)
-_E = frozenset()
-
-
-@dataclass(frozen=True)
-class Budget:
-    """One small configuration whose reachable states (up to `states`) are replayed on the code."""
-
-    name: str
-    config: dict  # AckConfig keywords, before the release's options
-    states: int
-
-
-BUDGETS: tuple[Budget, ...] = (
-    Budget("1 rank x 1 request, 2 pages", dict(ranks=1, pages=2), 2_000),
-    Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 300),
-    Budget("2 ranks, rank 1 cannot read page 0, a batch per page",
-           dict(ranks=2, pages=2, failing={1: {0}}, storage_batch_size=1), 300),
-    Budget("1 rank, best_effort, prefetched again",
-           dict(requests=(Request(pages=1, hits=(1,), failing=(_E,), readmits=1),), policy="best_effort"), 600),
-    Budget("1 rank, aborted in round 1",
-           dict(requests=(Request(pages=2, hits=(2,), failing=(_E,), abort_round=1),), storage_batch_size=1), 300),
-    Budget("1 rank x 2 requests", dict(ranks=1, requests=2, pages=1), 300),
-)
-
-
-def budget_config(budget: Budget, options: dict) -> AckConfig:
-    kwargs = dict(budget.config, **options)
-    if "requests" in kwargs and not isinstance(kwargs["requests"], int):
-        reqs = kwargs.pop("requests")
-        return AckConfig(ranks=len(reqs[0].hits), requests=reqs, **{k: v for k, v in kwargs.items() if k != "ranks"})
-    return uniform_ack_config(**kwargs)
+__all__ = ["BUDGETS", "Budget", "ConformanceCheck", "plan_conformance", "run_conformance"]
 
 
 @dataclass
