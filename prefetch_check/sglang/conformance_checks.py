@@ -74,6 +74,15 @@ class ConformanceCheck:
     def not_modelled(self) -> list[str]:
         return sorted({a["not_modelled"] for a in self.answers or [] if a.get("not_modelled")})
 
+    def budget_summary(self) -> str:
+        """The budget in a few words: the configurations searched and the cases replayed."""
+        searched = [i["budget"] for i in self.items if i["budget"]]
+        cases = sum(1 for i in self.items if not i["budget"])
+        span = f"{min(searched):,}-{max(searched):,}" if searched and min(searched) != max(searched) else \
+            f"{searched[0]:,}" if searched else "0"
+        return (f"{len(searched)} configurations, every step up to {span} states each, and the counterexamples "
+                f"of {cases} scenario case(s)")
+
     def budget_text(self) -> str:
         """What the check rests on: per configuration, its budget."""
         return "; ".join(f"{i['name']}: " + (f"every step up to {i['budget']:,} states" if i["budget"]

@@ -188,7 +188,8 @@ def conformance_text(row: ReleaseCheck) -> str:
     if c.answers is None:
         return "not run"
     f = c.figures()
-    figures = f"{f['schedules']:,} model schedules replayed on its code, {f['states']:,} model states compared"
+    figures = (f"{f['schedules']:,} model schedules replayed on its code, {f['states']:,} model states compared "
+               f"(budget: {c.budget_summary()})")
     d = c.divergence
     if d is not None:
         fields = "; ".join(f"{k}: model {v['model']}, code {v['code']}" for k, v in list(d["fields"].items())[:3])
