@@ -133,7 +133,7 @@ def test_a_tree_edit_the_code_engine_misses_diverges_naming_the_edited_line(tmp_
 def small(monkeypatch):
     monkeypatch.setattr(code_checks, "CASES", tuple(c for c in code_checks.CASES if c.name == "1 rank x 1 request"))
     monkeypatch.setattr(conformance_checks, "BUDGETS", (
-        conformance_checks.Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 100),))
+        conformance_checks.Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 2_000, 100),))
 
 
 def sglang_json(capsys, tmp_path, tree) -> tuple[int, dict, str]:

@@ -105,23 +105,28 @@ E = frozenset()
 
 @dataclass(frozen=True)
 class Budget:
-    """One small configuration whose reachable states (up to `states`) are replayed on the code."""
+    """One small configuration whose reachable states are replayed on the code: the first path to
+    every new rank-local view up to `states` states, every step out of the first `near` ones, and
+    with cover "steps" every step out of a state with a view of all ranks not seen before."""
 
     name: str
     config: dict  # AckConfig keywords, before the release's options
     states: int
+    near: int
+    cover: str = "near"
 
 
 BUDGETS: tuple[Budget, ...] = (
-    Budget("1 rank x 1 request, 2 pages", dict(ranks=1, pages=2), 2_000),
-    Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 300),
+    Budget("1 rank x 1 request, 2 pages", dict(ranks=1, pages=2), 20_000, 20_000),
+    Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 20_000, 300, "steps"),
     Budget("2 ranks, rank 1 cannot read page 0, a batch per page",
-           dict(ranks=2, pages=2, failing={1: {0}}, storage_batch_size=1), 300),
+           dict(ranks=2, pages=2, failing={1: {0}}, storage_batch_size=1), 20_000, 300),
     Budget("1 rank, best_effort, prefetched again",
-           dict(requests=(Request(pages=1, hits=(1,), failing=(E,), readmits=1),), policy="best_effort"), 600),
+           dict(requests=(Request(pages=1, hits=(1,), failing=(E,), readmits=1),), policy="best_effort"), 20_000, 600),
     Budget("1 rank, aborted in round 1",
-           dict(requests=(Request(pages=2, hits=(2,), failing=(E,), abort_round=1),), storage_batch_size=1), 300),
-    Budget("1 rank x 2 requests", dict(ranks=1, requests=2, pages=1), 300),
+           dict(requests=(Request(pages=2, hits=(2,), failing=(E,), abort_round=1),), storage_batch_size=1),
+           20_000, 300),
+    Budget("1 rank x 2 requests", dict(ranks=1, requests=2, pages=1), 20_000, 300),
 )
 
 
@@ -440,12 +445,15 @@ def _stack(m, roots) -> list[str]:
 # ---------------------------------------------------------------- the schedules
 
 
-def reachable_schedules(model, budget: int, cover: str = "local") -> tuple[list[list[str]], int, int]:
+def reachable_schedules(model, budget: int, cover: str = "local",
+                        near: Optional[int] = None) -> tuple[list[list[str]], int, int]:
     """Breadth-first over the model's states, up to `budget` states: the action-id paths that
-    reach every rank-local view found ("local"; "global": every view of all ranks together;
-    "states": every state; "steps": every step between the states), none a prefix of another;
-    the states seen and the rank-local views."""
+    reach every rank-local view found ("local"); every view of all ranks together ("global");
+    every state within the first `near` (default: all, "states"); every step out of those
+    ("near"), and out of every state with a view of all ranks not seen before ("steps"); none a
+    prefix of another. Returns the paths, the states seen and the rank-local views."""
     protocol = model.protocol
+    near = budget if near is None else near
     start = model.initial_states()[0]
     parent = {start: None}
     order = deque([start])
@@ -456,29 +464,29 @@ def reachable_schedules(model, budget: int, cover: str = "local") -> tuple[list[
     while order and seen < budget:
         state = order.popleft()
         seen += 1
+        close = seen <= near
         views = [tuple(sorted(refinement.model_rank_view(protocol, rank).items())) for rank in state]
+        whole = tuple(views)
+        new_whole = whole not in wholes
+        wholes.add(whole)
         if any(v not in local for v in views):
             local.update(views)
             new_local.append(state)
-        elif cover in ("states", "steps"):
+        elif close and cover in ("states", "steps", "near") or cover == "global" and new_whole:
             new_local.append(state)
-        elif cover == "global":
-            whole = tuple(views)
-            if whole not in wholes:
-                wholes.add(whole)
-                new_local.append(state)
         for action, nxt in model.successors(state):
             if nxt not in parent:
                 parent[nxt] = (state, action)
                 order.append(nxt)
-            elif cover == "steps":  # a step the tree of first paths does not take
-                extra.append((state, action))
+            elif (close and cover in ("steps", "near")) or (cover == "steps" and new_whole):
+                extra.append((state, action))  # a step the tree of first paths does not take
     inner = set()
     for state in new_local:
         p = parent[state]
         while p is not None:
             inner.add(p[0])
             p = parent[p[0]]
+
     def path(s) -> list[str]:
         ids = []
         while parent[s] is not None:
@@ -514,7 +522,7 @@ class Conformance:
 
 
 def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedules: list[list[str]] = (),
-          cover: str = "local") -> Conformance:
+          cover: str = "local", near: Optional[int] = None) -> Conformance:
     """Replay the given schedules, then the paths to the model's rank-local views up to
     `budget` states (0: none); stop at the first divergence."""
     start = time.monotonic()
@@ -526,7 +534,7 @@ def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedu
     model = ReadableModel(protocol_cls(cfg, "fixed"))
     todo = [list(s) for s in schedules]
     if budget:
-        paths, result.model_states, result.local_views = reachable_schedules(model, budget, cover)
+        paths, result.model_states, result.local_views = reachable_schedules(model, budget, cover, near)
         todo += paths
     compared: set = set()
     for ids in todo:
@@ -573,7 +581,8 @@ def counterexample_schedules(protocol_cls, cfg: AckConfig) -> list[list[str]]:
 
 
 def serve(executor, request: dict) -> dict:
-    """The child's side: {"configs": [{"name", "config", "budget", "counterexamples", "mutant"}]}."""
+    """The child's side: {"configs": [{"name", "config", "budget", "cover", "near", "counterexamples",
+    "mutant"}]}."""
     answers = []
     for item in request["configs"]:
         cfg = config_from_json(item["config"])
@@ -583,7 +592,7 @@ def serve(executor, request: dict) -> dict:
         if item.get("counterexamples") and not unsupported(cfg):
             schedules = counterexample_schedules(cls, cfg)
         answers.append(check(executor, item["name"], cls, cfg, item.get("budget", 0), schedules,
-                             item.get("cover", "local")).to_json())
+                             item.get("cover", "local"), item.get("near")).to_json())
     return {"conformance": answers}
 
 

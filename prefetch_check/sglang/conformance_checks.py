@@ -27,7 +27,6 @@ from prefetch_check.sglang.code_checks import executor_fingerprint, tree_digest
 
 FOLDER = "conformance"
 LIMITS = CodeLimits(max_seconds=300)
-COVER = "steps"  # every step between the model's states (conformance.reachable_schedules)
 __all__ = ["BUDGETS", "Budget", "ConformanceCheck", "plan_conformance", "run_conformance"]
 
 
@@ -76,17 +75,20 @@ class ConformanceCheck:
 
     def budget_summary(self) -> str:
         """The budget in a few words: the configurations searched and the cases replayed."""
-        searched = [i["budget"] for i in self.items if i["budget"]]
-        cases = sum(1 for i in self.items if not i["budget"])
-        span = f"{min(searched):,}-{max(searched):,}" if searched and min(searched) != max(searched) else \
-            f"{searched[0]:,}" if searched else "0"
-        return (f"{len(searched)} configurations, every step up to {span} states each, and the counterexamples "
-                f"of {cases} scenario case(s)")
+        searched = [i for i in self.items if i["budget"]]
+        cases = len(self.items) - len(searched)
+        near = sorted({i["near"] for i in searched})
+        span = f"{near[0]:,}" if len(near) == 1 else f"{near[0]:,}-{near[-1]:,}"
+        return (f"{len(searched)} configurations, each rank-local state of up to {max(i['budget'] for i in searched):,} "
+                f"and every step out of the first {span}, and the counterexamples of {cases} scenario case(s)"
+                if searched else f"the counterexamples of {cases} scenario case(s)")
 
     def budget_text(self) -> str:
         """What the check rests on: per configuration, its budget."""
-        return "; ".join(f"{i['name']}: " + (f"every step up to {i['budget']:,} states" if i["budget"]
-                                             else "its counterexamples") for i in self.items)
+        return "; ".join(f"{i['name']}: " + (
+            f"every rank-local view up to {i['budget']:,} states, every step out of the first {i['near']:,}"
+            + (" and out of every new view of all ranks" if i.get("cover") == "steps" else "")
+            if i["budget"] else "its counterexamples") for i in self.items)
 
 
 def plan_conformance(srt, options: dict, cases: list[tuple[str, AckConfig]]) -> ConformanceCheck:
@@ -96,8 +98,8 @@ def plan_conformance(srt, options: dict, cases: list[tuple[str, AckConfig]]) -> 
     items, skipped = [], []
     for b in BUDGETS:
         cfg = budget_config(b, options)
-        items.append({"name": b.name, "config": config_to_json(cfg), "budget": b.states, "cover": COVER,
-                      "counterexamples": True})
+        items.append({"name": b.name, "config": config_to_json(cfg), "budget": b.states, "near": b.near,
+                      "cover": b.cover, "counterexamples": True})
     for name, cfg in cases:
         why = unsupported(cfg) or ("more than 2 ranks" if cfg.ranks > 2 else "")
         if why:
