@@ -127,6 +127,8 @@ BUDGETS: tuple[Budget, ...] = (
            dict(requests=(Request(pages=2, hits=(2,), failing=(E,), abort_round=1),), storage_batch_size=1),
            20_000, 300),
     Budget("1 rank x 2 requests", dict(ranks=1, requests=2, pages=1), 20_000, 300),
+    Budget("2 ranks, rank 1's storage query raises",
+           dict(requests=(Request(pages=2, hits=(2, 2), failing=(E, E), query_raises=(False, True)),)), 20_000, 300),
 )
 
 
