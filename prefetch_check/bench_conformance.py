@@ -1,5 +1,5 @@
 """The conformance check's bench rows: `python -m prefetch_check.bench_conformance SRT [SRT...]`
-runs, for each ack-drain tree, the budget `prefetch-check sglang` uses (conformance.BUDGETS, with
+runs, for each ack-drain tree, the budget `prefetch-check sglang` uses (conformance_configs.BUDGETS, with
 the options its source settles) and prints per configuration the schedules replayed, the model
 states compared, the seconds and the answer (docs/conformance.md keeps the figures)."""
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from prefetch_check.model.code import CodeLimits, ExecutorError
-from prefetch_check.model.code.conformance import BUDGETS, Budget, budget_config, config_to_json, unsupported
+from prefetch_check.model.code.conformance_configs import BUDGETS, Budget, budget_config, config_to_json, unsupported
 from prefetch_check.model.code.runner import conform
 from prefetch_check.model.protocols.ack_drain.config import AckConfig
 from prefetch_check.sglang import verdict_cache
