@@ -12,13 +12,20 @@ import json
 import pytest
 
 from prefetch_check.cli import main
-from prefetch_check.sglang import code_checks
+from prefetch_check.sglang import code_checks, conformance_checks
 from prefetch_check.sglang.locate import read_protocol_files
 from sglang_fixtures import FAMILIES, tree
 from test_sglang_floor import ACK_SCENARIO, EDITS_0523, edited_tree
 from test_sglang_release import release_srt
 
 RAISES = "2 ranks, rank 0's storage query raises"
+
+
+@pytest.fixture(autouse=True)
+def one_conformance_configuration(monkeypatch):
+    """The conformance check of a tree run with both engines: its smallest configuration only
+    (the budget is tests/test_conformance.py's)."""
+    monkeypatch.setattr(conformance_checks, "BUDGETS", conformance_checks.BUDGETS[:1])
 
 
 def only_cases(monkeypatch, *names):
@@ -48,11 +55,16 @@ def test_a_release_gets_its_code_verdicts_beside_the_model(tmp_path, capsys, mon
     assert verdicts["data_integrity"] == verdicts["host_memory"] == verdicts["deadlock_freedom"] == "VERIFIED"
     assert set(verdicts.values()) <= {"VERIFIED", "NOT JUDGED"}
     assert "its code, executed" in table
+    # its code conforms to the model (tests/test_conformance.py): the model's verdicts are shown, by engine
+    assert row["conformance"]["conforms"] is True and row["conformance"]["model_verdicts"] == "shown"
+    assert all(p["engine"] == "model" for p in row["properties"].values())
+    assert "model, all schedules" in table and "conforms:" in table
     # a second run answers the code from the cache
     sglang(capsys, tmp_path, release_srt("0.5.23"))
     assert main(["sglang", str(release_srt("0.5.23")), "--cache-dir", str(tmp_path / "cache"), "--quiet",
                  "--scenarios", str(ACK_SCENARIO)]) in (0, 1)
-    assert "the code: 0 case(s) executed, 2 from the cache" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "the code: 0 case(s) executed, 2 from the cache" in out and "conformance: 0 tree(s) checked, 1 from" in out
 
 
 def test_an_edit_the_model_refuses_is_caught_from_its_own_code(tmp_path, capsys, monkeypatch):

@@ -48,7 +48,11 @@ def main() -> int:
         answer = {"error": f"the tree does not load under the executor's stubs: {type(exc).__name__}: {exc}",
                   "traceback": traceback.format_exc(limit=-6)}
     else:
-        if "replay" in request:
+        if "conform" in request:  # the conformance check (conformance.py)
+            from prefetch_check.model.code.conformance import serve
+
+            answer = serve(executor, request["conform"])
+        elif "replay" in request:
             out = executor.run(request["replay"], None, limits.max_depth)
             answer = {"replay": {"end": out.end, "steps": [vars(s) for s in out.steps],
                                  "findings": [vars(f) for f in out.faults]}}

@@ -49,3 +49,11 @@ def replay(srt_path, config: CodeConfig, schedule: list[str], limits: CodeLimits
     request = {"srt": str(Path(srt_path).resolve()), "config": config.to_json(), "limits": limits.to_json(),
                "replay": list(schedule)}
     return _child(request, limits.max_seconds + GRACE_SECONDS)["replay"]
+
+
+def conform(srt_path, configs: list[dict], limits: CodeLimits = CodeLimits()) -> list[dict]:
+    """The conformance check (conformance.py) of a tree against model configurations, each
+    {"name", "config" (conformance.config_to_json), "budget", "counterexamples", "mutant"}."""
+    request = {"srt": str(Path(srt_path).resolve()), "config": CodeConfig().to_json(), "limits": limits.to_json(),
+               "conform": {"configs": configs}}
+    return _child(request, limits.max_seconds + GRACE_SECONDS)["conformance"]

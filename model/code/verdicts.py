@@ -60,17 +60,32 @@ def judge(run, terminal: bool) -> list[Finding]:
 def _terminal(run, steps: int) -> list[Finding]:
     out = []
     cfg = run.config
-    stuck = [m for m in run.baton.threads if m.status == "parked" and m.point.label.startswith("all_reduce")]
-    for m in stuck:
-        out.append(Finding("deadlock_freedom", f"{m.name} waits forever in {m.point.label} at {m.point.site}: "
-                           f"a peer never joins", DEADLOCK, m.point.site, steps))
+    # deadlock_freedom as the model has it: no rank can step again. A scheduler blocked forever (in a
+    # collective, a drain's get, a lock) or dead cannot; one parked at its round gate can always loop
+    # on (SGLang's event loop does: the gate only skips rounds with nothing to drain). A storage
+    # thread blocked forever hangs what it serves, which progress judges (issue 22: 0.5.20-0.5.21's
+    # peer of a dead prefetch thread waits in its collective while both schedulers go on).
     for m in run.baton.threads:
-        if m.status == "parked" and m.role == "scheduler" and m.point.label.startswith("get "):
-            out.append(Finding("deadlock_freedom", f"{m.name} blocks forever in {m.point.label} at {m.point.site}",
-                               DEADLOCK, m.point.site, steps))
-        if m.status == "parked" and m.point.label.startswith("acquire"):
-            out.append(Finding("deadlock_freedom", f"{m.name} waits forever for a lock at {m.point.site}",
-                               DEADLOCK, m.point.site, steps))
+        if m.status != "parked":
+            continue
+        label = m.point.label
+        if label.startswith("all_reduce"):
+            what = f"{m.name} waits forever in {label} at {m.point.site}: a peer never joins"
+        elif label.startswith("get ") and m.role == "scheduler":
+            what = f"{m.name} blocks forever in {label} at {m.point.site}"
+        elif label.startswith("acquire"):
+            what = f"{m.name} waits forever for a lock at {m.point.site}"
+        else:
+            continue
+        if m.role == "scheduler":
+            out.append(Finding("deadlock_freedom", what, DEADLOCK, m.point.site, steps))
+        else:
+            out.append(Finding("progress", f"{what}; every prefetch its {m.role} thread would serve after it waits too",
+                               HANG, m.point.site, steps))
+    schedulers = [m for m in run.baton.threads if m.role == "scheduler"]
+    if all(m.status == "dead" for m in schedulers):
+        out.append(Finding("deadlock_freedom", "every scheduler thread is dead: no rank can step again", DEADLOCK,
+                           schedulers[0].error[1] if schedulers and schedulers[0].error else "", steps))
     for r in run.ranks:
         for q in r.waiting:
             out.append(Finding("progress", f"rank {r.index}: req{q} is never admitted", HANG, "", steps))

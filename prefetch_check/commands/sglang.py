@@ -33,6 +33,7 @@ from prefetch_check.sglang import report
 from prefetch_check.sglang.baseline import from_report, from_row, is_report
 from prefetch_check.sglang.cache import CACHE_ENV, cache_root
 from prefetch_check.sglang.code_checks import run_code
+from prefetch_check.sglang.conformance_checks import run_conformance
 from prefetch_check.sglang.checks import CHECKED, ENGINES, choose_cases, exit_status, plan, run_all
 from prefetch_check.sglang.errors import SglangSourceError
 from prefetch_check.sglang.history import changes, commit_trees
@@ -114,6 +115,8 @@ def execute(args) -> int:
         return stop.exit_status
     code_cached, executed = run_code([(row.srt, row.code) for row in every if row.code.ran], cache, jobs,
                                      _code_progress(args.quiet))
+    conformed_cached, conformed = run_conformance(
+        [(row.srt, row.conformance) for row in every if row.conformance.planned], cache, jobs)
     if base_row is not None:
         base = from_row(base_row, args.baseline)
     found = changes(rows) if args.commits else []
@@ -131,7 +134,8 @@ def execute(args) -> int:
         for line in report.code_trace_lines(rows, args.code_trace):
             console.print(line, soft_wrap=True, highlight=False)
     console.print(_summary(rows, from_cache, searched, cache) + f"; the code: {executed} case(s) executed, "
-                  f"{code_cached} from the cache")
+                  f"{code_cached} from the cache; conformance: {conformed} tree(s) checked, {conformed_cached} "
+                  "from the cache")
     _write(outputs, rows, found, status, searched, from_cache, base)
     return status
 

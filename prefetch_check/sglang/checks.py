@@ -31,6 +31,7 @@ from prefetch_check.scenario.runner import Task, run_tasks
 from prefetch_check.sglang import followed, verdict_cache
 from prefetch_check.sglang.consequence import consequence
 from prefetch_check.sglang.code_checks import CodeCheck, plan_code
+from prefetch_check.sglang.conformance_checks import ConformanceCheck, plan_conformance
 from prefetch_check.sglang.followed import Followed
 from prefetch_check.sglang.path_code import prefetch_path
 from prefetch_check.sglang.settings import non_default_settings
@@ -134,6 +135,7 @@ class ReleaseCheck:
     own: list[Run] = field(default_factory=list)  # under the release's predicate
     ours: list[Run] = field(default_factory=list)  # under our transcription
     code: CodeCheck = field(default_factory=CodeCheck)  # the tree's own code, executed (code_checks.py)
+    conformance: ConformanceCheck = field(default_factory=ConformanceCheck)  # conformance_checks.py
     srt: Optional[Path] = None  # the tree's sglang/srt folder
 
     @property
@@ -141,7 +143,21 @@ class ReleaseCheck:
         return self.release.protocol if self.release else None
 
     def properties(self) -> tuple[str, ...]:
-        return load_protocol(self.protocol).property_names if self.status == CHECKED else ()
+        """The model's properties, none where its verdicts are withheld (the code diverges)."""
+        return load_protocol(self.protocol).property_names if self.status == CHECKED and not self.withheld else ()
+
+    def sizes(self) -> str:
+        """What the model's verdicts rest on: its scenario cases and their sizes."""
+        ranks = sorted({run.case.config.ranks for run in self.own})
+        if not ranks:
+            return ""
+        span = f"TP={ranks[0]}" if len(ranks) == 1 else f"TP={ranks[0]}..{ranks[-1]}"
+        return f"{len(self.own)} scenario case(s), {span}, every schedule"
+
+    @property
+    def withheld(self) -> bool:
+        """The tree's code diverges from the model: the model's verdicts are not shown."""
+        return self.conformance.conforms is False
 
     def verdicts(self, which: str, part: str = ALL) -> dict[str, PropertyVerdict]:
         """Per property, the verdict of the release's own predicate ("own") or ours ("ours") over
@@ -178,6 +194,12 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
         row.status, row.note = NOT_ASKED, "the model was not asked (--engine code)"
         return row
     row.release = release = release_protocol(shape, row.family)
+    if CODE in engines and row.code.ran and release.modelled and release.protocol == "ack-drain":
+        cases = [(case.name, config) for case, config in _applied(scenarios.get(release.protocol, []), release)]
+        row.conformance = plan_conformance(tree.srt, release.options, cases)
+    elif release.protocol == "ack-drain":
+        row.conformance.note = ("no conformance check: " + (row.code.note or "the code engine was not asked")
+                                if not row.code.ran else "no conformance check: the release's options are not modelled")
     if shape.predicate.value:
         row.predicate = shape.predicate.value
         rel, _, qualname = shape.predicate.value.partition(":")
@@ -210,15 +232,11 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     row.status = CHECKED
     own_id = verdict_cache.predicate_identity(row.predicate_spec, predicate)
     version = tree.label if is_version(tree.label) else None  # a release's defaults are known by its version
-    skipped = []
-    for scenario, index, case in chosen:
-        try:
-            shape = _whole_shape(case, release.options)
-            config = apply_options(case.config, shape, flag="release option")
-        except InputError:  # the scenario sets what this shape does not have (e.g. hit-time allocation)
-            skipped.append(case.name)
-            continue
-        applied = dataclasses.replace(case, config=config)
+    kept = _applied_cases(chosen, release)
+    ran = {id(case) for (_, _, case), _ in kept}
+    skipped = [case.name for _, _, case in chosen if id(case) not in ran]
+    for (scenario, index, case), (applied, config) in kept:
+        shape = _whole_shape(case, release.options)
         number = index + 1 if len(scenario.cases) > 1 else None
         replaced = _replaced(case, config, shape)
         for spec, ident, runs in ((row.predicate_spec, own_id, row.own), (TRANSCRIPTION, TRANSCRIPTION, row.ours)):
@@ -229,6 +247,25 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     if skipped:
         row.note = "; ".join(filter(None, [row.note, f"not for this shape (skipped): {', '.join(skipped)}"]))
     return row
+
+
+def _applied_cases(chosen, release) -> list:
+    """((scenario, index, case), (the case with the release's whole shape applied, its
+    configuration)) for each chosen case this shape can run (a scenario may set what this shape
+    does not have, e.g. hit-time allocation: skipped)."""
+    out = []
+    for scenario, index, case in chosen:
+        try:
+            config = apply_options(case.config, _whole_shape(case, release.options), flag="release option")
+        except InputError:
+            continue
+        out.append(((scenario, index, case), (dataclasses.replace(case, config=config), config)))
+    return out
+
+
+def _applied(chosen, release) -> list:
+    """The chosen cases with the release's whole shape applied: (case, configuration)."""
+    return [pair for _, pair in _applied_cases(chosen, release)]
 
 
 def _defaults(config) -> dict:
@@ -338,7 +375,8 @@ def exit_status(rows: list[ReleaseCheck], baseline=None) -> int:
     not applicable, or failing as in the baseline)."""
     unjudged = False
     for row in rows:
-        verdicts = [(prop, v.verdict) for prop, v in row.verdicts("own").items()]
+        # a tree whose code diverges from the model: the model's verdicts are withheld (not judged)
+        verdicts = [] if row.withheld else [(prop, v.verdict) for prop, v in row.verdicts("own").items()]
         verdicts += [(CODE_PREFIX + prop, v.verdict) for prop, v in row.code.verdicts().items()]
         for prop, verdict in verdicts:
             if verdict not in (VIOLATED, BOUNDED):
@@ -349,7 +387,7 @@ def exit_status(rows: list[ReleaseCheck], baseline=None) -> int:
                 return 1
             unjudged = True
         unjudged = unjudged or row.status not in (CHECKED, NOT_ASKED) or bool(row.code.not_modelled()) or (
-            row.status == NOT_ASKED and not row.code.ran)
+            row.status == NOT_ASKED and not row.code.ran) or row.withheld
     return UNJUDGED if unjudged else 0
 
 

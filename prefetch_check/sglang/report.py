@@ -25,7 +25,7 @@ from prefetch_check.sglang.code_checks import NOT_JUDGED
 from prefetch_check.sglang.history import Change
 from prefetch_check.sglang import verdict_cache
 
-COLUMNS = ("release", "predicate (file:Class.method)", "shape", "property", "release's predicate",
+COLUMNS = ("release", "predicate (file:Class.method)", "shape", "property", "model, all schedules",
            "only without an upstream assumption", f"ours ({TRANSCRIPTION})", "its code, executed")
 FAILING = (VIOLATED, BOUNDED)
 
@@ -136,10 +136,16 @@ def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, .
     it shows. A tree the model does not answer for shows why, and its code's verdicts."""
     shape = shape_lines(row)
     code_marks = base.code_marks(row) if base is not None else {}
-    if row.status != CHECKED:
+    conformance = conformance_text(row)
+    if row.status != CHECKED or row.withheld:
         why = f"{row.status}: {row.note}" if row.note else row.status
+        if row.withheld:
+            why = "the model's verdicts are withheld: its code diverges from the model (conformance, above)"
         code = row.code.verdicts()
-        out = [(row.label, _short(row.predicate), "\n".join(shape), "-", why, "", "", code_note(row))]
+        out = [(row.label, _short(row.predicate), "\n".join(shape), "conformance", conformance, "", "", "")] \
+            if conformance else []
+        out.append(("" if out else row.label, "" if out else _short(row.predicate), "" if out else "\n".join(shape),
+                    "-", why, "", "", code_note(row)))
         for prop in code:
             out.append(("", "", "", prop, "", "", "", code_text(row, prop, notes, code_marks.get(prop, ""))))
         return out
@@ -148,15 +154,22 @@ def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, .
     marks = base.marks(row) if base is not None else {}
     props = list(own)
     note = code_note(row)
-    out = []
+    out = [] if not conformance else [(row.label, _short(row.predicate), shape[0], "conformance", conformance,
+                                       "", "", note)]
+    if out:
+        shape, note = shape[1:], ""
+        label_done = True
+    else:
+        label_done = False
     for i in range(max(len(props), len(shape))):
         prop = props[i] if i < len(props) else ""
         mark = marks.get(prop, "")
         in_dropped = bool(prop) and own[prop].verdict not in FAILING and dropped[prop].verdict in FAILING
         code = code_text(row, prop, notes, code_marks.get(prop, "")) if prop else ""
+        first = i == 0 and not label_done
         out.append((
-            row.label if i == 0 else "",
-            _short(row.predicate) if i == 0 else "",
+            row.label if first else "",
+            _short(row.predicate) if first else "",
             shape[i] if i < len(shape) else "",
             prop,
             _marked(verdict_text(own.get(prop), notes), "" if in_dropped else mark),
@@ -165,6 +178,31 @@ def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, .
             code or (note if i == 0 else ""),
         ))
     return out
+
+
+def conformance_text(row: ReleaseCheck) -> str:
+    """The conformance line of an ack-drain tree: conforms (with what the model's verdicts rest
+    on), the first divergence, or why there is none."""
+    c = row.conformance
+    if not c.planned:
+        return c.note
+    if c.error:
+        return c.error
+    if c.answers is None:
+        return "not run"
+    f = c.figures()
+    figures = (f"{f['schedules']:,} model schedules replayed on its code, {f['states']:,} model states compared "
+               f"(budget: {c.budget_summary()})")
+    d = c.divergence
+    if d is not None:
+        fields = "; ".join(f"{k}: model {v['model']}, code {v['code']}" for k, v in list(d["fields"].items())[:3])
+        stack = " < ".join(d["stack"][:3]) or d["site"]
+        return (f"DIVERGES ({d['case']}) at model step {d['step']} {d['action']} ({d['description']}): {fields}; "
+                f"the code at {stack}; {d['why']} (after {figures})")
+    missing = c.not_modelled()
+    head = "conforms" if not missing else f"conforms as far as modelled ({'; '.join(missing)})"
+    rests = row.sizes()
+    return f"{head}: {figures}" + (f"; the verdicts below: {rests}" if rests else "")
 
 
 def baseline_line(base) -> str:
@@ -244,8 +282,23 @@ def _property_json(whole: PropertyVerdict, upstream: PropertyVerdict, dropped: P
 
 def _properties_json(row: ReleaseCheck) -> dict:
     parts = {which: [row.verdicts(which, part) for part in (ALL, UPSTREAM, DROPPED)] for which in ("own", "ours")}
-    return {p: {"release": _property_json(*(v[p] for v in parts["own"])),
+    return {p: {"engine": "model", "release": _property_json(*(v[p] for v in parts["own"])),
                 "transcription": _property_json(*(v[p] for v in parts["ours"]))} for p in row.properties()}
+
+
+def _conformance_json(row: ReleaseCheck) -> dict:
+    """Whether the tree's code conforms to the model, what was replayed, and the first divergence;
+    `model_verdicts` says whether the model's verdicts are shown (only where it conforms)."""
+    c = row.conformance
+    out = {"checked": c.planned and c.answers is not None, "conforms": c.conforms, "note": c.note or c.error,
+           "model_verdicts": "withheld: the code diverges" if row.withheld else
+           ("shown" if row.properties() else "none"), "rests_on": row.sizes(), "budget": c.budget_text(),
+           "skipped": [{"case": n, "why": w} for n, w in c.skipped], "not_modelled": c.not_modelled(), "cached": c.cached}
+    if c.answers is not None:
+        out.update(c.figures())
+        out["configurations"] = c.answers
+        out["divergence"] = c.divergence
+    return out
 
 
 def code_trace_lines(rows: list[ReleaseCheck], prop: str) -> list[str]:
@@ -317,6 +370,7 @@ def row_json(row: ReleaseCheck, base=None) -> dict:
             "differing": [{"piece": p.name, "file": p.file, "line": p.line} for p in row.path_differs],
         }
     out["code"] = _code_json(row, base)
+    out["conformance"] = _conformance_json(row)
     if row.status == CHECKED:
         out["properties"] = _properties_json(row)
         if base is not None:

@@ -1,0 +1,348 @@
+"""The conformance check: does the tree's code do what the ack-drain model does? Runs in the
+executor's sandboxed child.
+
+Model schedules are replayed on the code, and after every code step the refinement mapping's
+view of the code (model/protocols/ack_drain/refinement.py) is compared with the model's: for a
+model step by thread T of rank r, the code's T of rank r runs until the code's view equals the
+model's state after the step. A model step that changes nothing of the view needs no code step;
+a code step that changes nothing of it is a stuttering step; in between, a field the model step
+leaves alone must not change. The first divergence is reported: the model step, the code's
+file:line (with the tree's call stack), and the fields that differ.
+
+The schedules: given ones (counterexamples of the shipped scenarios), and the model's reachable
+states up to a budget, found breadth-first, each new rank-local view reached through the code by
+replaying its path (paths that are prefixes of others are replayed as part of the longer one).
+
+The run itself is conformance_run.py (the model's scheduler loop over the tree's cache methods),
+the configurations and the budget conformance_configs.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Optional
+
+from prefetch_check.model.code.conformance_configs import Unsupported, code_config, config_from_json, unsupported
+from prefetch_check.model.code.conformance_run import ConformRun
+from prefetch_check.model.engine.readable import ReadableModel
+from prefetch_check.model.protocols.ack_drain import refinement
+from prefetch_check.model.protocols.ack_drain.config import AckConfig
+
+CODE_THREAD = {"S": "S", "P": "P", "I": "IO", "Y": "Y"}
+STEP_CAP = 400  # code steps one model step may take
+
+
+# ---------------------------------------------------------------- replaying one schedule
+
+
+@dataclass
+class Divergence:
+    step: int  # 1-based model step
+    action: str
+    description: str
+    site: str  # the code's file:line where it showed
+    stack: list[str]
+    fields: dict  # field -> {"model": ..., "code": ...}
+    schedule: list[str]
+    why: str
+
+    def to_json(self) -> dict:
+        return {k: _plain(v) for k, v in self.__dict__.items()}
+
+
+@dataclass
+class Replayed:
+    matched: int  # model steps matched
+    code_steps: int
+    divergence: Optional[Divergence] = None
+    not_modelled: str = ""
+
+
+def model_path(model, ids: list[str]) -> tuple[list, list]:
+    """The states and actions of a schedule of action ids from the initial state."""
+    state = model.initial_states()[0]
+    states, actions = [state], []
+    for text in ids:
+        nxt = next(((a, s) for a, s in model.successors(state) if a.id == text), None)
+        if nxt is None:
+            raise ValueError(f"the model has no step {text} after {len(actions)} steps")
+        actions.append(nxt[0])
+        state = nxt[1]
+        states.append(state)
+    return states, actions
+
+
+def replay(executor, model, states: list, actions: list) -> Replayed:
+    protocol = model.protocol
+    run = ConformRun(executor.modules, protocol.config, code_config(protocol.config), executor.holder, executor.roots)
+    views = [refinement.model_view(protocol, s) for s in states]
+    threads = {m.name: m for m in run.baton.threads}
+    out = Replayed(0, 0)
+    at = {"k": 0, "running": None, "count": 0, "stack": [], "site": "", "started": False, "placed": None}
+
+    def diverge(why, cur, target, fields=None):
+        k = at["k"]
+        keys = fields if fields is not None else sorted(f for f in set(cur) | set(target) if cur.get(f) != target.get(f))
+        out.divergence = Divergence(
+            k + 1, actions[k].id, model.describe(states[k], actions[k], states[k + 1]), at["site"], at["stack"],
+            {f: {"model": target.get(f, "-"), "code": cur.get(f, "-")} for f in keys},
+            [a.id for a in actions[: k + 1]], why)
+
+    def decide():
+        cur = refinement.code_view(protocol, run)
+        if not at["started"]:
+            at["started"] = True
+            if cur != views[0]:
+                at["k"] = -1
+                out.divergence = Divergence(0, "", "the initial state", "", [], {
+                    f: {"model": views[0].get(f, "-"), "code": cur.get(f, "-")}
+                    for f in sorted(set(cur) | set(views[0])) if cur.get(f) != views[0].get(f)}, [], "initial states differ")
+                return None
+        if at["running"] is not None:
+            k = at["k"]
+            pre, target = views[k], views[k + 1]
+            place = f"r{actions[k].rank}.{CODE_THREAD[actions[k].thread]}"
+            if cur == target:
+                at["running"] = None
+                at["k"] += 1
+                out.matched += 1
+            elif at["placed"] is not None and cur.get(place) != target.get(place):
+                # the thread reached the model's place after the step with other fields not as the
+                # model has them, and went on: the divergence is what it left behind there
+                cur, at["site"], at["stack"] = at["placed"]
+                diverge("the code's step ends with fields the model's step does not leave", cur, target)
+                return None
+            else:
+                if cur.get(place) == target.get(place) != pre.get(place) and at["placed"] is None:
+                    at["placed"] = (cur, at["site"], at["stack"])
+                bad = sorted(f for f in set(pre) | set(target) | set(cur)
+                             if pre.get(f) == target.get(f) and cur.get(f) != pre.get(f)
+                             and not _in_transit(actions[k], f))
+                if bad:
+                    diverge("the code changed what this model step leaves alone", cur, target, bad)
+                    return None
+        while at["running"] is None:
+            k = at["k"]
+            if k == len(actions):
+                return None
+            if views[k] == views[k + 1]:  # the model step changes nothing the mapping sees
+                at["k"] += 1
+                out.matched += 1
+                continue
+            a = actions[k]
+            if a.thread not in CODE_THREAD:
+                raise Unsupported(f"model step {a.id}: the executor has no thread {a.thread}")
+            at["running"], at["count"], at["placed"] = threads[f"{CODE_THREAD[a.thread]}{a.rank}"], 0, None
+        m = at["running"]
+        if m.status == "dead" and m.error and m.error[0].startswith("not modelled"):
+            out.not_modelled = m.error[0]
+            return None
+        if m.status != "parked" or not m.point.enabled():
+            where = f"{m.point.label} at {m.point.site}" if m.status == "parked" else m.status
+            if m.status == "dead" and m.error:
+                at["site"], where = m.error[1], f"dead: {m.error[0]}"
+            diverge(f"the code's {m.name} cannot go on ({where}) before it reaches the model's step", cur, views[at["k"] + 1])
+            return None
+        at["count"] += 1
+        if at["count"] > STEP_CAP:
+            diverge(f"the code's {m.name} took {STEP_CAP} steps without reaching the model's step", cur, views[at["k"] + 1])
+            return None
+        at["site"], at["stack"] = m.point.site, _stack(m, executor.roots)
+        out.code_steps += 1
+        return m
+
+    try:
+        run.baton.run(decide)
+    finally:
+        run.baton.abandon()
+    return out
+
+
+def _in_transit(action, f: str) -> bool:
+    """Fields one drain may change and change back (the tail it queues for release, the entries
+    it frees): the model's drain is one step, the code's a run of pops and frees."""
+    return action.thread == "S" and action.step == "drain" and (
+        f.endswith(".host_mem_release_queue") or f.endswith(".slots"))
+
+
+def _stack(m, roots) -> list[str]:
+    """The tree's frames of a parked thread, innermost first: file:line (function)."""
+    out, frame = [], m.thread.gr_frame if m.thread is not None else None
+    while frame is not None:
+        name = frame.f_code.co_filename
+        for root in roots:
+            if name.startswith(root):
+                out.append(f"{name[len(root):].lstrip('/')}:{frame.f_lineno} ({frame.f_code.co_name})")
+        frame = frame.f_back
+    return out
+
+
+# ---------------------------------------------------------------- the schedules
+
+
+def reachable_schedules(model, budget: int, cover: str = "local",
+                        near: Optional[int] = None) -> tuple[list[list[str]], int, int]:
+    """Breadth-first over the model's states, up to `budget` states: the action-id paths that
+    reach every rank-local view found ("local"); every view of all ranks together ("global");
+    every state within the first `near` (default: all, "states"); every step out of those
+    ("near"), and out of every state with a view of all ranks not seen before ("steps"); none a
+    prefix of another. Returns the paths, the states seen and the rank-local views."""
+    protocol = model.protocol
+    near = budget if near is None else near
+    start = model.initial_states()[0]
+    parent = {start: None}
+    order = deque([start])
+    local: set = set()
+    wholes: set = set()
+    new_local, extra = [], []
+    seen = 0
+    while order and seen < budget:
+        state = order.popleft()
+        seen += 1
+        close = seen <= near
+        views = [tuple(sorted(refinement.model_rank_view(protocol, rank).items())) for rank in state]
+        whole = tuple(views)
+        new_whole = whole not in wholes
+        wholes.add(whole)
+        if any(v not in local for v in views):
+            local.update(views)
+            new_local.append(state)
+        elif close and cover in ("states", "steps", "near") or cover == "global" and new_whole:
+            new_local.append(state)
+        for action, nxt in model.successors(state):
+            if nxt not in parent:
+                parent[nxt] = (state, action)
+                order.append(nxt)
+            elif (close and cover in ("steps", "near")) or (cover == "steps" and new_whole):
+                extra.append((state, action))  # a step the tree of first paths does not take
+    inner = set()
+    for state in new_local:
+        p = parent[state]
+        while p is not None:
+            inner.add(p[0])
+            p = parent[p[0]]
+
+    def path(s) -> list[str]:
+        ids = []
+        while parent[s] is not None:
+            s, action = parent[s]
+            ids.append(action.id)
+        return ids[::-1]
+
+    paths = [path(state) for state in new_local if state not in inner]
+    paths += [path(state) + [action.id] for state, action in extra if state in parent]
+    paths.sort(key=len)
+    return paths, seen, len(local)
+
+
+@dataclass
+class Conformance:
+    """What the conformance check did for one configuration, and the first divergence."""
+
+    name: str
+    cover: str = "local"
+    schedules: int = 0
+    states: int = 0  # distinct model states compared along the replays
+    model_states: int = 0  # states the breadth-first search reached (the budget)
+    local_views: int = 0
+    code_steps: int = 0
+    seconds: float = 0.0
+    divergence: Optional[dict] = None
+    not_modelled: str = ""
+    unsupported: str = ""
+    counterexamples: int = 0
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedules: list[list[str]] = (),
+          cover: str = "local", near: Optional[int] = None) -> Conformance:
+    """Replay the given schedules, then the paths to the model's rank-local views up to
+    `budget` states (0: none); stop at the first divergence."""
+    start = time.monotonic()
+    result = Conformance(name, cover, counterexamples=len(schedules))
+    why = unsupported(cfg)
+    if why:
+        result.unsupported = why
+        return result
+    model = ReadableModel(protocol_cls(cfg, "fixed"))
+    todo = [list(s) for s in schedules]
+    if budget:
+        paths, result.model_states, result.local_views = reachable_schedules(model, budget, cover, near)
+        todo += paths
+    compared: set = set()
+    for ids in todo:
+        states, actions = model_path(model, ids)
+        out = replay(executor, model, states, actions)
+        result.schedules += 1
+        result.code_steps += out.code_steps
+        compared.update(states[: out.matched + 1])
+        if out.not_modelled:
+            result.not_modelled = out.not_modelled
+            break
+        if out.divergence is not None:
+            result.divergence = out.divergence.to_json()
+            break
+    result.states = len(compared)
+    result.seconds = round(time.monotonic() - start, 3)
+    return result
+
+
+def protocol_class(spec: str):
+    """The model to conform to: "" (the ack-drain protocol) or a mutant's name (mutants.py)."""
+    from prefetch_check.model.protocols.ack_drain.protocol import AckDrainProtocol
+
+    if not spec:
+        return AckDrainProtocol
+    from prefetch_check.model.protocols.ack_drain.mutants import BY_NAME
+
+    return BY_NAME[spec]
+
+
+def counterexample_schedules(protocol_cls, cfg: AckConfig) -> list[list[str]]:
+    """The model's counterexamples of every property in this configuration (lassos: prefix and
+    one pass of the cycle), searched on the readable model."""
+    from prefetch_check.explorer.check import check as search
+
+    result = search(ReadableModel(protocol_cls(cfg, "fixed")))
+    out = []
+    for pr in result.results.values():
+        if pr.trace is not None:
+            ids = [s.action_id for s in pr.trace.steps]
+            if ids not in out:
+                out.append(ids)
+    return sorted(out, key=len)
+
+
+def serve(executor, request: dict) -> dict:
+    """The child's side: {"configs": [{"name", "config", "budget", "cover", "near", "counterexamples",
+    "mutant"}]}."""
+    answers = []
+    for item in request["configs"]:
+        cfg = config_from_json(item["config"])
+        cls = protocol_class(item.get("mutant", ""))
+        _batch_size(executor, cfg.storage_batch_size)
+        schedules = []
+        if item.get("counterexamples") and not unsupported(cfg):
+            schedules = counterexample_schedules(cls, cfg)
+        answers.append(check(executor, item["name"], cls, cfg, item.get("budget", 0), schedules,
+                             item.get("cover", "local"), item.get("near")).to_json())
+    return {"conformance": answers}
+
+
+def _batch_size(executor, size: int) -> None:
+    """The tree's STORAGE_BATCH_SIZE set to the model's (a constant of the world, 128 upstream)."""
+    for mod in executor.modules.values():
+        if "STORAGE_BATCH_SIZE" in mod.__dict__:
+            mod.__dict__["STORAGE_BATCH_SIZE"] = size
+
+
+def _plain(v):
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return v

@@ -1,0 +1,107 @@
+"""The model configurations the conformance check replays (conformance.py): how one travels to
+the executor's child as JSON, the executor's world it needs (CodeConfig), what that world cannot
+build, and the budget `prefetch-check sglang` uses, one small configuration each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prefetch_check.model.code.config import CodeConfig
+from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request, uniform_ack_config
+
+
+class Unsupported(ValueError):
+    """A model configuration the executor's world cannot build."""
+
+
+def config_to_json(cfg: AckConfig) -> dict:
+    out = {k: getattr(cfg, k) for k in AckConfig.__dataclass_fields__ if k != "requests"}
+    out["host_pages"] = list(cfg.host_pages)
+    out["requests"] = [{"pages": q.pages, "hits": list(q.hits), "failing": [sorted(f) for f in q.failing],
+                        "query_raises": list(q.query_raises), "batch_raises": [sorted(b) for b in q.batch_raises],
+                        "readmits": q.readmits, "abort_round": q.abort_round} for q in cfg.requests]
+    return out
+
+
+def config_from_json(data: dict) -> AckConfig:
+    reqs = tuple(Request(pages=q["pages"], hits=tuple(q["hits"]), failing=tuple(frozenset(f) for f in q["failing"]),
+                         query_raises=tuple(q["query_raises"]), batch_raises=tuple(frozenset(b) for b in q["batch_raises"]),
+                         readmits=q["readmits"], abort_round=q["abort_round"]) for q in data["requests"])
+    rest = {k: v for k, v in data.items() if k != "requests"}
+    rest["host_pages"] = tuple(rest["host_pages"])
+    return AckConfig(requests=reqs, **rest)
+
+
+def code_config(cfg: AckConfig) -> CodeConfig:
+    """The executor's world for a model configuration, or Unsupported saying what it lacks."""
+    why = unsupported(cfg)
+    if why:
+        raise Unsupported(why)
+    first = cfg.requests[0]
+    return CodeConfig(
+        ranks=cfg.ranks, requests=cfg.num_requests, pages=first.pages, page_size=cfg.page_size, policy=cfg.policy,
+        hits=tuple(first.hits), failing=tuple(tuple(sorted(f)) for f in first.failing),
+        query_raises=tuple(first.query_raises), threshold_pages=cfg.prefetch_threshold // cfg.page_size,
+        reissue=any(q.readmits for q in cfg.requests))
+
+
+def unsupported(cfg: AckConfig) -> str:
+    """'' when the executor can build this configuration's world, else what it lacks."""
+    if cfg.cache != "unified":
+        return "the executor runs UnifiedRadixCache (cache = \"unified\")"
+    if cfg.policy not in ("wait_complete", "best_effort"):
+        return f"policy {cfg.policy}: the executor's clock does not move"
+    first = cfg.requests[0]
+    for q in cfg.requests:
+        if (q.pages, q.hits, q.failing, q.query_raises) != (first.pages, first.hits, first.failing, first.query_raises):
+            return "requests that differ in pages, hits, failing pages or raising queries"
+    if any(any(q.batch_raises) for q in cfg.requests):
+        return "batch reads that raise (the storage stand-in's reads do not raise)"
+    if any(q.readmits > 1 for q in cfg.requests):
+        return "more than one readmission (the host pool has room for two prefetches)"
+    if any(p is not None for p in cfg.host_pages):
+        return "host_pages (a short pool: the allocation evicts first, tree_core.drive_host_eviction, not modelled)"
+    if cfg.prefetch_threshold % cfg.page_size:
+        return "a threshold that is not whole pages"
+    return ""
+
+
+E = frozenset()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One small configuration whose reachable states are replayed on the code: the first path to
+    every new rank-local view up to `states` states, every step out of the first `near` ones, and
+    with cover "steps" every step out of a state with a view of all ranks not seen before."""
+
+    name: str
+    config: dict  # AckConfig keywords, before the release's options
+    states: int
+    near: int
+    cover: str = "near"
+
+
+BUDGETS: tuple[Budget, ...] = (
+    Budget("1 rank x 1 request, 2 pages", dict(ranks=1, pages=2), 20_000, 20_000),
+    Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 20_000, 300, "steps"),
+    Budget("2 ranks, rank 1 cannot read page 0, a batch per page",
+           dict(ranks=2, pages=2, failing={1: {0}}, storage_batch_size=1), 20_000, 300),
+    Budget("1 rank, best_effort, prefetched again",
+           dict(requests=(Request(pages=1, hits=(1,), failing=(E,), readmits=1),), policy="best_effort"), 20_000, 600),
+    Budget("1 rank, aborted in round 1",
+           dict(requests=(Request(pages=2, hits=(2,), failing=(E,), abort_round=1),), storage_batch_size=1),
+           20_000, 300),
+    Budget("1 rank x 2 requests", dict(ranks=1, requests=2, pages=1), 20_000, 300),
+    Budget("2 ranks, rank 1's storage query raises",
+           dict(requests=(Request(pages=2, hits=(2, 2), failing=(E, E), query_raises=(False, True)),)), 20_000, 300),
+)
+
+
+def budget_config(budget: Budget, options: dict) -> AckConfig:
+    """The budget's configuration with a release's options (ack_match, deadline, exceptions...)."""
+    kwargs = dict(budget.config, **options)
+    if "requests" in kwargs and not isinstance(kwargs["requests"], int):
+        reqs = kwargs.pop("requests")
+        return AckConfig(ranks=len(reqs[0].hits), requests=reqs, **{k: v for k, v in kwargs.items() if k != "ranks"})
+    return uniform_ack_config(**kwargs)

@@ -1,0 +1,137 @@
+"""Whether an ack-drain tree's code conforms to the model, for `prefetch-check sglang`.
+
+Why: the model may answer for a tree only where its code has been shown to do what the model
+does (issue 22). For each ack-drain UnifiedRadixCache tree the executor runs, the conformance
+check (prefetch_check.model.code.conformance, in the executor's sandboxed child) replays model
+schedules on the tree's own code: the counterexamples of the chosen scenario cases the
+executor's world can build, and every step between the reachable states of a few small
+configurations up to a budget. A tree that diverges gets the divergence and its code's verdicts
+only: its model verdicts are withheld. Results are cached like the code's, keyed by the
+executor's sources, the tree's files and the configurations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Optional
+
+from prefetch_check.model.code import CodeLimits, ExecutorError
+from prefetch_check.model.code.conformance_configs import BUDGETS, Budget, budget_config, config_to_json, unsupported
+from prefetch_check.model.code.runner import conform
+from prefetch_check.model.protocols.ack_drain.config import AckConfig
+from prefetch_check.sglang import verdict_cache
+from prefetch_check.sglang.code_checks import executor_fingerprint, tree_digest
+
+FOLDER = "conformance"
+LIMITS = CodeLimits(max_seconds=300)
+__all__ = ["BUDGETS", "Budget", "ConformanceCheck", "plan_conformance", "run_conformance"]
+
+
+@dataclass
+class ConformanceCheck:
+    """The conformance check of one tree: what it replays, and its answer."""
+
+    key: str = ""
+    items: list = field(default_factory=list)  # the child's configurations
+    skipped: list = field(default_factory=list)  # (case, why the executor cannot build it)
+    answers: Optional[list] = None
+    cached: bool = False
+    error: str = ""
+    note: str = ""  # why there is no check
+
+    @property
+    def planned(self) -> bool:
+        return bool(self.items)
+
+    @property
+    def divergence(self) -> Optional[dict]:
+        for a in self.answers or []:
+            if a.get("divergence"):
+                return {"case": a["name"], **a["divergence"]}
+        return None
+
+    @property
+    def conforms(self) -> Optional[bool]:
+        """True: every replay matched; False: a divergence; None: not run, not modelled or failed."""
+        if self.answers is None or self.error:
+            return None
+        if self.divergence is not None:
+            return False
+        if any(a.get("not_modelled") for a in self.answers):
+            return None
+        return True
+
+    def figures(self) -> dict:
+        answers = self.answers or []
+        return {"schedules": sum(a["schedules"] for a in answers), "states": sum(a["states"] for a in answers),
+                "seconds": round(sum(a["seconds"] for a in answers), 3),
+                "counterexamples": sum(a["counterexamples"] for a in answers)}
+
+    def not_modelled(self) -> list[str]:
+        return sorted({a["not_modelled"] for a in self.answers or [] if a.get("not_modelled")})
+
+    def budget_summary(self) -> str:
+        """The budget in a few words: the configurations searched and the cases replayed."""
+        searched = [i for i in self.items if i["budget"]]
+        cases = len(self.items) - len(searched)
+        near = sorted({i["near"] for i in searched})
+        span = f"{near[0]:,}" if len(near) == 1 else f"{near[0]:,}-{near[-1]:,}"
+        return (f"{len(searched)} configurations, each rank-local state of up to {max(i['budget'] for i in searched):,} "
+                f"and every step out of the first {span}, and the counterexamples of {cases} scenario case(s)"
+                if searched else f"the counterexamples of {cases} scenario case(s)")
+
+    def budget_text(self) -> str:
+        """What the check rests on: per configuration, its budget."""
+        return "; ".join(f"{i['name']}: " + (
+            f"every rank-local view up to {i['budget']:,} states, every step out of the first {i['near']:,}"
+            + (" and out of every new view of all ranks" if i.get("cover") == "steps" else "")
+            if i["budget"] else "its counterexamples") for i in self.items)
+
+
+def plan_conformance(srt, options: dict, cases: list[tuple[str, AckConfig]]) -> ConformanceCheck:
+    """The conformance check of an ack-drain tree under the release's `options`: the budget
+    configurations and the counterexamples of `cases` (name, configuration with the options
+    applied) the executor's world can build."""
+    items, skipped = [], []
+    for b in BUDGETS:
+        cfg = budget_config(b, options)
+        items.append({"name": b.name, "config": config_to_json(cfg), "budget": b.states, "near": b.near,
+                      "cover": b.cover, "counterexamples": True})
+    for name, cfg in cases:
+        why = unsupported(cfg) or ("more than 2 ranks" if cfg.ranks > 2 else "")
+        if why:
+            skipped.append((name, why))
+            continue
+        items.append({"name": name, "config": config_to_json(cfg), "budget": 0, "counterexamples": True})
+    text = json.dumps([executor_fingerprint(), tree_digest(srt), items, LIMITS.to_json()], sort_keys=True)
+    return ConformanceCheck(hashlib.sha256(text.encode()).hexdigest(), items, skipped)
+
+
+def run_conformance(checks: list[tuple[object, ConformanceCheck]], cache, jobs: int) -> tuple[int, int]:
+    """Answer every planned check: from the cache, else in the executor's child. Returns
+    (from the cache, executed)."""
+    todo = []
+    cached = 0
+    for srt, check in checks:
+        stored = verdict_cache.read(cache, check.key, FOLDER)
+        if stored is not None:
+            check.answers, check.cached = stored["answers"], True
+            cached += 1
+        else:
+            todo.append((srt, check))
+
+    def execute(entry):
+        srt, check = entry
+        try:
+            check.answers = conform(srt, check.items, LIMITS)
+        except ExecutorError as exc:
+            check.error = f"the conformance check could not run: {str(exc).splitlines()[0]}"
+            return
+        verdict_cache.store(cache, check.key, {"answers": check.answers}, FOLDER)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(execute, todo))
+    return cached, len(todo)
