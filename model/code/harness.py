@@ -46,6 +46,10 @@ class Rank:
 class Run:
     """Builds one run's world and ranks; `rounds_enabled` is the scheduler loop's gate."""
 
+    PER_RANK = 4  # threads per rank, spawned in this order: S, P, IO, Y
+    DRAINED = S_QUEUES  # the queues the scheduler's drain pops
+    GROUP = Group  # the collective group stand-in
+
     def __init__(self, modules: dict, config: CodeConfig, holder, roots: tuple[str, ...]):
         self.config, self.modules = config, modules
         self.baton = Baton(roots)
@@ -57,7 +61,7 @@ class Run:
                           make_time(not_modelled))
         r = config.ranks
         everyone = tuple(range(r))
-        self.groups = {name: Group(self.world, name, everyone) for name in ("S-tp", "P-hits", "Y-completion")}
+        self.groups = {name: self.GROUP(self.world, name, everyone) for name in ("S-tp", "P-hits", "Y-completion")}
         self.ranks = [self._build(i) for i in range(r)]
         for rank in self.ranks:
             self._spawn(rank)
@@ -190,7 +194,7 @@ class Run:
         return self.config.policy != "wait_complete" and any(r.waiting for r in self.ranks)
 
     def _at_gate(self, rank: Rank) -> bool:
-        m = self.baton.threads[4 * rank.index]
+        m = self.baton.threads[self.PER_RANK * rank.index]
         return m.status == "parked" and m.point.label == GATE
 
     def rank_ample(self) -> list[str]:
@@ -205,16 +209,21 @@ class Run:
             if not mine:
                 continue
             ok = True
-            for m in self.baton.threads[4 * rank.index: 4 * rank.index + 4]:
+            for m in self.baton.threads[self.PER_RANK * rank.index: self.PER_RANK * (rank.index + 1)]:
                 if m.status != "parked" or m in mine:
                     continue
                 if "leave" in m.point.label:
                     ok = False
-                elif m.point.label == GATE and any(getattr(rank.cc, q).peek_size() for q in S_QUEUES):
+                elif m.point.label == GATE and self._gate_may_open(rank):
                     ok = False
             if ok:
                 return [m.name for m in mine]
         return [m.name for m in enabled]
+
+    def _gate_may_open(self, rank: Rank) -> bool:
+        """Whether another rank's steps can open this rank's closed round gate (round_enabled):
+        only with something queued here for the drain's MIN."""
+        return any(getattr(rank.cc, q).peek_size() for q in self.DRAINED)
 
     def key(self) -> tuple:
         ranks = tuple((r.rounds, tuple(r.waiting), tuple(sorted(r.resolved.items())),
