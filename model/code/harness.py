@@ -73,14 +73,11 @@ class Run:
         hcc_mod = self.modules.get(loader.HYBRID) or self.modules[loader.CONTROLLER]
         hcc_cls = getattr(hcc_mod, "HybridCacheController", None) or self.modules[loader.CONTROLLER].HiCacheController
         page = cfg.page_size
-        pool = HostPool(w, i, cfg.pool_pages() * page, page)
-        tree = TreeCore(w, i, pool, page)
-        storage = StorageBackend(w, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page)
+        pool, tree, storage = self._rank_world(i)
         multi = cfg.ranks > 1
 
         cc = hcc_cls.__new__(hcc_cls)
-        for q in QUEUES:
-            setattr(cc, q, Queue(w, f"r{i}.{q}"))
+        self._queues(cc, i, QUEUES)
         cc.extra_host_mem_release_queues = {}
         cc.storage_stop_event = Event(w, f"r{i}.stop")
         cc.storage_backend = storage
@@ -127,6 +124,17 @@ class Run:
         by_handle = "request" in inspect.signature(urc_cls.prefetch_from_storage).parameters
         handles = [stubs.CacheRequestHandle(f"req{q}", 0) if by_handle else f"req{q}" for q in range(cfg.requests)]
         return Rank(i, cache, cc, pool, tree, handles, list(range(cfg.requests)))
+
+    def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
+        """Rank i's host pool, host tree and storage backend, as the configuration says."""
+        cfg, page = self.config, self.config.page_size
+        pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
+        storage = StorageBackend(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page)
+        return pool, TreeCore(self.world, i, pool, page), storage
+
+    def _queues(self, cc, i: int, names: tuple[str, ...]) -> None:
+        for q in names:
+            setattr(cc, q, Queue(self.world, f"r{i}.{q}"))
 
     def _component(self, name: str):
         ct = self.modules.get(loader.REAL[0])

@@ -18,9 +18,8 @@ from prefetch_check.model.code.harness import GATE, ROOT_NODE, Rank, Run
 from prefetch_check.model.code.world.clock import make_time
 from prefetch_check.model.code.world.poll import (EmptyAcks, HostNode, PollHostPool, RelativeGroup, Started,
                                                   make_poll_threading, page_hashes)
-from prefetch_check.model.code.world.queues import Empty, Queue, QueueFactory
+from prefetch_check.model.code.world.queues import Empty, QueueFactory
 from prefetch_check.model.code.world.radix import RadixKey
-from prefetch_check.model.code.world.storage import StorageBackend
 from prefetch_check.model.code.world.sync import Event
 from prefetch_check.model.code.world.tree import TreeCore
 
@@ -71,14 +70,11 @@ class PollRun(Run):
         cache_cls = self.modules[loader.HIRADIX].HiRadixCache
         cc_cls = self.modules[loader.CONTROLLER].HiCacheController
         page = cfg.page_size
-        pool = PollHostPool(w, i, cfg.pool_pages() * page, page)
-        tree = TreeCore(w, i, pool, page)
-        storage = StorageBackend(w, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page)
+        pool, tree, storage = self._rank_world(i, PollHostPool)
         multi = cfg.ranks > 1
 
         cc = cc_cls.__new__(cc_cls)
-        for q in QUEUES:
-            setattr(cc, q, Queue(w, f"r{i}.{q}"))
+        self._queues(cc, i, QUEUES)
         stop = Event(w, f"r{i}.stop")
         attrs = dict(
             stop_event=stop, storage_stop_event=stop, storage_backend=storage, storage_backend_type="file",
