@@ -73,7 +73,7 @@ CASES: tuple[Case, ...] = (
 # number of runs (deterministic, so its result is cached), run only for the properties that need
 # its second rank; a violation it finds is real, anything else it leaves BOUNDED.
 POLL = dict(world="poll")
-POLL_RUNS = 500
+POLL_RUNS = 200
 POLL_CASES: tuple[Case, ...] = (
     Case("1 rank x 1 request", CodeConfig(ranks=1, **POLL)),
     Case("1 rank, best_effort", CodeConfig(ranks=1, policy="best_effort", **POLL)),
