@@ -1,9 +1,11 @@
-"""The executor's bench: `python -m prefetch_check.model.code.bench SRT [SRT...]` checks each
-tree under a fixed list of configurations and prints runs, states, seconds and the child's peak
-memory per line (docs/executor.md keeps the figures)."""
+"""The executor's bench: `python -m prefetch_check.model.code.bench [--poll] SRT [SRT...]` checks
+each tree under a fixed list of configurations and prints runs, states, seconds and the child's
+peak memory per line (docs/executor.md keeps the figures). `--poll`: the trees are predicate-poll
+releases (HiRadixCache 0.5.1-0.5.18), run in the poll world with its own configurations."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -23,11 +25,25 @@ CONFIGS = (
     ("1x1 prefetched again, best_effort", CodeConfig(ranks=1, policy="best_effort", reissue=True)),
 )
 
+POLL = dict(world="poll")
+POLL_CONFIGS = (
+    ("poll 1x1", CodeConfig(ranks=1, **POLL)),
+    ("poll 1x1 best_effort", CodeConfig(ranks=1, policy="best_effort", **POLL)),
+    ("poll 1x1, cannot read page 1", CodeConfig(ranks=1, failing=((1,),), **POLL)),
+    ("poll 1x1, no hits, threshold 0", CodeConfig(ranks=1, hits=(0,), threshold_pages=0, **POLL)),
+    ("poll 2x1", CodeConfig(ranks=2, **POLL)),
+    ("poll 2x1, 1 page", CodeConfig(ranks=2, pages=1, **POLL)),
+    ("poll 1x2", CodeConfig(ranks=1, requests=2, **POLL)),
+)
+
 
 def main(argv: list[str]) -> int:
-    limits = CodeLimits(max_seconds=300)
+    configs = CONFIGS
+    if argv[:1] == ["--poll"]:
+        argv, configs = argv[1:], POLL_CONFIGS
+    limits = CodeLimits(max_seconds=float(os.environ.get("BENCH_SECONDS", 300)))  # a shorter pass: BENCH_SECONDS
     for srt in argv:
-        for name, config in CONFIGS:
+        for name, config in configs:
             start = time.monotonic()
             r = check_tree(srt, config, limits)
             violated = sorted(k for k, v in r.verdicts.items() if v == "VIOLATED")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 POLICIES = ("wait_complete", "best_effort")  # timeout needs the virtual clock to move: not yet
+WORLDS = ("ack-drain", "poll")  # ack-drain: UnifiedRadixCache 0.5.19+; poll: HiRadixCache 0.5.1-0.5.18
 
 
 @dataclass(frozen=True)
@@ -26,10 +27,13 @@ class CodeConfig:
     threshold_pages: int = 1  # the tree's prefetch_threshold, in pages
     reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
     abort_round: Optional[int] = None  # in this scheduler round every waiting request is aborted instead of checked
+    world: str = "ack-drain"  # which world the tree's classes run in (chosen by the tree's shape, see WORLDS)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise ValueError(f"policy {self.policy!r}: the executor runs {', '.join(POLICIES)}")
+        if self.world not in WORLDS:
+            raise ValueError(f"world {self.world!r}: the executor has {', '.join(WORLDS)}")
         for name in ("hits", "failing", "query_raises"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:

@@ -33,6 +33,9 @@ class _Holder:
     def get_rank(self, group=None):
         return self.collectives.get_rank(group)
 
+    def barrier(self, group=None, **kwargs):
+        return self.collectives.barrier(group, **kwargs)
+
 
 @dataclass
 class Node:
@@ -56,6 +59,13 @@ class Executor:
         self.roots = (str(self.srt) + "/",)
         self.holder = _Holder()
         torch = make_torch(self.holder, stubs.not_modelled_factory(self.roots))
+        if config.world == "poll":  # HiRadixCache 0.5.1-0.5.18 (poll_harness.py)
+            from prefetch_check.model.code import poll_harness
+
+            self.modules = poll_harness.load(self.srt, torch, self.holder, self.roots)
+            self.run_class = poll_harness.PollRun
+            return
+        self.run_class = Run
         self.modules = loader.load_tree(self.srt, torch)
         ctrl = self.modules[loader.CONTROLLER]
         op_mod = self.modules.get(loader.HYBRID) if hasattr(self.modules.get(loader.HYBRID), "PrefetchOperation") else ctrl
@@ -63,7 +73,8 @@ class Executor:
         identity.install(self.modules[loader.CACHE].UnifiedRadixCache, op_mod.PrefetchOperation, self.holder)
 
     def run(self, prefix: list[str], seen: Optional[set], max_depth: int, reduce: bool = True) -> RunOutcome:
-        run = Run(self.modules, self.config, self.holder, self.roots)
+        run = self.run_class(self.modules, self.config, self.holder, self.roots)
+        closes_cycle = getattr(run, "closes_cycle", None)  # the poll world: a scheduler polling forever
         baton = run.baton
         nodes: list[Node] = []
         ending = ["terminal"]
@@ -76,6 +87,9 @@ class Executor:
             if not enabled:
                 nodes.append(Node(key, [], None))
                 return None
+            if not replaying and closes_cycle is not None and closes_cycle(key):
+                nodes.append(Node(key, enabled, None))  # only the schedulers move, and nothing changes:
+                return None  # the run ends here, judged as a terminal state (a request that waits forever)
             if replaying:
                 choice = prefix[depth]
                 if choice not in enabled:

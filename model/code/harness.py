@@ -46,6 +46,10 @@ class Rank:
 class Run:
     """Builds one run's world and ranks; `rounds_enabled` is the scheduler loop's gate."""
 
+    PER_RANK = 4  # threads per rank, spawned in this order: S, P, IO, Y
+    DRAINED = S_QUEUES  # the queues the scheduler's drain pops
+    GROUP = Group  # the collective group stand-in
+
     def __init__(self, modules: dict, config: CodeConfig, holder, roots: tuple[str, ...]):
         self.config, self.modules = config, modules
         self.baton = Baton(roots)
@@ -57,7 +61,7 @@ class Run:
                           make_time(not_modelled))
         r = config.ranks
         everyone = tuple(range(r))
-        self.groups = {name: Group(self.world, name, everyone) for name in ("S-tp", "P-hits", "Y-completion")}
+        self.groups = {name: self.GROUP(self.world, name, everyone) for name in ("S-tp", "P-hits", "Y-completion")}
         self.ranks = [self._build(i) for i in range(r)]
         for rank in self.ranks:
             self._spawn(rank)
@@ -69,14 +73,11 @@ class Run:
         hcc_mod = self.modules.get(loader.HYBRID) or self.modules[loader.CONTROLLER]
         hcc_cls = getattr(hcc_mod, "HybridCacheController", None) or self.modules[loader.CONTROLLER].HiCacheController
         page = cfg.page_size
-        pool = HostPool(w, i, cfg.pool_pages() * page, page)
-        tree = TreeCore(w, i, pool, page)
-        storage = StorageBackend(w, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page)
+        pool, tree, storage = self._rank_world(i)
         multi = cfg.ranks > 1
 
         cc = hcc_cls.__new__(hcc_cls)
-        for q in QUEUES:
-            setattr(cc, q, Queue(w, f"r{i}.{q}"))
+        self._queues(cc, i, QUEUES)
         cc.extra_host_mem_release_queues = {}
         cc.storage_stop_event = Event(w, f"r{i}.stop")
         cc.storage_backend = storage
@@ -123,6 +124,17 @@ class Run:
         by_handle = "request" in inspect.signature(urc_cls.prefetch_from_storage).parameters
         handles = [stubs.CacheRequestHandle(f"req{q}", 0) if by_handle else f"req{q}" for q in range(cfg.requests)]
         return Rank(i, cache, cc, pool, tree, handles, list(range(cfg.requests)))
+
+    def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
+        """Rank i's host pool, host tree and storage backend, as the configuration says."""
+        cfg, page = self.config, self.config.page_size
+        pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
+        storage = StorageBackend(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page)
+        return pool, TreeCore(self.world, i, pool, page), storage
+
+    def _queues(self, cc, i: int, names: tuple[str, ...]) -> None:
+        for q in names:
+            setattr(cc, q, Queue(self.world, f"r{i}.{q}"))
 
     def _component(self, name: str):
         ct = self.modules.get(loader.REAL[0])
@@ -190,7 +202,7 @@ class Run:
         return self.config.policy != "wait_complete" and any(r.waiting for r in self.ranks)
 
     def _at_gate(self, rank: Rank) -> bool:
-        m = self.baton.threads[4 * rank.index]
+        m = self.baton.threads[self.PER_RANK * rank.index]
         return m.status == "parked" and m.point.label == GATE
 
     def rank_ample(self) -> list[str]:
@@ -205,16 +217,21 @@ class Run:
             if not mine:
                 continue
             ok = True
-            for m in self.baton.threads[4 * rank.index: 4 * rank.index + 4]:
+            for m in self.baton.threads[self.PER_RANK * rank.index: self.PER_RANK * (rank.index + 1)]:
                 if m.status != "parked" or m in mine:
                     continue
                 if "leave" in m.point.label:
                     ok = False
-                elif m.point.label == GATE and any(getattr(rank.cc, q).peek_size() for q in S_QUEUES):
+                elif m.point.label == GATE and self._gate_may_open(rank):
                     ok = False
             if ok:
                 return [m.name for m in mine]
         return [m.name for m in enabled]
+
+    def _gate_may_open(self, rank: Rank) -> bool:
+        """Whether another rank's steps can open this rank's closed round gate (round_enabled):
+        only with something queued here for the drain's MIN."""
+        return any(getattr(rank.cc, q).peek_size() for q in self.DRAINED)
 
     def key(self) -> tuple:
         ranks = tuple((r.rounds, tuple(r.waiting), tuple(sorted(r.resolved.items())),

@@ -12,18 +12,20 @@ OBSERVED = frozenset({"_terminated_flag"})
 class OpPart:
     """An operation's shared fields, for the state key."""
 
-    def __init__(self, op, world):
-        self.op, self.world = op, world
+    def __init__(self, op, world, fields=tuple(sorted(SHARED | OBSERVED))):
+        self.op, self.world, self.fields = op, world, fields
 
     def snapshot(self) -> tuple:
         d = self.op.__dict__
-        return (d.get("_pc_label"),) + tuple(self.world.label(d.get(f)) for f in sorted(SHARED | OBSERVED))
+        return (d.get("_pc_label"),) + tuple(self.world.label(d.get(f)) for f in self.fields)
 
 
-def install(op_cls, ack_cls, holder) -> None:
-    """Wrap `op_cls` (PrefetchOperation) and describe `ack_cls` (PrefetchAck) for queue labels."""
+def install(op_cls, ack_cls, holder, observed=OBSERVED) -> None:
+    """Wrap `op_cls` (PrefetchOperation) and describe `ack_cls` (PrefetchAck, None where the tree
+    has none) for queue labels. `observed`: the op's lock-guarded flags (0.5.1 calls it `_done_flag`)."""
     if getattr(op_cls, "_pc_hooked", False):
         return
+    fields = tuple(sorted(SHARED | observed))
     base_get, base_set, base_init = op_cls.__getattribute__, op_cls.__setattr__, op_cls.__init__
 
     def __init__(self, *args, **kwargs):
@@ -32,10 +34,10 @@ def install(op_cls, ack_cls, holder) -> None:
         me = world.baton.current()
         label = world.name_object(self, f"r{me.rank if me else 0}.op")
         object.__setattr__(self, "_pc_label", label)
-        world.register(OpPart(self, world))
+        world.register(OpPart(self, world, fields))
 
     def __getattribute__(self, name):
-        if name in SHARED or name in OBSERVED:
+        if name in SHARED or name in observed:
             d = object.__getattribute__(self, "__dict__")
             if "_pc_label" in d:
                 world = holder.world
@@ -66,4 +68,5 @@ def install(op_cls, ack_cls, holder) -> None:
                 parts.append(f"{f}={d[f]}")
         return "ack(" + ",".join(parts) + ")"
 
-    ack_cls._pc_describe = classmethod(describe_ack)
+    if ack_cls is not None:
+        ack_cls._pc_describe = classmethod(describe_ack)

@@ -24,6 +24,9 @@ REAL = (
     "mem_cache/hybrid_cache/hybrid_cache_controller.py",
     "mem_cache/unified_radix_cache.py",
 )
+# The predicate-poll releases (0.5.1-0.5.18): HiRadixCache and HiCacheController.
+REAL_POLL = ("mem_cache/hicache_storage.py", "managers/cache_controller.py", "mem_cache/hiradix_cache.py")
+HIRADIX = "mem_cache/hiradix_cache.py"
 CACHE, CONTROLLER, HYBRID = "mem_cache/unified_radix_cache.py", "managers/cache_controller.py", "mem_cache/hybrid_cache/hybrid_cache_controller.py"
 
 
@@ -32,10 +35,10 @@ def module_name(rel: str) -> str:
 
 
 class TreeFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def __init__(self, srt: Path, extra: dict[str, types.ModuleType]):
+    def __init__(self, srt: Path, extra: dict[str, types.ModuleType], real: tuple[str, ...] = REAL):
         self.srt, self.extra = srt, extra
         self.roots = (str(srt) + "/",)
-        self.real = {module_name(rel): srt / rel for rel in REAL if (srt / rel).is_file()}
+        self.real = {module_name(rel): srt / rel for rel in real if (srt / rel).is_file()}
         self.known: dict[str, dict] = {}
 
     def find_spec(self, fullname, path=None, target=None):
@@ -54,18 +57,22 @@ class TreeFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
 
-def load_tree(srt: Path, torch_module: types.ModuleType) -> dict[str, types.ModuleType]:
-    """Import the tree's real files under stubs; {rel: module} of those present."""
+def load_tree(srt: Path, torch_module: types.ModuleType, real: tuple[str, ...] = REAL,
+              known_extra: dict | None = None) -> dict[str, types.ModuleType]:
+    """Import the tree's real files (`real`) under stubs; {rel: module} of those present.
+    `known_extra`: more stand-in names per stub module (a world's own, e.g. the poll world's)."""
     srt = Path(srt).resolve()
     finder = TreeFinder(srt, {"torch": torch_module, "torch.distributed": torch_module.distributed,
-                              "msgspec": msgspec_stub.make_msgspec()})
+                              "msgspec": msgspec_stub.make_msgspec()}, real)
     sys.meta_path.insert(0, finder)
     ct = None
     if module_name(REAL[0]) in finder.real:
         ct = importlib.import_module(module_name(REAL[0]))
     finder.known = stubs.known(ct)
+    for name, names in (known_extra or {}).items():
+        finder.known[name] = {**finder.known.get(name, {}), **names}
     loaded = {}
-    for rel in REAL:
+    for rel in real:
         if module_name(rel) in finder.real:
             loaded[rel] = importlib.import_module(module_name(rel))
     return loaded

@@ -5,14 +5,16 @@ honest floor, followed.py), so an edited tree used to get no verdict at all. The
 (prefetch_check.model.code, docs/executor.md) runs the tree's own prefetch functions under
 every schedule of a few small deployments, with stand-ins for the world, in a sandboxed
 child process; what it finds is about the code as written, edited or not. It runs the
-ack-drain UnifiedRadixCache of 0.5.19 on; other trees say why they get no code verdicts.
+ack-drain UnifiedRadixCache of 0.5.19 on and the predicate-poll HiRadixCache of 0.5.1-0.5.18,
+each in its own world, chosen by the classes and threads the tree has (code_world.py); other
+trees say why they get no code verdicts.
 
 Each case is one executor configuration (ranks x requests, what storage holds and fails,
 prefetching again, aborts). Per property the report shows the worst verdict over the cases
 and, for a violation, the shortest counterexample: its case, its length in steps, the file:line
 where it is decided, and its consequence. Results are cached like the model's, keyed by the
 executor's own code, the bytes of every file the child loads from the tree, the case and the
-limits; a search a limit cut is never stored.
+limits; a search the clock cut is never stored (any other bound is deterministic).
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from typing import Optional
 import prefetch_check.model.code as executor_package
 from prefetch_check.explorer.result import BOUNDED, VERIFIED, VIOLATED
 from prefetch_check.model.code import CodeConfig, CodeLimits, ExecutorError, check_tree
-from prefetch_check.model.code.loader import REAL, module_name
+from prefetch_check.model.code.loader import REAL, REAL_POLL, module_name
 from prefetch_check.sglang import verdict_cache
+from prefetch_check.sglang.code_world import world_of
 from prefetch_check.sglang.locate import PROTOCOL_FILES
 
 FOLDER = "code-verdicts"
@@ -64,6 +67,26 @@ CASES: tuple[Case, ...] = (
          judges=("operation_identity",),
          limits=CodeLimits(max_seconds=90, stop_on=("operation_identity",))),
 )
+# The predicate-poll world (HiRadixCache 0.5.1-0.5.18). Cut to what finishes per release in
+# seconds: every 1-rank case is exhaustive; 1 rank x 2 requests and an exhaustive 2-rank search
+# do not finish in minutes (docs/executor.md), so each 2-rank case is a bounded search of a fixed
+# number of runs (deterministic, so its result is cached), run only for the properties that need
+# its second rank; a violation it finds is real, anything else it leaves BOUNDED.
+POLL = dict(world="poll")
+POLL_RUNS = 200
+POLL_CASES: tuple[Case, ...] = (
+    Case("1 rank x 1 request", CodeConfig(ranks=1, **POLL)),
+    Case("1 rank, best_effort", CodeConfig(ranks=1, policy="best_effort", **POLL)),
+    Case("1 rank, cannot read page 1", CodeConfig(ranks=1, failing=((1,),), **POLL)),
+    Case("1 rank, no hits, threshold 0", CodeConfig(ranks=1, hits=(0,), threshold_pages=0, **POLL)),
+    Case(f"2 ranks x 1 request, {POLL_RUNS:,} runs", CodeConfig(ranks=2, **POLL),
+         judges=("tp_agreement", "deadlock_freedom"), limits=CodeLimits(max_runs=POLL_RUNS, max_seconds=240)),
+    # the short read of one rank: the tail given back twice (0.5.1.post3-0.5.5)
+    Case(f"2 ranks, rank 0 cannot read page 1, {POLL_RUNS:,} runs", CodeConfig(ranks=2, failing=((1,), ()), **POLL),
+         judges=("host_memory", "progress"),
+         limits=CodeLimits(max_runs=POLL_RUNS, max_seconds=240, stop_on=("host_memory",))),
+)
+LOADED = {"ack-drain": PROTOCOL_FILES, "poll": REAL_POLL}  # the files a world's child may load
 WORST = {VIOLATED: 0, BOUNDED: 1, VERIFIED: 2, NOT_JUDGED: 3}
 
 
@@ -149,16 +172,14 @@ class CodeCheck:
         return out
 
 
-def applies(srt: Path, shape) -> str:
-    """'' when the executor runs this tree's judged class, else why not."""
+def world_for(srt: Path, shape) -> tuple[Optional[str], str]:
+    """The executor world of this tree's judged class (code_world.py), or why there is none."""
     if shape is None or shape.judged_class.value is None:
-        return "the executor needs the cache class to run (none found)"
-    if shape.judged_class.value != "UnifiedRadixCache":
-        return (f"the executor runs the UnifiedRadixCache of 0.5.19 on; this row judges {shape.judged_class.value} "
-                "(its code is not run yet)")
-    if shape.acks.value != "ack+sync-thread":
-        return "the executor runs the ack-drain path (PrefetchAck and the sync thread); this tree has none"
-    return missing_module(srt)
+        return None, "the executor needs the cache class to run (none found)"
+    world, why = world_of(srt, shape.judged_class.value)
+    if world == "ack-drain":
+        why = missing_module(srt)
+    return (world if not why else None), why
 
 
 def missing_module(srt: Path) -> str:
@@ -185,10 +206,10 @@ def executor_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-def tree_digest(srt: Path) -> str:
+def tree_digest(srt: Path, files: tuple[str, ...] = PROTOCOL_FILES) -> str:
     """A digest of every file the child may load from the tree (absent ones count as absent)."""
     digest = hashlib.sha256()
-    for rel in PROTOCOL_FILES:
+    for rel in files:
         path = srt / rel
         digest.update(rel.encode() + b"\0")
         digest.update(path.read_bytes() if path.is_file() else b"-")
@@ -197,12 +218,12 @@ def tree_digest(srt: Path) -> str:
 
 def plan_code(srt: Path, shape) -> CodeCheck:
     """The executor's runs for one tree (not run yet), or why there are none."""
-    why = applies(srt, shape)
+    world, why = world_for(srt, shape)
     if why:
         return CodeCheck(note=why)
-    tree = tree_digest(srt)
+    tree = tree_digest(srt, LOADED[world])
     runs = []
-    for case in CASES:
+    for case in (POLL_CASES if world == "poll" else CASES):
         text = json.dumps([executor_fingerprint(), tree, case.config.to_json(), case.limits.to_json()], sort_keys=True)
         runs.append(CodeRun(hashlib.sha256(text.encode()).hexdigest(), case.name, case.config, case.limits,
                             case.judges))
@@ -237,7 +258,7 @@ def run_code(checks: list[tuple[Path, CodeCheck]], cache: Path, jobs: int, progr
                 failed[srt] = error
         for _, run in entries:
             run.result, run.error = result, error
-        if result is not None and (result["exhaustive"] or _stopped_as_asked(first, result)):
+        if result is not None and (result["exhaustive"] or _deterministic_bound(first, result)):
             verdict_cache.store(cache, first.key, result, FOLDER)
         if progress is not None:
             progress()
@@ -255,6 +276,11 @@ def run_code(checks: list[tuple[Path, CodeCheck]], cache: Path, jobs: int, progr
     return from_cache, len(pending)
 
 
-def _stopped_as_asked(run: CodeRun, result: dict) -> bool:
-    """A search cut at the violation it was run for is an answer, not a bound: it may be stored."""
+def _deterministic_bound(run: CodeRun, result: dict) -> bool:
+    """A search cut by something other than the clock may be stored: the search is deterministic,
+    so the same key gives the same result. At the violation it was run for, at its number of
+    runs, at a path not modelled (the search goes on past it, without VERIFIED), at its depth."""
+    if result.get("bound") in (f"{run.limits.max_runs} runs", "a path not modelled",
+                               f"runs longer than {run.limits.max_depth} steps"):
+        return True
     return bool(run.limits.stop_on) and all(result["verdicts"].get(p) == VIOLATED for p in run.limits.stop_on)

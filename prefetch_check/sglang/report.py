@@ -126,7 +126,7 @@ def code_note(row: ReleaseCheck) -> str:
     if not row.code.ran:
         return f"its code: {row.code.note}" if row.code.note else ""
     missing = row.code.not_modelled()
-    return ("its code: not modelled: " + "; ".join(missing[:3])) if missing else ""
+    return ("its code: not modelled: " + "; ".join(m.removeprefix("not modelled: ") for m in missing[:3])) if missing else ""
 
 
 def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, ...]]:

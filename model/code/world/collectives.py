@@ -35,6 +35,12 @@ class Collectives:
         rank = self.rank_of()
         return group.ranks.index(rank) if group is not None else rank
 
+    def barrier(self, group: Optional[Group] = None, **kwargs):
+        """A barrier is a rendezvous without values (0.5.1's IO thread waits in one per operation)."""
+        from prefetch_check.model.code.world.torch_stub import Tensor
+
+        return self.all_reduce(Tensor([0]), op="BARRIER", group=group)
+
     def all_reduce(self, tensor, op=None, group: Optional[Group] = None, async_op: bool = False):
         if group is None:
             raise self.world.not_modelled("torch.distributed.all_reduce on the default group")
@@ -55,7 +61,7 @@ class Collectives:
         baton.observe(f"arrive {group.name}#{n}")
         baton.point(f"all_reduce({op}) leave {group.name}", lambda: len(group.arrived.get(n, {})) == len(group.ranks))
         values = [a[3] for a in group.arrived[n].values()]
-        reduce = {"MIN": min, "MAX": max, "SUM": sum}[str(op)]
+        reduce = {"MIN": min, "MAX": max, "SUM": sum, "BARRIER": min}[str(op)]
         width = min(len(v) for v in values)
         tensor.data = [reduce(v[i] for v in values) for i in range(width)]
         group.calls[rank] = n + 1

@@ -120,6 +120,7 @@ def make_torch(collective_ops, not_modelled) -> types.ModuleType:
     dist.all_reduce = collective_ops.all_reduce
     dist.get_world_size = collective_ops.get_world_size
     dist.get_rank = collective_ops.get_rank
+    dist.barrier = collective_ops.barrier
     dist.__getattr__ = lambda name: not_modelled(f"torch.distributed.{name}")
     for name, value in dict(Tensor=Tensor, tensor=tensor, empty=empty, zeros=zeros, cat=cat, dtype=dtype,
                             int=int32, int32=int32, int64=int64, long=int64, bool=bool_, distributed=dist).items():
