@@ -278,7 +278,3 @@ def result(rank: tuple, group: str, tag: tuple):
     return None
 
 
-def waiting_tag(reg) -> Optional[tuple]:
-    """The tag of the collective a register waits in, or None."""
-    return reg[0] if reg and reg[1] == WAITING else None
-

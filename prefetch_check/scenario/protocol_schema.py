@@ -35,10 +35,6 @@ class ProtocolSchema:
         return (self.requests.name,) + tuple(p.name for p in self.request_params)
 
     @property
-    def request_keys(self) -> dict:
-        return {p.name: p for p in self.request_params}
-
-    @property
     def top_level(self) -> tuple[str, ...]:
         return tuple(META) + tuple(self.parameters) + tuple(TABLES)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from functools import partial
-from typing import Optional
 
 from prefetch_check.model.protocols.poll.config import ALLOC_AT, COMPLETED_MIN, POLICIES, SHAPES, THRESHOLD_TESTS, Config
 from prefetch_check.model.protocols.poll.releases import FAMILIES
@@ -153,6 +152,3 @@ def type_name(value) -> str:
     """TOML's word for a parsed value, for error messages."""
     return next((word for kind, word in _TOML_WORDS if isinstance(value, kind)), type(value).__name__)
 
-
-def default_of(name: str) -> Optional[object]:
-    return PARAMETERS[name].default

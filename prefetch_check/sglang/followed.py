@@ -45,9 +45,6 @@ class Followed:
         """The pieces of a tree's path whose code is in none of the followed releases."""
         return [piece for ident, piece in path.items() if piece.digest not in self.digests.get(ident, {})]
 
-    def releases_having(self, piece: PathFunction) -> tuple[str, ...]:
-        return self.digests.get(piece.ident, {}).get(piece.digest, ())
-
     def span(self) -> str:
         """The followed releases in a few words, e.g. '0.5.1 .. 0.5.23 (43 trees)'."""
         if not self.releases:
