@@ -32,6 +32,8 @@ from prefetch_check.bench_sampling import SAMPLING_ROWS
 from prefetch_check.bench_sampling import SECTION as SAMPLING
 from prefetch_check.bench_startup import SECTION as STARTUP
 from prefetch_check.bench_startup import STARTUP_ROWS
+from prefetch_check.bench_table import SECTION as TABLE
+from prefetch_check.bench_table import TABLE_ROWS
 from prefetch_check.explorer.limits import Limits, peak_memory_mb
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
 from prefetch_check.model.protocols.registry import DEFAULT, descriptor, names
@@ -137,7 +139,7 @@ def select_rows(names: Optional[list[str]], quick: bool) -> list[Row]:
     if not names:
         return [r for r in ROWS if r.quick or not quick]
     valid = ([r.key for r in ROWS] + list(SECTIONS) + [r.key for r in SAMPLING_ROWS] + [SAMPLING]
-             + [r.key for r in STARTUP_ROWS] + [STARTUP])
+             + [r.key for r in STARTUP_ROWS] + [STARTUP] + [r.key for r in TABLE_ROWS] + [TABLE])
     for n in names:
         if n not in valid:
             raise InputError(f"--rows: unknown row {n!r}" + did_you_mean(n, valid))
@@ -149,6 +151,11 @@ def select_startup_rows(names: Optional[list[str]], quick: bool) -> list:
     if not names:
         return [r for r in STARTUP_ROWS if r.quick or not quick]
     return [r for r in STARTUP_ROWS if (r.key in names or r.section in names) and (r.quick or not quick)]
+
+
+def select_table_rows(names: Optional[list[str]]) -> list:
+    """The release-table rows (bench_table.py), only when named: they take minutes and fetch releases."""
+    return [r for r in TABLE_ROWS if names and (r.key in names or r.section in names)]
 
 
 def select_sampling_rows(names: Optional[list[str]], quick: bool) -> list:

@@ -18,8 +18,10 @@ from prefetch_check import bench
 from prefetch_check.bench_sampling import PREDICATE as SAMPLING_PREDICATE
 from prefetch_check.bench_sampling import measure_sampling
 from prefetch_check.bench_startup import STARTUP_ROWS, measure_startup
+from prefetch_check.bench_table import TABLE_ROWS, measure_table
 from prefetch_check.commands.common import output_console, positive_float, positive_int
 from prefetch_check.progress import progress_console
+from prefetch_check.sglang.cache import cache_root as sglang_cache_root
 from prefetch_check.scenario import InputError
 
 HELP = COMMANDS["bench"]
@@ -33,9 +35,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quick", action="store_true", help="only the small rows (seconds, for tests)")
     parser.add_argument("--rows", action="append", metavar="NAMES",
                         help="rows or sections to run, comma-separated (sections: " + ", ".join(bench.SECTIONS)
-                        + f", {bench.SAMPLING}, {bench.STARTUP}; rows: "
-                        + ", ".join(r.key for r in bench.ROWS + bench.SAMPLING_ROWS + STARTUP_ROWS)
-                        + ")")
+                        + f", {bench.SAMPLING}, {bench.STARTUP}, {bench.TABLE}; rows: "
+                        + ", ".join(r.key for r in bench.ROWS + bench.SAMPLING_ROWS + STARTUP_ROWS + TABLE_ROWS)
+                        + "; the table rows run only when named)")
     parser.add_argument("--budget", type=positive_float, default=bench.DEFAULT_BUDGET, metavar="SECONDS",
                         help=f"time limit of each row's search (default {bench.DEFAULT_BUDGET:g}); a row still "
                         "running at budget + grace is killed; either way it is BOUNDED")
@@ -50,7 +52,8 @@ def execute(args) -> int:
     rows = bench.select_rows(names, args.quick)
     sampling_rows = bench.select_sampling_rows(names, args.quick)
     startup_rows = bench.select_startup_rows(names, args.quick)
-    if not rows and not sampling_rows and not startup_rows:
+    table_rows = bench.select_table_rows(names)
+    if not rows and not sampling_rows and not startup_rows and not table_rows:
         raise InputError("--rows: none of the named rows is part of --quick; drop --quick or name a quick row")
     if args.json and not Path(args.json).parent.is_dir():
         raise InputError(f"--json {args.json}: the folder {Path(args.json).parent} does not exist")
@@ -81,6 +84,12 @@ def execute(args) -> int:
         if not args.quiet:
             log.print(f"bench [startup {i + 1}/{len(startup_rows)}] {row.key} ...", highlight=False)
         started.append(measure_startup(row))
+    tabled = []
+    for i, row in enumerate(table_rows):
+        if not args.quiet:
+            log.print(f"bench [table {i + 1}/{len(table_rows)}] {row.key}: {row.command}, cold then cached "
+                      "(minutes) ...", highlight=False)
+        tabled.append(measure_table(row, sglang_cache_root()))
     console = output_console()
     if measurements:
         console.print(table(measurements, args.budget))
@@ -92,10 +101,14 @@ def execute(args) -> int:
     if started:
         console.print(startup_table(started))
         console.print(Text(STARTUP_NOTE), soft_wrap=True)
+    if tabled:
+        console.print(release_table(tabled))
+        console.print(Text(TABLE_NOTE), soft_wrap=True)
     if args.json:
         figures = bench.to_json(measurements, args.budget, args.max_memory, headroom)
         figures["sampling"] = [m.as_json() for m in sampled]
         figures["startup"] = [m.as_json() for m in started]
+        figures["table"] = [m.as_json() for m in tabled]
         try:
             with open(args.json, "w", encoding="utf-8") as out:
                 json.dump(figures, out, indent=2)
@@ -103,7 +116,7 @@ def execute(args) -> int:
         except OSError as exc:
             raise InputError(f"--json {args.json}: cannot write the figures: {exc.strerror}") from None
     return 1 if (any(m.error for m in measurements) or any(m.error and not m.killed for m in sampled)
-                 or any(m.error for m in started)) else 0
+                 or any(m.error for m in started) or any(m.error for m in tabled)) else 0
 
 
 def _num(x, fmt: str = ",.0f") -> str:
@@ -216,4 +229,27 @@ def startup_table(measurements: list) -> Table:
         t.add_row(m.row.key, m.command, str(len(m.times)) if not m.error else m.summary(), _num(m.median, ".3f"),
                   _num(m.fastest, ".3f"), m.row.target,
                   Text({True: "met", False: "NOT MET", None: ""}[met], style=STYLE[met]))
+    return t
+
+
+TABLE_NOTE = (
+    "table rows (issue 22): the installed command in a fresh process, on a copy of the release source cache with an "
+    "empty verdict cache (cold: every model search, code case and conformance check runs) and then again (cached); "
+    "releases missing from the source cache are fetched first, timed apart; runs are --offline. "
+)
+
+
+def release_table(measurements: list) -> Table:
+    t = Table(title="the release table (issue 22)", box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+    for name in ("row", "command", "rows", "fetch s", "cold s", "cached s", "ran cold", "exit"):
+        t.add_column(name, justify="right" if name in ("rows", "fetch s", "cold s", "cached s") else "left",
+                     overflow="fold")
+    for m in measurements:
+        if m.error:
+            t.add_row(m.row.key, m.row.command, "-", _num(m.fetch_seconds, ".1f"), "-", "-",
+                      Text(m.summary(), style="bold red"), "-")
+            continue
+        ran = ", ".join(f"{n:,} {k}" for k, n in m.cold.executed.items())
+        t.add_row(m.row.key, m.row.command, str(m.cold.rows), _num(m.fetch_seconds, ".1f"), _num(m.cold.seconds, ".1f"),
+                  _num(m.cached.seconds, ".1f"), ran, f"{m.cold.status} / {m.cached.status}")
     return t
