@@ -1,0 +1,127 @@
+"""The conformance check of the predicate-poll protocol (model/protocols/poll/refinement.py, the one
+replay loop of model/code/conformance.py, model/code/conformance_poll.py): model schedules replayed
+on a 0.5.1-0.5.18 release's own HiRadixCache and HiCacheController in the executor's poll world, in
+both directions: an unmodified release conforms under the options its source settles; a poll model
+mutant (poll/mutants.py) diverges on it at the step it changes.
+
+On the real cached releases (skipped where the index is unreachable and they are not cached); the
+tree's code runs only in the executor's child.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from prefetch_check.model.code.conformance import family, reachable_schedules
+from prefetch_check.model.code.conformance_poll import BUDGETS, budget_config, config_to_json, config_from_json, unsupported
+from prefetch_check.model.code.runner import conform
+from prefetch_check.model.engine.readable import ReadableModel
+from prefetch_check.model.protocols.poll import refinement
+from prefetch_check.model.protocols.poll.config import uniform_config
+from prefetch_check.model.protocols.poll.protocol import PollProtocol
+from prefetch_check.model.source.detect import classify, detect_shape
+from prefetch_check.sglang import conformance_checks
+from prefetch_check.sglang.locate import read_protocol_files
+from prefetch_check.sglang.protocols import release_protocol
+from test_sglang_release import release_srt
+
+
+def options_of(srt) -> dict:
+    """The poll options the release's own source settles (as `prefetch-check sglang` computes them)."""
+    shape = detect_shape(read_protocol_files(srt))
+    release = release_protocol(shape, classify(shape))
+    assert release.protocol == "predicate-poll" and release.modelled, release.not_modelled
+    return release.options
+
+
+def item(name, cfg, budget, cover="near", near=None, mutant=""):
+    return {"name": name, "config": config_to_json(cfg), "budget": budget, "near": near or budget, "cover": cover,
+            "mutant": mutant, "counterexamples": True, "protocol": "poll"}
+
+
+# ---- the mapping and the budget (no tree)
+
+
+def test_the_poll_model_view_names_every_thread_queue_operation_and_request():
+    protocol = PollProtocol(uniform_config(ranks=2, pages=2), "fixed")
+    model = ReadableModel(protocol)
+    start = model.initial_states()[0]
+    view = refinement.model_view(protocol, start)
+    assert view["r0.S"] == ("issue", 0) and view["r1.P"] == -1 and view["r0.IO"] == -1
+    assert view["r1.S.coll"] is None and view["r0.q0.ongoing"] is False and view["r0.q0.ready"] is False
+    assert view["r0.prefetch_revoke_queue"] == () and "r0.prefetch_hit_queue" not in view  # alloc at issue
+    assert not any(k.startswith("r0.#") for k in view)  # no operation issued yet
+    issued = next(s for a, s in model.successors(start) if a.id == "S0.issue.q0")
+    view = refinement.model_view(protocol, issued)
+    assert view["r0.prefetch_queue"] == (0,) and view["r0.#0.slots"] == "HH" and view["r0.q0.ongoing"] is True
+    staged = PollProtocol(uniform_config(ranks=1, pages=2, alloc_at="hit"), "fixed")
+    view = refinement.model_view(staged, next(s for a, s in ReadableModel(staged).successors(
+        ReadableModel(staged).initial_states()[0]) if a.id == "S0.issue.q0"))
+    assert view["r0.#0.slots"] is None and view["r0.prefetch_hit_queue"] == ()  # host slots come at the drain
+
+
+def test_the_poll_budget_says_what_the_world_cannot_build_and_travels_as_json():
+    assert "clock" in unsupported(uniform_config(ranks=1, policy="timeout"))
+    assert "alloc_may_fail" in unsupported(uniform_config(ranks=2, alloc_may_fail=(True, False)))
+    assert "seed" in unsupported(uniform_config(ranks=2, shape="seed"))
+    assert unsupported(uniform_config(ranks=1, shape="seed")) == ""
+    for b in BUDGETS:
+        cfg = budget_config(b, {"alloc_at": "hit"})
+        assert config_from_json(config_to_json(cfg)) == cfg
+    model = ReadableModel(PollProtocol(uniform_config(ranks=1, pages=2), "fixed"))
+    paths, seen, views = reachable_schedules(model, 10_000, "local", fam=family("poll"))
+    assert paths and views > 1 and 10 < seen < 10_000  # the whole state space, within the budget
+
+
+def test_a_poll_tree_is_planned_with_the_poll_budget(tmp_path):
+    srt = release_srt("0.5.18")
+    check = conformance_checks.plan_conformance(srt, options_of(srt), [], "predicate-poll")
+    assert check.world == "poll" and all(i["protocol"] == "poll" for i in check.items)
+    assert [i["name"] for i in check.items] == [b.name for b in BUDGETS]
+    seed = release_srt("0.5.1.post3")
+    check = conformance_checks.plan_conformance(seed, options_of(seed), [], "predicate-poll")
+    assert {n for n, _ in check.skipped} == {b.name for b in BUDGETS if b.config.get("ranks") == 2}
+
+
+# ---- an unmodified release conforms
+
+
+@pytest.mark.parametrize("version", ["0.5.18", "0.5.1.post3", "0.5.10"])
+def test_an_unmodified_poll_release_conforms(version):
+    srt = release_srt(version)
+    opts = options_of(srt)
+    items = [item("1x1", uniform_config(ranks=1, pages=2, **opts), 2_000),
+             item("1 of 2 in storage", uniform_config(ranks=1, pages=2, hits=1, **opts), 2_000),
+             item("1x1 best_effort", uniform_config(ranks=1, pages=2, policy="best_effort", **opts), 2_000)]
+    if not unsupported(uniform_config(ranks=2, **opts)):
+        items.append(item("2x1", uniform_config(ranks=2, pages=1, **opts), 2_000, "steps", near=60))
+    answers = conform(srt, items, world="poll")
+    for a in answers:
+        assert a["divergence"] is None and not a["not_modelled"] and not a["unsupported"], a
+        assert a["schedules"] > 1 and a["states"] > 10
+    assert answers[0]["states"] == answers[0]["model_states"]  # 1x1: every state of the model
+
+
+# ---- a model step changed diverges on the unmodified release
+
+
+MUTANTS = {  # mutant -> (release, configuration keywords, the model step it changes, a field that differs)
+    "count_before_write": ("0.5.10", dict(ranks=1, pages=2), "I0.increment.q0", ".written"),
+    "terminate_without_mark": ("0.5.10", dict(ranks=1, pages=2, policy="best_effort"), "S0.check.q0", ".terminated"),
+    "termination_min": ("0.5.10", dict(ranks=2, pages=1), "S1.check.q0", "S.coll"),
+    "release_untruncated": ("0.5.10", dict(ranks=1, pages=2, hits=1), "I0.release.q0", ".slots"),
+    "drain_revoke_keeps_ongoing": ("0.5.18", dict(ranks=1, pages=2, hits=0, prefetch_threshold=1), "S0.drain", ".ongoing"),
+}
+
+
+@pytest.mark.parametrize("mutant", sorted(MUTANTS))
+def test_a_poll_mutant_diverges_on_an_unmodified_release(mutant):
+    version, kwargs, action, field = MUTANTS[mutant]
+    srt = release_srt(version)
+    cfg = uniform_config(**kwargs, **options_of(srt))
+    [answer] = conform(srt, [item(mutant, cfg, 2_000, "steps", near=100, mutant=mutant)], world="poll")
+    d = answer["divergence"]
+    assert d is not None, answer
+    assert d["action"] == action and any(f.endswith(field) for f in d["fields"]), d
+    assert d["site"].rsplit(":", 1)[1].isdigit() and d["schedule"][-1] == action
+    assert all(set(v) == {"model", "code"} for v in d["fields"].values())
