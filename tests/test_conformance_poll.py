@@ -10,8 +10,13 @@ tree's code runs only in the executor's child.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from prefetch_check.cli import main
+from prefetch_check.model.code import conformance_poll
 from prefetch_check.model.code.conformance import family, reachable_schedules
 from prefetch_check.model.code.conformance_poll import BUDGETS, budget_config, config_to_json, config_from_json, unsupported
 from prefetch_check.model.code.runner import conform
@@ -20,7 +25,7 @@ from prefetch_check.model.protocols.poll import refinement
 from prefetch_check.model.protocols.poll.config import uniform_config
 from prefetch_check.model.protocols.poll.protocol import PollProtocol
 from prefetch_check.model.source.detect import classify, detect_shape
-from prefetch_check.sglang import conformance_checks
+from prefetch_check.sglang import code_checks, conformance_checks
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.protocols import release_protocol
 from test_sglang_release import release_srt
@@ -125,3 +130,32 @@ def test_a_poll_mutant_diverges_on_an_unmodified_release(mutant):
     assert d["action"] == action and any(f.endswith(field) for f in d["fields"]), d
     assert d["site"].rsplit(":", 1)[1].isdigit() and d["schedule"][-1] == action
     assert all(set(v) == {"model", "code"} for v in d["fields"].values())
+
+
+# ---- prefetch-check sglang: a poll row says whether its tree conforms
+
+
+POLL_SCENARIO = Path(__file__).parent / "fixtures" / "sglang" / "scenarios" / "predicate-poll" / "fixture-poll-tp1.toml"
+
+
+@pytest.fixture
+def small(monkeypatch):
+    monkeypatch.setattr(code_checks, "POLL_CASES", tuple(c for c in code_checks.POLL_CASES if c.name == "1 rank x 1 request"))
+    monkeypatch.setattr(conformance_poll, "BUDGETS", tuple(b for b in conformance_poll.BUDGETS
+                                                           if b.name == "1 rank x 1 request, 2 pages"))
+
+
+@pytest.mark.parametrize("version, conforms", [("0.5.18", True), ("0.5.1", False)])
+def test_sglang_gives_a_poll_row_its_conformance_line(tmp_path, capsys, small, version, conforms):
+    srt = release_srt(version)
+    status = main(["sglang", str(srt), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--json", "-",
+                   "--scenarios", str(POLL_SCENARIO)])
+    out = capsys.readouterr()
+    [row] = json.loads(out.out)["releases"]
+    c = row["conformance"]
+    assert c["checked"] and c["conforms"] is conforms, c
+    if conforms:
+        assert c["model_verdicts"] == "shown" and c["schedules"] > 1 and "conforms" in out.err
+    else:  # 0.5.1's IO thread counts a whole batch before it writes its pages; the model counts page by page
+        assert c["model_verdicts"].startswith("withheld") and c["divergence"]["action"] == "I0.increment.q0"
+        assert "DIVERGES" in out.err and status in (1, 3)
