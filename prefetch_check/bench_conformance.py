@@ -18,7 +18,7 @@ from prefetch_check.sglang.protocols import release_protocol
 def rows(srt: Path, cache: Path) -> list[str]:
     shape = detect_shape(read_protocol_files(srt))
     release = release_protocol(shape, classify(shape))
-    check = plan_conformance(srt, release.options, [], release.protocol)
+    check = plan_conformance(srt, release.options, [], release.protocol, shape.predicate.value or "")
     start = time.monotonic()
     run_conformance([(srt, check)], cache, 1)
     wall = time.monotonic() - start

@@ -39,9 +39,12 @@ def options_of(srt) -> dict:
     return release.options
 
 
+PREDICATE = "mem_cache/hiradix_cache.py:HiRadixCache.can_terminate_prefetch"  # the release's own, read from source
+
+
 def item(name, cfg, budget, cover="near", near=None, mutant=""):
     return {"name": name, "config": config_to_json(cfg), "budget": budget, "near": near or budget, "cover": cover,
-            "mutant": mutant, "counterexamples": True, "protocol": "poll"}
+            "mutant": mutant, "counterexamples": True, "protocol": "poll", "predicate": PREDICATE}
 
 
 # ---- the mapping and the budget (no tree)
@@ -82,6 +85,7 @@ def test_a_poll_tree_is_planned_with_the_poll_budget(tmp_path):
     srt = release_srt("0.5.18")
     check = conformance_checks.plan_conformance(srt, options_of(srt), [], "predicate-poll")
     assert check.world == "poll" and all(i["protocol"] == "poll" for i in check.items)
+    assert all(i["predicate"] == "" for i in check.items)  # none given: the fixed one
     assert [i["name"] for i in check.items] == [b.name for b in BUDGETS]
     seed = release_srt("0.5.1.post3")
     check = conformance_checks.plan_conformance(seed, options_of(seed), [], "predicate-poll")
@@ -89,6 +93,23 @@ def test_a_poll_tree_is_planned_with_the_poll_budget(tmp_path):
 
 
 # ---- an unmodified release conforms
+
+
+def test_0_5_1_conforms_at_one_page_under_its_own_predicate_and_diverges_where_it_counts_a_batch():
+    """0.5.1's predicate accepts before the page list is published (0 == 0): under that predicate the
+    model takes the same early acceptance as the code. Its IO thread counts a whole storage batch
+    (`operation.increment(page_size * len(page_hashes))`) before it writes the batch's pages; the
+    model counts page by page (count_before_write), so two pages in one batch diverge there."""
+    srt = release_srt("0.5.1")
+    opts = options_of(srt)
+    one, two = (item(f"{p} page(s)", uniform_config(ranks=1, pages=p, **opts), 2_000) for p in (1, 2))
+    fixed = dict(one, predicate="")
+    a1, a2, af = conform(srt, [one, two, fixed], world="poll")
+    assert a1["divergence"] is None and a1["counterexamples"] >= 1 and a1["states"] == a1["model_states"], a1
+    d = a2["divergence"]
+    assert d["action"] == "I0.increment.q0" and d["fields"] == {"r0.#0.written": {"model": 0, "code": 1}}, d
+    assert d["site"] == "managers/cache_controller.py:610" and d["stack"][0].endswith("(generic_page_transfer)")
+    assert af["divergence"] is not None and af["divergence"]["action"].startswith("S0.")  # the fixed predicate waits
 
 
 @pytest.mark.parametrize("version", ["0.5.18", "0.5.1.post3", "0.5.10"])

@@ -297,9 +297,10 @@ class Conformance:
 
 
 def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedules: list[list[str]] = (),
-          cover: str = "local", near: Optional[int] = None, fam: Optional[Family] = None) -> Conformance:
+          cover: str = "local", near: Optional[int] = None, fam: Optional[Family] = None,
+          predicate="fixed") -> Conformance:
     """Replay the given schedules, then the paths to the model's rank-local views up to
-    `budget` states (0: none); stop at the first divergence."""
+    `budget` states (0: none), the model under `predicate`; stop at the first divergence."""
     fam = fam or family()
     start = time.monotonic()
     result = Conformance(name, cover, counterexamples=len(schedules))
@@ -307,7 +308,7 @@ def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedu
     if why:
         result.unsupported = why
         return result
-    model = ReadableModel(protocol_cls(cfg, "fixed"))
+    model = ReadableModel(protocol_cls(cfg, predicate))
     todo = [list(s) for s in schedules]
     if budget:
         paths, result.model_states, result.local_views = reachable_schedules(model, budget, cover, near, fam)
@@ -341,12 +342,12 @@ def protocol_class(spec: str):
     return BY_NAME[spec]
 
 
-def counterexample_schedules(protocol_cls, cfg: AckConfig) -> list[list[str]]:
+def counterexample_schedules(protocol_cls, cfg: AckConfig, predicate="fixed") -> list[list[str]]:
     """The model's counterexamples of every property in this configuration (lassos: prefix and
     one pass of the cycle), searched on the readable model."""
     from prefetch_check.explorer.check import check as search
 
-    result = search(ReadableModel(protocol_cls(cfg, "fixed")))
+    result = search(ReadableModel(protocol_cls(cfg, predicate)))
     out = []
     for pr in result.results.values():
         if pr.trace is not None:
@@ -358,19 +359,32 @@ def counterexample_schedules(protocol_cls, cfg: AckConfig) -> list[list[str]]:
 
 def serve(executor, request: dict) -> dict:
     """The child's side: {"configs": [{"name", "config", "budget", "cover", "near", "counterexamples",
-    "mutant", "protocol" ("ack-drain", the default, or "poll")}]}."""
+    "mutant", "protocol" ("ack-drain", the default, or "poll"), "predicate" ("": the fixed one, or
+    the tree's own as "FILE.py:Class.method" below its srt folder, read from source)}]}."""
     answers = []
     for item in request["configs"]:
         fam = family(item.get("protocol", "ack-drain"))
         cfg = fam.config_from_json(item["config"])
         cls = fam.protocol_class(item.get("mutant", ""))
+        predicate = tree_predicate(executor, item.get("predicate", ""))
         _batch_size(executor, cfg.storage_batch_size)
         schedules = []
         if item.get("counterexamples") and not fam.unsupported(cfg):
-            schedules = counterexample_schedules(cls, cfg)
+            schedules = counterexample_schedules(cls, cfg, predicate)
         answers.append(check(executor, item["name"], cls, cfg, item.get("budget", 0), schedules,
-                             item.get("cover", "local"), item.get("near"), fam).to_json())
+                             item.get("cover", "local"), item.get("near"), fam, predicate).to_json())
     return {"conformance": answers}
+
+
+def tree_predicate(executor, spec: str):
+    """The model's completion predicate: "fixed", or the tree's own (`FILE.py:Class.method` below
+    its srt folder), read from source with `ast` (model/source/predicate.py), never imported."""
+    if not spec:
+        return "fixed"
+    from prefetch_check.model.source.predicate import load_source_predicate
+
+    rel, _, qualname = spec.partition(":")
+    return load_source_predicate(f"{executor.srt / rel}:{qualname}")[1]
 
 
 def _batch_size(executor, size: int) -> None:

@@ -197,7 +197,8 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     row.release = release = release_protocol(shape, row.family)
     if CODE in engines and row.code.ran and release.modelled and release.protocol in CONFORMED:
         cases = [(case.name, config) for case, config in _applied(scenarios.get(release.protocol, []), release)]
-        row.conformance = plan_conformance(tree.srt, release.options, cases, release.protocol)
+        row.conformance = plan_conformance(tree.srt, release.options, cases, release.protocol,
+                                           shape.predicate.value or "")
     elif release.protocol in CONFORMED:
         row.conformance.note = ("no conformance check: " + (row.code.note or "the code engine was not asked")
                                 if not row.code.ran else "no conformance check: the release's options are not modelled")

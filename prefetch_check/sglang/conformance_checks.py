@@ -93,15 +93,18 @@ class ConformanceCheck:
             if i["budget"] else "its counterexamples") for i in self.items)
 
 
-def plan_conformance(srt, options: dict, cases: list[tuple[str, AckConfig]], protocol: str = "ack-drain") -> ConformanceCheck:
+def plan_conformance(srt, options: dict, cases: list[tuple[str, AckConfig]], protocol: str = "ack-drain",
+                     predicate: str = "") -> ConformanceCheck:
     """The conformance check of a tree under the release's `options`: the budget configurations
     of its protocol ("ack-drain", or "predicate-poll" for 0.5.1-0.5.18) and the counterexamples of
-    `cases` (name, configuration with the options applied) the executor's world can build."""
+    `cases` (name, configuration with the options applied) the executor's world can build. A poll
+    tree's model runs under the tree's own predicate (`predicate`: "FILE.py:Class.method" below
+    srt; 0.5.1-0.5.1.post2's is not the fixed one); an ack-drain tree's under the fixed one."""
     poll = protocol == "predicate-poll"
     budgets, to_json, why_not = ((conformance_poll.BUDGETS, conformance_poll.config_to_json, conformance_poll.unsupported)
                                  if poll else (BUDGETS, config_to_json, unsupported))
     make = conformance_poll.budget_config if poll else budget_config
-    tag = {"protocol": "poll"} if poll else {}
+    tag = {"protocol": "poll", "predicate": predicate} if poll else {}
     items, skipped = [], []
     for b in budgets:
         cfg = make(b, options)
