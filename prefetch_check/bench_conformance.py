@@ -25,6 +25,9 @@ def rows(srt: Path, cache: Path) -> list[str]:
     out = []
     for a in check.answers or []:
         answer = "DIVERGES" if a["divergence"] else ("not modelled" if a["not_modelled"] else "conforms")
+        d = a["divergence"]
+        if d:  # where: the model step, the code's innermost frame, the fields
+            answer += f" at step {d['step']} {d['action']} ({(d['stack'] or [d['site']])[0]}; {', '.join(d['fields'])})"
         out.append(f"{srt} | {a['name']} | schedules {a['schedules']:,} | states {a['states']:,} "
                    f"(of {a['model_states']:,} searched) | {a['seconds']:.1f} s | {answer}")
     for name, why in check.skipped:
