@@ -18,11 +18,12 @@ import pytest
 from prefetch_check.cli import main
 from prefetch_check.model.code import conformance_poll
 from prefetch_check.model.code.conformance import family, reachable_schedules
-from prefetch_check.model.code.conformance_poll import BUDGETS, budget_config, config_to_json, config_from_json, unsupported
+from prefetch_check.model.code.conformance_poll import (BUDGETS, Budget, budget_config, config_from_json, config_to_json,
+                                                        unsupported)
 from prefetch_check.model.code.runner import conform
 from prefetch_check.model.engine.readable import ReadableModel
 from prefetch_check.model.protocols.poll import refinement
-from prefetch_check.model.protocols.poll.config import uniform_config
+from prefetch_check.model.protocols.poll.config import RequestSpec, uniform_config
 from prefetch_check.model.protocols.poll.protocol import PollProtocol
 from prefetch_check.model.source.detect import classify, detect_shape
 from prefetch_check.sglang import code_checks, conformance_checks
@@ -39,6 +40,7 @@ def options_of(srt) -> dict:
     return release.options
 
 
+E = frozenset()
 PREDICATE = "mem_cache/hiradix_cache.py:HiRadixCache.can_terminate_prefetch"  # the release's own, read from source
 
 
@@ -89,7 +91,7 @@ def test_a_poll_tree_is_planned_with_the_poll_budget(tmp_path):
     assert [i["name"] for i in check.items] == [b.name for b in BUDGETS]
     seed = release_srt("0.5.1.post3")
     check = conformance_checks.plan_conformance(seed, options_of(seed), [], "predicate-poll")
-    assert {n for n, _ in check.skipped} == {b.name for b in BUDGETS if b.config.get("ranks") == 2}
+    assert {n for n, _ in check.skipped} == {b.name for b in BUDGETS if budget_config(b, {}).ranks == 2}
 
 
 # ---- an unmodified release conforms
@@ -137,6 +139,8 @@ MUTANTS = {  # mutant -> (release, configuration keywords, the model step it cha
     "termination_min": ("0.5.10", dict(ranks=2, pages=1), "S1.check.q0", "S.coll"),
     "release_untruncated": ("0.5.10", dict(ranks=1, pages=2, hits=1), "I0.release.q0", ".slots"),
     "drain_revoke_keeps_ongoing": ("0.5.18", dict(ranks=1, pages=2, hits=0, prefetch_threshold=1), "S0.drain", ".ongoing"),
+    "decide_on_local_hits": ("0.5.10", dict(requests=(RequestSpec(pages=2, hits=(2, 1), failing=(E, E)),)),
+                             "P0.publish.q0", ".slots"),
 }
 
 
@@ -144,7 +148,7 @@ MUTANTS = {  # mutant -> (release, configuration keywords, the model step it cha
 def test_a_poll_mutant_diverges_on_an_unmodified_release(mutant):
     version, kwargs, action, field = MUTANTS[mutant]
     srt = release_srt(version)
-    cfg = uniform_config(**kwargs, **options_of(srt))
+    cfg = budget_config(Budget(mutant, kwargs, 0, 0), options_of(srt))
     [answer] = conform(srt, [item(mutant, cfg, 2_000, "steps", near=100, mutant=mutant)], world="poll")
     d = answer["divergence"]
     assert d is not None, answer

@@ -87,12 +87,18 @@ BUDGETS: tuple[Budget, ...] = (
     Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 20_000, 300, "steps"),
     Budget("2 ranks, rank 1 cannot read page 0, a batch per page",
            dict(ranks=2, pages=2, failing={1: {0}}, storage_batch_size=1), 20_000, 300),
+    Budget("2 ranks, rank 1 holds 1 of 2 pages",
+           dict(requests=(RequestSpec(pages=2, hits=(2, 1), failing=(frozenset(), frozenset())),)), 20_000, 300),
 )
 
 
 def budget_config(budget: Budget, options: dict) -> Config:
     """The budget's configuration with a release's options (shape, alloc_at, direct_release...)."""
-    return uniform_config(**dict(budget.config, **options))
+    kwargs = dict(budget.config, **options)
+    if "requests" in kwargs and not isinstance(kwargs["requests"], int):  # per-rank storage differs
+        reqs = kwargs.pop("requests")
+        return Config(ranks=len(reqs[0].hits), requests=reqs, **kwargs)
+    return uniform_config(**kwargs)
 
 
 def protocol_class(spec: str):
