@@ -1,6 +1,6 @@
 """The conformance check's bench rows: `python -m prefetch_check.bench_conformance SRT [SRT...]`
-runs, for each ack-drain tree, the budget `prefetch-check sglang` uses (conformance_configs.BUDGETS, with
-the options its source settles) and prints per configuration the schedules replayed, the model
+runs, for each tree, the budget `prefetch-check sglang` uses (conformance_configs.BUDGETS for an
+ack-drain tree, conformance_poll.BUDGETS for a predicate-poll one, with the options its source settles) and prints per configuration the schedules replayed, the model
 states compared, the seconds and the answer (docs/conformance.md keeps the figures)."""
 
 from __future__ import annotations
@@ -18,15 +18,20 @@ from prefetch_check.sglang.protocols import release_protocol
 def rows(srt: Path, cache: Path) -> list[str]:
     shape = detect_shape(read_protocol_files(srt))
     release = release_protocol(shape, classify(shape))
-    check = plan_conformance(srt, release.options, [])
+    check = plan_conformance(srt, release.options, [], release.protocol, shape.predicate.value or "")
     start = time.monotonic()
     run_conformance([(srt, check)], cache, 1)
     wall = time.monotonic() - start
     out = []
     for a in check.answers or []:
         answer = "DIVERGES" if a["divergence"] else ("not modelled" if a["not_modelled"] else "conforms")
+        d = a["divergence"]
+        if d:  # where: the model step, the code's innermost frame, the fields
+            answer += f" at step {d['step']} {d['action']} ({(d['stack'] or [d['site']])[0]}; {', '.join(d['fields'])})"
         out.append(f"{srt} | {a['name']} | schedules {a['schedules']:,} | states {a['states']:,} "
                    f"(of {a['model_states']:,} searched) | {a['seconds']:.1f} s | {answer}")
+    for name, why in check.skipped:
+        out.append(f"{srt} | {name} | skipped: {why}")
     f = check.figures()
     out.append(f"{srt} | all | schedules {f['schedules']:,} | states {f['states']:,} | {f['seconds']:.1f} s "
                f"(wall {wall:.1f} s) | {'conforms' if check.conforms else check.error or 'see above'}")

@@ -2,7 +2,8 @@
 executor's sandboxed child.
 
 Model schedules are replayed on the code, and after every code step the refinement mapping's
-view of the code (model/protocols/ack_drain/refinement.py) is compared with the model's: for a
+view of the code (model/protocols/ack_drain/refinement.py, or model/protocols/poll/refinement.py
+for the predicate-poll protocol: `Family` says which) is compared with the model's: for a
 model step by thread T of rank r, the code's T of rank r runs until the code's view equals the
 model's state after the step. A model step that changes nothing of the view needs no code step;
 a code step that changes nothing of it is a stuttering step; in between, a field the model step
@@ -24,7 +25,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Optional
 
-from prefetch_check.model.code.conformance_configs import Unsupported, code_config, config_from_json, unsupported
+from prefetch_check.model.code import conformance_configs
+from prefetch_check.model.code.conformance_configs import Unsupported, code_config, unsupported
 from prefetch_check.model.code.conformance_run import ConformRun
 from prefetch_check.model.engine.readable import ReadableModel
 from prefetch_check.model.protocols.ack_drain import refinement
@@ -32,6 +34,40 @@ from prefetch_check.model.protocols.ack_drain.config import AckConfig
 
 CODE_THREAD = {"S": "S", "P": "P", "I": "IO", "Y": "Y"}
 STEP_CAP = 400  # code steps one model step may take
+
+
+@dataclass(frozen=True)
+class Family:
+    """What the one replay loop needs of a protocol: its refinement mapping (model_view,
+    model_rank_view, code_view), the conformance run of a model protocol on the executor, the
+    fields one model step may change and change back, and its configurations' JSON, support and
+    model classes (a mutant by name)."""
+
+    name: str
+    refinement: object
+    make_run: object  # (executor, protocol) -> a run with a baton
+    in_transit: object  # (action, field) -> bool
+    config_from_json: object
+    unsupported: object
+    protocol_class: object  # (mutant name or "") -> the model's class
+
+
+def family(name: str = "ack-drain") -> Family:
+    """The protocol family a conformance item names ("ack-drain", the default, or "poll")."""
+    if name == "poll":
+        from prefetch_check.model.code import conformance_poll as poll
+        from prefetch_check.model.protocols.poll import refinement as poll_refinement
+
+        return Family("poll", poll_refinement, poll.make_run, poll.in_transit, poll.config_from_json,
+                      poll.unsupported, poll.protocol_class)
+    if name != "ack-drain":
+        raise ValueError(f"no conformance check for protocol {name!r}")
+    return Family("ack-drain", refinement, _ack_run, _in_transit, conformance_configs.config_from_json,
+                  unsupported, protocol_class)
+
+
+def _ack_run(executor, protocol):
+    return ConformRun(executor.modules, protocol.config, code_config(protocol.config), executor.holder, executor.roots)
 
 
 # ---------------------------------------------------------------- replaying one schedule
@@ -74,10 +110,11 @@ def model_path(model, ids: list[str]) -> tuple[list, list]:
     return states, actions
 
 
-def replay(executor, model, states: list, actions: list) -> Replayed:
+def replay(executor, model, states: list, actions: list, fam: Optional[Family] = None) -> Replayed:
+    fam = fam or family()
     protocol = model.protocol
-    run = ConformRun(executor.modules, protocol.config, code_config(protocol.config), executor.holder, executor.roots)
-    views = [refinement.model_view(protocol, s) for s in states]
+    run = fam.make_run(executor, protocol)
+    views = [fam.refinement.model_view(protocol, s) for s in states]
     threads = {m.name: m for m in run.baton.threads}
     out = Replayed(0, 0)
     at = {"k": 0, "running": None, "count": 0, "stack": [], "site": "", "started": False, "placed": None}
@@ -91,7 +128,7 @@ def replay(executor, model, states: list, actions: list) -> Replayed:
             [a.id for a in actions[: k + 1]], why)
 
     def decide():
-        cur = refinement.code_view(protocol, run)
+        cur = fam.refinement.code_view(protocol, run)
         if not at["started"]:
             at["started"] = True
             if cur != views[0]:
@@ -119,7 +156,7 @@ def replay(executor, model, states: list, actions: list) -> Replayed:
                     at["placed"] = (cur, at["site"], at["stack"])
                 bad = sorted(f for f in set(pre) | set(target) | set(cur)
                              if pre.get(f) == target.get(f) and cur.get(f) != pre.get(f)
-                             and not _in_transit(actions[k], f))
+                             and not fam.in_transit(actions[k], f))
                 if bad:
                     diverge("the code changed what this model step leaves alone", cur, target, bad)
                     return None
@@ -182,14 +219,15 @@ def _stack(m, roots) -> list[str]:
 # ---------------------------------------------------------------- the schedules
 
 
-def reachable_schedules(model, budget: int, cover: str = "local",
-                        near: Optional[int] = None) -> tuple[list[list[str]], int, int]:
+def reachable_schedules(model, budget: int, cover: str = "local", near: Optional[int] = None,
+                        fam: Optional[Family] = None) -> tuple[list[list[str]], int, int]:
     """Breadth-first over the model's states, up to `budget` states: the action-id paths that
     reach every rank-local view found ("local"); every view of all ranks together ("global");
     every state within the first `near` (default: all, "states"); every step out of those
     ("near"), and out of every state with a view of all ranks not seen before ("steps"); none a
     prefix of another. Returns the paths, the states seen and the rank-local views."""
     protocol = model.protocol
+    mapping = (fam or family()).refinement
     near = budget if near is None else near
     start = model.initial_states()[0]
     parent = {start: None}
@@ -202,7 +240,7 @@ def reachable_schedules(model, budget: int, cover: str = "local",
         state = order.popleft()
         seen += 1
         close = seen <= near
-        views = [tuple(sorted(refinement.model_rank_view(protocol, rank).items())) for rank in state]
+        views = [tuple(sorted(mapping.model_rank_view(protocol, rank).items())) for rank in state]
         whole = tuple(views)
         new_whole = whole not in wholes
         wholes.add(whole)
@@ -259,24 +297,26 @@ class Conformance:
 
 
 def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedules: list[list[str]] = (),
-          cover: str = "local", near: Optional[int] = None) -> Conformance:
+          cover: str = "local", near: Optional[int] = None, fam: Optional[Family] = None,
+          predicate="fixed") -> Conformance:
     """Replay the given schedules, then the paths to the model's rank-local views up to
-    `budget` states (0: none); stop at the first divergence."""
+    `budget` states (0: none), the model under `predicate`; stop at the first divergence."""
+    fam = fam or family()
     start = time.monotonic()
     result = Conformance(name, cover, counterexamples=len(schedules))
-    why = unsupported(cfg)
+    why = fam.unsupported(cfg)
     if why:
         result.unsupported = why
         return result
-    model = ReadableModel(protocol_cls(cfg, "fixed"))
+    model = ReadableModel(protocol_cls(cfg, predicate))
     todo = [list(s) for s in schedules]
     if budget:
-        paths, result.model_states, result.local_views = reachable_schedules(model, budget, cover, near)
+        paths, result.model_states, result.local_views = reachable_schedules(model, budget, cover, near, fam)
         todo += paths
     compared: set = set()
     for ids in todo:
         states, actions = model_path(model, ids)
-        out = replay(executor, model, states, actions)
+        out = replay(executor, model, states, actions, fam)
         result.schedules += 1
         result.code_steps += out.code_steps
         compared.update(states[: out.matched + 1])
@@ -302,12 +342,12 @@ def protocol_class(spec: str):
     return BY_NAME[spec]
 
 
-def counterexample_schedules(protocol_cls, cfg: AckConfig) -> list[list[str]]:
+def counterexample_schedules(protocol_cls, cfg: AckConfig, predicate="fixed") -> list[list[str]]:
     """The model's counterexamples of every property in this configuration (lassos: prefix and
     one pass of the cycle), searched on the readable model."""
     from prefetch_check.explorer.check import check as search
 
-    result = search(ReadableModel(protocol_cls(cfg, "fixed")))
+    result = search(ReadableModel(protocol_cls(cfg, predicate)))
     out = []
     for pr in result.results.values():
         if pr.trace is not None:
@@ -319,18 +359,32 @@ def counterexample_schedules(protocol_cls, cfg: AckConfig) -> list[list[str]]:
 
 def serve(executor, request: dict) -> dict:
     """The child's side: {"configs": [{"name", "config", "budget", "cover", "near", "counterexamples",
-    "mutant"}]}."""
+    "mutant", "protocol" ("ack-drain", the default, or "poll"), "predicate" ("": the fixed one, or
+    the tree's own as "FILE.py:Class.method" below its srt folder, read from source)}]}."""
     answers = []
     for item in request["configs"]:
-        cfg = config_from_json(item["config"])
-        cls = protocol_class(item.get("mutant", ""))
+        fam = family(item.get("protocol", "ack-drain"))
+        cfg = fam.config_from_json(item["config"])
+        cls = fam.protocol_class(item.get("mutant", ""))
+        predicate = tree_predicate(executor, item.get("predicate", ""))
         _batch_size(executor, cfg.storage_batch_size)
         schedules = []
-        if item.get("counterexamples") and not unsupported(cfg):
-            schedules = counterexample_schedules(cls, cfg)
+        if item.get("counterexamples") and not fam.unsupported(cfg):
+            schedules = counterexample_schedules(cls, cfg, predicate)
         answers.append(check(executor, item["name"], cls, cfg, item.get("budget", 0), schedules,
-                             item.get("cover", "local"), item.get("near")).to_json())
+                             item.get("cover", "local"), item.get("near"), fam, predicate).to_json())
     return {"conformance": answers}
+
+
+def tree_predicate(executor, spec: str):
+    """The model's completion predicate: "fixed", or the tree's own (`FILE.py:Class.method` below
+    its srt folder), read from source with `ast` (model/source/predicate.py), never imported."""
+    if not spec:
+        return "fixed"
+    from prefetch_check.model.source.predicate import load_source_predicate
+
+    rel, _, qualname = spec.partition(":")
+    return load_source_predicate(f"{executor.srt / rel}:{qualname}")[1]
 
 
 def _batch_size(executor, size: int) -> None:

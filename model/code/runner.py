@@ -51,9 +51,10 @@ def replay(srt_path, config: CodeConfig, schedule: list[str], limits: CodeLimits
     return _child(request, limits.max_seconds + GRACE_SECONDS)["replay"]
 
 
-def conform(srt_path, configs: list[dict], limits: CodeLimits = CodeLimits()) -> list[dict]:
+def conform(srt_path, configs: list[dict], limits: CodeLimits = CodeLimits(), world: str = "ack-drain") -> list[dict]:
     """The conformance check (conformance.py) of a tree against model configurations, each
-    {"name", "config" (conformance.config_to_json), "budget", "counterexamples", "mutant"}."""
-    request = {"srt": str(Path(srt_path).resolve()), "config": CodeConfig().to_json(), "limits": limits.to_json(),
+    {"name", "config" (conformance.config_to_json), "budget", "counterexamples", "mutant", "protocol"};
+    `world` the executor's world the tree runs in ("poll" for the predicate-poll protocol)."""
+    request = {"srt": str(Path(srt_path).resolve()), "config": CodeConfig(world=world).to_json(), "limits": limits.to_json(),
                "conform": {"configs": configs}}
     return _child(request, limits.max_seconds + GRACE_SECONDS)["conformance"]

@@ -118,6 +118,7 @@ class PropertyVerdict:
 # the runs a verdict is taken over: all, those under upstream's stated assumptions, those of the
 # scenarios that give one up (Scenario.drops_assumption)
 ALL, UPSTREAM, DROPPED = "all", "upstream", "dropped"
+CONFORMED = ("ack-drain", "predicate-poll")  # the protocols with a refinement mapping (conformance_checks.py)
 
 
 @dataclass
@@ -194,10 +195,11 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
         row.status, row.note = NOT_ASKED, "the model was not asked (--engine code)"
         return row
     row.release = release = release_protocol(shape, row.family)
-    if CODE in engines and row.code.ran and release.modelled and release.protocol == "ack-drain":
+    if CODE in engines and row.code.ran and release.modelled and release.protocol in CONFORMED:
         cases = [(case.name, config) for case, config in _applied(scenarios.get(release.protocol, []), release)]
-        row.conformance = plan_conformance(tree.srt, release.options, cases)
-    elif release.protocol == "ack-drain":
+        row.conformance = plan_conformance(tree.srt, release.options, cases, release.protocol,
+                                           shape.predicate.value or "")
+    elif release.protocol in CONFORMED:
         row.conformance.note = ("no conformance check: " + (row.code.note or "the code engine was not asked")
                                 if not row.code.ran else "no conformance check: the release's options are not modelled")
     if shape.predicate.value:

@@ -1,7 +1,8 @@
-"""Whether an ack-drain tree's code conforms to the model, for `prefetch-check sglang`.
+"""Whether a tree's code conforms to the model, for `prefetch-check sglang`.
 
 Why: the model may answer for a tree only where its code has been shown to do what the model
-does (issue 22). For each ack-drain UnifiedRadixCache tree the executor runs, the conformance
+does (issue 22). For each tree the executor runs (the ack-drain UnifiedRadixCache of 0.5.19 on,
+the predicate-poll HiRadixCache of 0.5.1-0.5.18, each with its protocol's budget), the conformance
 check (prefetch_check.model.code.conformance, in the executor's sandboxed child) replays model
 schedules on the tree's own code: the counterexamples of the chosen scenario cases the
 executor's world can build, and every step between the reachable states of a few small
@@ -18,12 +19,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional
 
-from prefetch_check.model.code import CodeLimits, ExecutorError
+from prefetch_check.model.code import CodeLimits, ExecutorError, conformance_poll
 from prefetch_check.model.code.conformance_configs import BUDGETS, Budget, budget_config, config_to_json, unsupported
 from prefetch_check.model.code.runner import conform
 from prefetch_check.model.protocols.ack_drain.config import AckConfig
 from prefetch_check.sglang import verdict_cache
-from prefetch_check.sglang.code_checks import executor_fingerprint, tree_digest
+from prefetch_check.sglang.code_checks import LOADED, executor_fingerprint, tree_digest
 
 FOLDER = "conformance"
 LIMITS = CodeLimits(max_seconds=300)
@@ -38,6 +39,7 @@ class ConformanceCheck:
     items: list = field(default_factory=list)  # the child's configurations
     skipped: list = field(default_factory=list)  # (case, why the executor cannot build it)
     answers: Optional[list] = None
+    world: str = "ack-drain"  # the executor's world the tree runs in ("poll": the predicate-poll protocol)
     cached: bool = False
     error: str = ""
     note: str = ""  # why there is no check
@@ -91,23 +93,38 @@ class ConformanceCheck:
             if i["budget"] else "its counterexamples") for i in self.items)
 
 
-def plan_conformance(srt, options: dict, cases: list[tuple[str, AckConfig]]) -> ConformanceCheck:
-    """The conformance check of an ack-drain tree under the release's `options`: the budget
-    configurations and the counterexamples of `cases` (name, configuration with the options
-    applied) the executor's world can build."""
+def plan_conformance(srt, options: dict, cases: list[tuple[str, AckConfig]], protocol: str = "ack-drain",
+                     predicate: str = "") -> ConformanceCheck:
+    """The conformance check of a tree under the release's `options`: the budget configurations
+    of its protocol ("ack-drain", or "predicate-poll" for 0.5.1-0.5.18) and the counterexamples of
+    `cases` (name, configuration with the options applied) the executor's world can build. A poll
+    tree's model runs under the tree's own predicate (`predicate`: "FILE.py:Class.method" below
+    srt; 0.5.1-0.5.1.post2's is not the fixed one); an ack-drain tree's under the fixed one."""
+    poll = protocol == "predicate-poll"
+    budgets, to_json, why_not = ((conformance_poll.BUDGETS, conformance_poll.config_to_json, conformance_poll.unsupported)
+                                 if poll else (BUDGETS, config_to_json, unsupported))
+    make = conformance_poll.budget_config if poll else budget_config
+    tag = {"protocol": "poll", "predicate": predicate} if poll else {}
     items, skipped = [], []
-    for b in BUDGETS:
-        cfg = budget_config(b, options)
-        items.append({"name": b.name, "config": config_to_json(cfg), "budget": b.states, "near": b.near,
-                      "cover": b.cover, "counterexamples": True})
+    for b in budgets:
+        cfg = make(b, options)
+        why = why_not(cfg) if poll else ""
+        if why:
+            skipped.append((b.name, why))
+            continue
+        items.append({"name": b.name, "config": to_json(cfg), "budget": b.states, "near": b.near,
+                      "cover": b.cover, "counterexamples": True, **tag})
     for name, cfg in cases:
-        why = unsupported(cfg) or ("more than 2 ranks" if cfg.ranks > 2 else "")
+        why = why_not(cfg) or ("more than 2 ranks" if cfg.ranks > 2 else "")
         if why:
             skipped.append((name, why))
             continue
-        items.append({"name": name, "config": config_to_json(cfg), "budget": 0, "counterexamples": True})
-    text = json.dumps([executor_fingerprint(), tree_digest(srt), items, LIMITS.to_json()], sort_keys=True)
-    return ConformanceCheck(hashlib.sha256(text.encode()).hexdigest(), items, skipped)
+        items.append({"name": name, "config": to_json(cfg), "budget": 0, "counterexamples": True, **tag})
+    world = "poll" if poll else "ack-drain"
+    parts = ([executor_fingerprint(), tree_digest(srt, LOADED[world]), items, LIMITS.to_json(), world] if poll
+             else [executor_fingerprint(), tree_digest(srt), items, LIMITS.to_json()])
+    text = json.dumps(parts, sort_keys=True)
+    return ConformanceCheck(hashlib.sha256(text.encode()).hexdigest(), items, skipped, world=world)
 
 
 def run_conformance(checks: list[tuple[object, ConformanceCheck]], cache, jobs: int) -> tuple[int, int]:
@@ -126,7 +143,7 @@ def run_conformance(checks: list[tuple[object, ConformanceCheck]], cache, jobs: 
     def execute(entry):
         srt, check = entry
         try:
-            check.answers = conform(srt, check.items, LIMITS)
+            check.answers = conform(srt, check.items, LIMITS, check.world)
         except ExecutorError as exc:
             check.error = f"the conformance check could not run: {str(exc).splitlines()[0]}"
             return

@@ -181,7 +181,7 @@ def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, .
 
 
 def conformance_text(row: ReleaseCheck) -> str:
-    """The conformance line of an ack-drain tree: conforms (with what the model's verdicts rest
+    """The conformance line of a tree (ack-drain or predicate-poll): conforms (with what the model's verdicts rest
     on), the first divergence, or why there is none."""
     c = row.conformance
     if not c.planned:

@@ -1,0 +1,186 @@
+"""The conformance check of the predicate-poll protocol (model/protocols/poll/refinement.py, the one
+replay loop of model/code/conformance.py, model/code/conformance_poll.py): model schedules replayed
+on a 0.5.1-0.5.18 release's own HiRadixCache and HiCacheController in the executor's poll world, in
+both directions: an unmodified release conforms under the options its source settles; a poll model
+mutant (poll/mutants.py) diverges on it at the step it changes.
+
+On the real cached releases (skipped where the index is unreachable and they are not cached); the
+tree's code runs only in the executor's child.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from prefetch_check.cli import main
+from prefetch_check.model.code import conformance_poll
+from prefetch_check.model.code.conformance import family, reachable_schedules
+from prefetch_check.model.code.conformance_poll import (BUDGETS, Budget, budget_config, config_from_json, config_to_json,
+                                                        unsupported)
+from prefetch_check.model.code.runner import conform
+from prefetch_check.model.engine.readable import ReadableModel
+from prefetch_check.model.protocols.poll import refinement
+from prefetch_check.model.protocols.poll.config import RequestSpec, uniform_config
+from prefetch_check.model.protocols.poll.protocol import PollProtocol
+from prefetch_check.model.source.detect import classify, detect_shape
+from prefetch_check.sglang import code_checks, conformance_checks
+from prefetch_check.sglang.locate import read_protocol_files
+from prefetch_check.sglang.protocols import release_protocol
+from test_sglang_release import release_srt
+
+
+def options_of(srt) -> dict:
+    """The poll options the release's own source settles (as `prefetch-check sglang` computes them)."""
+    shape = detect_shape(read_protocol_files(srt))
+    release = release_protocol(shape, classify(shape))
+    assert release.protocol == "predicate-poll" and release.modelled, release.not_modelled
+    return release.options
+
+
+E = frozenset()
+PREDICATE = "mem_cache/hiradix_cache.py:HiRadixCache.can_terminate_prefetch"  # the release's own, read from source
+
+
+def item(name, cfg, budget, cover="near", near=None, mutant=""):
+    return {"name": name, "config": config_to_json(cfg), "budget": budget, "near": near or budget, "cover": cover,
+            "mutant": mutant, "counterexamples": True, "protocol": "poll", "predicate": PREDICATE}
+
+
+# ---- the mapping and the budget (no tree)
+
+
+def test_the_poll_model_view_names_every_thread_queue_operation_and_request():
+    protocol = PollProtocol(uniform_config(ranks=2, pages=2), "fixed")
+    model = ReadableModel(protocol)
+    start = model.initial_states()[0]
+    view = refinement.model_view(protocol, start)
+    assert view["r0.S"] == ("issue", 0) and view["r1.P"] == -1 and view["r0.IO"] == -1
+    assert view["r1.S.coll"] is None and view["r0.q0.ongoing"] is False and view["r0.q0.ready"] is False
+    assert view["r0.prefetch_revoke_queue"] == () and "r0.prefetch_hit_queue" not in view  # alloc at issue
+    assert not any(k.startswith("r0.#") for k in view)  # no operation issued yet
+    issued = next(s for a, s in model.successors(start) if a.id == "S0.issue.q0")
+    view = refinement.model_view(protocol, issued)
+    assert view["r0.prefetch_queue"] == (0,) and view["r0.#0.slots"] == "HH" and view["r0.q0.ongoing"] is True
+    staged = PollProtocol(uniform_config(ranks=1, pages=2, alloc_at="hit"), "fixed")
+    view = refinement.model_view(staged, next(s for a, s in ReadableModel(staged).successors(
+        ReadableModel(staged).initial_states()[0]) if a.id == "S0.issue.q0"))
+    assert view["r0.#0.slots"] is None and view["r0.prefetch_hit_queue"] == ()  # host slots come at the drain
+
+
+def test_the_poll_budget_says_what_the_world_cannot_build_and_travels_as_json():
+    assert "clock" in unsupported(uniform_config(ranks=1, policy="timeout"))
+    assert "alloc_may_fail" in unsupported(uniform_config(ranks=2, alloc_may_fail=(True, False)))
+    assert "seed" in unsupported(uniform_config(ranks=2, shape="seed"))
+    assert unsupported(uniform_config(ranks=1, shape="seed")) == ""
+    for b in BUDGETS:
+        cfg = budget_config(b, {"alloc_at": "hit"})
+        assert config_from_json(config_to_json(cfg)) == cfg
+    model = ReadableModel(PollProtocol(uniform_config(ranks=1, pages=2), "fixed"))
+    paths, seen, views = reachable_schedules(model, 10_000, "local", fam=family("poll"))
+    assert paths and views > 1 and 10 < seen < 10_000  # the whole state space, within the budget
+
+
+def test_a_poll_tree_is_planned_with_the_poll_budget(tmp_path):
+    srt = release_srt("0.5.18")
+    check = conformance_checks.plan_conformance(srt, options_of(srt), [], "predicate-poll")
+    assert check.world == "poll" and all(i["protocol"] == "poll" for i in check.items)
+    assert all(i["predicate"] == "" for i in check.items)  # none given: the fixed one
+    assert [i["name"] for i in check.items] == [b.name for b in BUDGETS]
+    seed = release_srt("0.5.1.post3")
+    check = conformance_checks.plan_conformance(seed, options_of(seed), [], "predicate-poll")
+    assert {n for n, _ in check.skipped} == {b.name for b in BUDGETS if budget_config(b, {}).ranks == 2}
+
+
+# ---- an unmodified release conforms
+
+
+def test_0_5_1_conforms_at_one_page_under_its_own_predicate_and_diverges_where_it_counts_a_batch():
+    """0.5.1's predicate accepts before the page list is published (0 == 0): under that predicate the
+    model takes the same early acceptance as the code. Its IO thread counts a whole storage batch
+    (`operation.increment(page_size * len(page_hashes))`) before it writes the batch's pages; the
+    model counts page by page (count_before_write), so two pages in one batch diverge there."""
+    srt = release_srt("0.5.1")
+    opts = options_of(srt)
+    one, two = (item(f"{p} page(s)", uniform_config(ranks=1, pages=p, **opts), 2_000) for p in (1, 2))
+    fixed = dict(one, predicate="")
+    a1, a2, af = conform(srt, [one, two, fixed], world="poll")
+    assert a1["divergence"] is None and a1["counterexamples"] >= 1 and a1["states"] == a1["model_states"], a1
+    d = a2["divergence"]
+    assert d["action"] == "I0.increment.q0" and d["fields"] == {"r0.#0.written": {"model": 0, "code": 1}}, d
+    assert d["site"] == "managers/cache_controller.py:610" and d["stack"][0].endswith("(generic_page_transfer)")
+    assert af["divergence"] is not None and af["divergence"]["action"].startswith("S0.")  # the fixed predicate waits
+
+
+@pytest.mark.parametrize("version", ["0.5.18", "0.5.1.post3", "0.5.10"])
+def test_an_unmodified_poll_release_conforms(version):
+    srt = release_srt(version)
+    opts = options_of(srt)
+    items = [item("1x1", uniform_config(ranks=1, pages=2, **opts), 2_000),
+             item("1 of 2 in storage", uniform_config(ranks=1, pages=2, hits=1, **opts), 2_000),
+             item("1x1 best_effort", uniform_config(ranks=1, pages=2, policy="best_effort", **opts), 2_000)]
+    if not unsupported(uniform_config(ranks=2, **opts)):
+        items.append(item("2x1", uniform_config(ranks=2, pages=1, **opts), 2_000, "steps", near=60))
+    answers = conform(srt, items, world="poll")
+    for a in answers:
+        assert a["divergence"] is None and not a["not_modelled"] and not a["unsupported"], a
+        assert a["schedules"] > 1 and a["states"] > 10
+    assert answers[0]["states"] == answers[0]["model_states"]  # 1x1: every state of the model
+
+
+# ---- a model step changed diverges on the unmodified release
+
+
+MUTANTS = {  # mutant -> (release, configuration keywords, the model step it changes, a field that differs)
+    "count_before_write": ("0.5.10", dict(ranks=1, pages=2), "I0.increment.q0", ".written"),
+    "terminate_without_mark": ("0.5.10", dict(ranks=1, pages=2, policy="best_effort"), "S0.check.q0", ".terminated"),
+    "termination_min": ("0.5.10", dict(ranks=2, pages=1), "S1.check.q0", "S.coll"),
+    "release_untruncated": ("0.5.10", dict(ranks=1, pages=2, hits=1), "I0.release.q0", ".slots"),
+    "drain_revoke_keeps_ongoing": ("0.5.18", dict(ranks=1, pages=2, hits=0, prefetch_threshold=1), "S0.drain", ".ongoing"),
+    "decide_on_local_hits": ("0.5.10", dict(requests=(RequestSpec(pages=2, hits=(2, 1), failing=(E, E)),)),
+                             "P0.publish.q0", ".slots"),
+}
+
+
+@pytest.mark.parametrize("mutant", sorted(MUTANTS))
+def test_a_poll_mutant_diverges_on_an_unmodified_release(mutant):
+    version, kwargs, action, field = MUTANTS[mutant]
+    srt = release_srt(version)
+    cfg = budget_config(Budget(mutant, kwargs, 0, 0), options_of(srt))
+    [answer] = conform(srt, [item(mutant, cfg, 2_000, "steps", near=100, mutant=mutant)], world="poll")
+    d = answer["divergence"]
+    assert d is not None, answer
+    assert d["action"] == action and any(f.endswith(field) for f in d["fields"]), d
+    assert d["site"].rsplit(":", 1)[1].isdigit() and d["schedule"][-1] == action
+    assert all(set(v) == {"model", "code"} for v in d["fields"].values())
+
+
+# ---- prefetch-check sglang: a poll row says whether its tree conforms
+
+
+POLL_SCENARIO = Path(__file__).parent / "fixtures" / "sglang" / "scenarios" / "predicate-poll" / "fixture-poll-tp1.toml"
+
+
+@pytest.fixture
+def small(monkeypatch):
+    monkeypatch.setattr(code_checks, "POLL_CASES", tuple(c for c in code_checks.POLL_CASES if c.name == "1 rank x 1 request"))
+    monkeypatch.setattr(conformance_poll, "BUDGETS", tuple(b for b in conformance_poll.BUDGETS
+                                                           if b.name == "1 rank x 1 request, 2 pages"))
+
+
+@pytest.mark.parametrize("version, conforms", [("0.5.18", True), ("0.5.1", False)])
+def test_sglang_gives_a_poll_row_its_conformance_line(tmp_path, capsys, small, version, conforms):
+    srt = release_srt(version)
+    status = main(["sglang", str(srt), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--json", "-",
+                   "--scenarios", str(POLL_SCENARIO)])
+    out = capsys.readouterr()
+    [row] = json.loads(out.out)["releases"]
+    c = row["conformance"]
+    assert c["checked"] and c["conforms"] is conforms, c
+    if conforms:
+        assert c["model_verdicts"] == "shown" and c["schedules"] > 1 and "conforms" in out.err
+    else:  # 0.5.1's IO thread counts a whole batch before it writes its pages; the model counts page by page
+        assert c["model_verdicts"].startswith("withheld") and c["divergence"]["action"] == "I0.increment.q0"
+        assert "DIVERGES" in out.err and status in (1, 3)
