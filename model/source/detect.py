@@ -11,6 +11,13 @@ path below `sglang/srt/` (e.g. "mem_cache/hiradix_cache.py"), and returns a `Sha
 `Feature` per named step, each with the evidence (file, line, what was seen). A feature
 whose pattern is not found has `value=None` and says what was looked for; `classify`
 then gives "unknown" rather than a family. Nothing is imported or executed.
+
+Every value here is read from positive evidence (something present, at file:line). What a
+release does NOT have (no hit queue, no ACKs, only queue.Empty caught, no page counter, no
+abort barrier) is never read off a user's tree: that a piece is missing says nothing about
+what a tree does elsewhere. Those values are recorded for the releases the model follows when
+their fingerprints are built (prefetch_check/sglang/release_record.py) and a tree gets them
+only where its whole prefetch path is one such release's (prefetch_check/sglang/followed.py).
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ CONTROLLER = "managers/cache_controller.py"
 REGISTRY = "mem_cache/registry.py"
 SCHEDULER = "managers/scheduler.py"
 CACHE_FILES = {"HiRadixCache": HIRADIX, "UnifiedRadixCache": UNIFIED}
+# what a feature read only as positive evidence says when the evidence is not there
+NOT_READ_AS_NO = ("; not seen, and an absence is not read as a value here (it is known only for the "
+                  "releases the model follows: prefetch_check/sglang/release_record.py)")
 
 
 @dataclass(frozen=True)
@@ -64,18 +74,20 @@ class Shape:
     judged_class: Feature  # the class whose steps the other features describe
     predicate: Feature  # file:Class.method of the completion predicate to load
     host_alloc: Feature  # "issue" | "hit"
-    hit_queue: Feature  # "yes" | "no"
-    revoke_queue: Feature  # "yes" | "no"
-    acks: Feature  # "ack+sync-thread" | "none"
+    hit_queue: Feature  # "yes" | "no" (recorded)
+    revoke_queue: Feature  # "yes" | "no" (recorded)
+    acks: Feature  # "ack+sync-thread" | "none" (recorded)
     check_collective: Feature  # "min-can-terminate" | "max-not-can-terminate-terminated" | "max-vote-pp0" | "vote-only-under-timeout"
     threshold: Feature  # "prefetch-thread-clamped" | "prefetch-thread-raw" | "drain-raw" | "drain-clamped"
     io_short_batch: Feature  # "stop" | "mark-terminate" | "keep-acking"
-    ack_match: Feature  # "rid" | "operation" | "n/a"
+    ack_match: Feature  # "rid" | "operation" | "n/a" (recorded)
     tail_release: Feature  # "<who>-<how>[-twice]": io-thread|drain x direct|release-queue
     timeout: Feature  # "fixed" | "linear" | "linear-capped" | "admission-deadline"
-    storage_exceptions: Feature  # "queue-empty-only" | "caught"
-    write_order: Feature  # "count-then-write" | "write-then-count" | "write-then-ack"
-    abort_barrier: Feature  # "yes" | "no" | "no-abort-path"
+    storage_exceptions: Feature  # "caught" | "finally-only" | "queue-empty-only" (recorded)
+    write_order: Feature  # "count-then-write" | "write-then-count" | "write-then-ack" (recorded)
+    abort_barrier: Feature  # "yes" | "no" | "no-abort-path" (recorded)
+    # (recorded): a value that is an absence ("no", "none", ...) is known only for a followed
+    # release (release_record.py) and reaches a tree only through its whole path (followed.py)
 
     def features(self) -> dict[str, Feature]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -258,7 +270,7 @@ def _queue(r: _Reader, queue: str) -> Feature:
     puts = [a for a in _attrs(r.ctl.module, queue)]
     if puts:
         return Feature("yes", (r.ctl.ev(puts[0]),))
-    return Feature("no", (), f"no `{queue}` in {CONTROLLER}")
+    return unrecognised(f"`{queue}` in {CONTROLLER}{NOT_READ_AS_NO}")
 
 
 def _acks(r: _Reader) -> Feature:
@@ -269,7 +281,7 @@ def _acks(r: _Reader) -> Feature:
     if ack is not None and sync is not None:
         return Feature("ack+sync-thread", (r.ctl.ev(ack, "class PrefetchAck"), r.ctl.ev(sync, "def prefetch_sync_thread_func")))
     if ack is None and sync is None:
-        return Feature("none", (), "no PrefetchAck class, no prefetch_sync_thread_func")
+        return unrecognised(f"PrefetchAck and prefetch_sync_thread_func in {CONTROLLER}{NOT_READ_AS_NO}")
     return unrecognised("PrefetchAck together with prefetch_sync_thread_func (only one of them found)")
 
 
@@ -360,8 +372,8 @@ def _io_short_batch(r: _Reader) -> Feature:
 
 
 def _ack_match(r: _Reader, acks: Feature) -> Feature:
-    if acks.value == "none":
-        return Feature("n/a", (), "no ACKs")
+    if not acks.recognised:
+        return unrecognised(f"the ACK drain's test, with ACKs seen{NOT_READ_AS_NO}")
     for fn in r.drains():
         if not _mentions(fn, "ack_prefetch_queue"):
             continue
@@ -458,7 +470,7 @@ def _storage_exceptions(r: _Reader) -> Feature:
     finals = [n for fn in present for n in ast.walk(fn) if isinstance(n, ast.Try) and n.finalbody]
     if finals:
         return Feature("finally-only", (r.ctl.ev(finals[0]),), "completion is emitted in a finally; errors still end the thread")
-    return Feature("queue-empty-only", (), "only queue.Empty is caught: any other exception ends the thread on that rank")
+    return unrecognised(f"`except Exception` or a `finally` in {', '.join(fn.name for fn in present)}{NOT_READ_AS_NO}")
 
 
 def _write_order(r: _Reader) -> Feature:
@@ -470,7 +482,7 @@ def _write_order(r: _Reader) -> Feature:
     if not writes:
         return unrecognised(f"set_from_flat_data_page in {getter.name}")
     if not counts:
-        return Feature("write-then-ack", (r.ctl.ev(writes[0]),), "pages are counted by the returned number; ACKs carry it")
+        return unrecognised(f"the `increment` of completed tokens in {getter.name}{NOT_READ_AS_NO}")
     if counts[0].lineno < writes[0].lineno:
         return Feature("count-then-write", (r.ctl.ev(counts[0]), r.ctl.ev(writes[0])),
                        "completed_tokens grows before the page's data is written")
@@ -479,12 +491,10 @@ def _write_order(r: _Reader) -> Feature:
 
 def _abort_barrier(r: _Reader) -> Feature:
     abort = r.methods.get("release_aborted_request")
-    if abort is None:
-        return Feature("no-abort-path", (), f"no {r.cls}.release_aborted_request")
-    barriers = _calls(abort, "barrier") + _calls(abort, "_barrier_attn_groups")
+    barriers = (_calls(abort, "barrier") + _calls(abort, "_barrier_attn_groups")) if abort is not None else []
     if barriers:
         return Feature("yes", (r.cache.ev(barriers[0]),), "the abort path waits in a TP barrier")
-    return Feature("no", (r.cache.ev(abort, "def release_aborted_request"),))
+    return unrecognised(f"a barrier in {r.cls}.release_aborted_request{NOT_READ_AS_NO}")
 
 
 # ---------------------------------------------------------------- the shape and its family
