@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from prefetch_check.model.source.detect import classify
+from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.conformance_checks import plan_conformance, run_conformance
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.tree_shape import tree_shape

@@ -3,7 +3,8 @@ an absence is a value only as recorded for a followed release whose whole path a
 
 import pytest
 
-from prefetch_check.model.source.detect import FAMILIES, UNKNOWN, classify, detect_shape
+from prefetch_check.sglang.detect import detect_shape
+from prefetch_check.sglang.families import FAMILIES, UNKNOWN, classify
 from prefetch_check.sglang.release_record import RECORDED
 from prefetch_check.sglang.tree_shape import tree_shape
 from sglang_fixtures import FAMILIES as FIXTURES, files_of, fixture_follows

@@ -9,10 +9,10 @@ import pytest
 from prefetch_check import check
 from prefetch_check.cli import main
 from prefetch_check.model.protocols.ack_drain.config import uniform_ack_config
-from prefetch_check.model.source.detect import classify
 from prefetch_check.model.source.predicate import load_source_predicate
 from prefetch_check.sglang.cache import cache_root
 from prefetch_check.sglang.errors import SglangSourceError
+from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.fetch import fetch_release
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.tree_shape import tree_shape

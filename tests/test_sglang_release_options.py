@@ -8,9 +8,10 @@ import dataclasses
 import pytest
 
 from prefetch_check.model.protocols.ack_drain.config import AckConfig
-from prefetch_check.model.protocols.ack_drain.releases import release_options as ack_options
-from prefetch_check.model.source.detect import Feature, classify
-from prefetch_check.model.protocols.poll import release_mapping as poll_releases
+from prefetch_check.sglang import poll_options as poll_releases
+from prefetch_check.sglang.ack_drain_options import release_options as ack_options
+from prefetch_check.sglang.families import classify
+from prefetch_check.sglang.shape import Feature
 from prefetch_check.sglang.protocols import release_protocol
 from prefetch_check.sglang.tree_shape import tree_shape
 from sglang_fixtures import LATE_ONCE, files_of, fixture_follows

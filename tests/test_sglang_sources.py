@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from prefetch_check.model.source.detect import classify
 from prefetch_check.sglang.errors import SglangSourceError
+from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.fetch import fetch_release
 from prefetch_check.sglang.git import commits_touching, files_at
 from prefetch_check.sglang.index import list_releases, parse_index_output

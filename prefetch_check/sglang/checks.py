@@ -23,13 +23,12 @@ from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VI
 from prefetch_check.model.protocols import load_protocol
 from prefetch_check.scenario.errors import InputError
 from prefetch_check.model.protocols.poll.predicates import PredicateError
-from prefetch_check.model.source.detect import Shape, classify
 from prefetch_check.model.source.predicate import builtin_protocol, load_source_predicate, protocol_mismatch
-from prefetch_check.model.source.release_options import ReleaseOptions
 from prefetch_check.scenario.loader import Case, Scenario
 from prefetch_check.scenario.runner import Task, run_tasks
 from prefetch_check.sglang import followed, verdict_cache
 from prefetch_check.sglang.consequence import consequence
+from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.code_checks import CodeCheck, plan_code
 from prefetch_check.sglang.conformance_checks import ConformanceCheck, plan_conformance
 from prefetch_check.sglang.followed import Followed
@@ -37,6 +36,8 @@ from prefetch_check.sglang.settings import non_default_settings
 from prefetch_check.sglang.versions import is_version
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.protocols import release_protocol
+from prefetch_check.sglang.release_options import ReleaseOptions
+from prefetch_check.sglang.shape import Shape
 from prefetch_check.sglang.storage_prefetch import NONE as NO_STORAGE_PREFETCH, has_storage_prefetch
 from prefetch_check.sglang.tree_shape import tree_shape
 from prefetch_check.sglang.trees import Tree

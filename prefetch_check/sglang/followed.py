@@ -32,10 +32,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
-from prefetch_check.model.source.detect import Feature, Shape, detect_shape
+from prefetch_check.sglang.detect import detect_shape
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.path_code import PathFunction, prefetch_path
 from prefetch_check.sglang.release_record import RECORDED, record
+from prefetch_check.sglang.shape import Feature, Shape
 from prefetch_check.sglang.versions import version_key
 
 RESOURCE = "followed.json"

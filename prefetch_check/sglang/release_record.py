@@ -16,13 +16,16 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from prefetch_check.model.source.detect import CACHE_FILES, Shape, _calls, _parse, _Reader, detect_shape
+from prefetch_check.sglang.detect import Reader, detect_shape
+from prefetch_check.sglang.locate import CACHE_FILES
+from prefetch_check.sglang.shape import Shape
+from prefetch_check.sglang.source_ast import calls, parse_file
 
 # the features whose value may be an absence: recorded per followed release
 RECORDED = ("acks", "ack_match", "hit_queue", "revoke_queue", "storage_exceptions", "write_order", "abort_barrier")
 
 
-def _absent(r: _Reader, feature: str) -> Optional[str]:
+def _absent(r: Reader, feature: str) -> Optional[str]:
     """The value of a feature the positive reading did not see, in a whole release tree."""
     if r.ctl is None:
         return None
@@ -39,7 +42,7 @@ def _absent(r: _Reader, feature: str) -> Optional[str]:
         return "queue-empty-only" if any(n in r.ctl_methods for n in names) else None
     if feature == "write_order":
         getter = r.ctl_methods.get("_generic_page_get") or r.ctl_methods.get("generic_page_transfer")
-        writes = _calls(getter, "set_from_flat_data_page") if getter is not None else []
+        writes = calls(getter, "set_from_flat_data_page") if getter is not None else []
         return "write-then-ack" if writes else None  # pages written, counted by what is returned
     if feature == "abort_barrier":
         return "no-abort-path" if "release_aborted_request" not in r.methods else "no"
@@ -51,9 +54,9 @@ def record(files: Mapping[str, str], cache_class: Optional[str] = None) -> dict[
     ones as the detector reads them, absent ones as above)."""
     shape: Shape = detect_shape(files, cache_class)
     judged = shape.judged_class.value
-    if judged not in CACHE_FILES or _parse(files, CACHE_FILES[judged]) is None:
+    if judged not in CACHE_FILES or parse_file(files, CACHE_FILES[judged]) is None:
         return {}
-    reader = _Reader(files, judged)
+    reader = Reader(files, judged)
     out = {}
     for feature in RECORDED:
         value = getattr(shape, feature).value

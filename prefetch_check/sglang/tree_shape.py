@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
-from prefetch_check.model.source.detect import Shape, detect_shape
 from prefetch_check.sglang import followed
+from prefetch_check.sglang.detect import detect_shape
 from prefetch_check.sglang.followed import Followed
 from prefetch_check.sglang.path_code import PathFunction, prefetch_path
+from prefetch_check.sglang.shape import Shape
 
 
 @dataclass
