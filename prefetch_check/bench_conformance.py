@@ -9,14 +9,15 @@ import sys
 import time
 from pathlib import Path
 
-from prefetch_check.model.source.detect import classify, detect_shape
+from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.conformance_checks import plan_conformance, run_conformance
 from prefetch_check.sglang.locate import read_protocol_files
+from prefetch_check.sglang.tree_shape import tree_shape
 from prefetch_check.sglang.protocols import release_protocol
 
 
 def rows(srt: Path, cache: Path) -> list[str]:
-    shape = detect_shape(read_protocol_files(srt))
+    shape = tree_shape(read_protocol_files(srt)).shape
     release = release_protocol(shape, classify(shape))
     check = plan_conformance(srt, release.options, [], release.protocol, shape.predicate.value or "")
     start = time.monotonic()

@@ -8,6 +8,7 @@ changed, and each of its replacements must apply exactly once (a fixture that dr
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -343,6 +344,7 @@ def tree(folder: Path, *layers: str) -> Path:
     return folder
 
 
+@lru_cache(maxsize=1)
 def fixture_follows():
     """The shipped fingerprints plus those of every fixture family: where a test checks a fixture
     tree through `prefetch-check sglang`, the tree stands for the release family it is shaped after

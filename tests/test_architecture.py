@@ -95,3 +95,17 @@ def test_services_do_not_import_the_command_line():
             continue
         commands = {t for t in imports(path) if t.startswith("prefetch_check.commands")}
         assert not commands, f"{path.relative_to(ROOT)} imports {sorted(commands)}"
+
+
+def test_the_model_reads_no_sglang_tree():
+    """Reading SGLang trees (the shape, its families, a shape's options in each protocol) is the SGLang
+    face's (prefetch_check/sglang/): model/source keeps only the sandboxed predicate interpreter, and no
+    module of the model names the face in an import, nor in a "module" string imported later."""
+    source = {p.stem for p in (ROOT / "model" / "source").glob("*.py")}
+    assert source == {"__init__", "adapter", "files", "interpreter", "predicate", "sandbox"}
+    dotted = re.compile(r"prefetch_check\.sglang\b")
+    for path in (ROOT / "model").rglob("*.py"):
+        if "__pycache__" in path.parts:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            assert not dotted.search(line), f"{path.relative_to(ROOT)}:{n}: {line.strip()!r}"

@@ -25,16 +25,17 @@ from prefetch_check.model.engine.readable import ReadableModel
 from prefetch_check.model.protocols.poll import refinement
 from prefetch_check.model.protocols.poll.config import RequestSpec, uniform_config
 from prefetch_check.model.protocols.poll.protocol import PollProtocol
-from prefetch_check.model.source.detect import classify, detect_shape
 from prefetch_check.sglang import code_checks, conformance_checks
 from prefetch_check.sglang.locate import read_protocol_files
+from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.protocols import release_protocol
+from prefetch_check.sglang.tree_shape import tree_shape
 from test_sglang_release import release_srt
 
 
 def options_of(srt) -> dict:
     """The poll options the release's own source settles (as `prefetch-check sglang` computes them)."""
-    shape = detect_shape(read_protocol_files(srt))
+    shape = tree_shape(read_protocol_files(srt)).shape
     release = release_protocol(shape, classify(shape))
     assert release.protocol == "predicate-poll" and release.modelled, release.not_modelled
     return release.options

@@ -8,7 +8,7 @@ import pytest
 from prefetch_check.model.protocols.poll.config import Config, uniform_config
 from prefetch_check.model.protocols.poll.protocol import PollProtocol
 from prefetch_check.model.protocols.poll.releases import FAMILIES, UnknownFamily, family, options, predicate, refine
-from prefetch_check.model.source.detect import FAMILIES as DETECTED, classify
+from prefetch_check.sglang.families import FAMILIES as DETECTED, classify
 from sglang_fixtures import FAMILIES as FIXTURES
 from test_sglang_detect import shape_of
 

@@ -12,7 +12,7 @@ import pytest
 
 from prefetch_check.cli import main
 from conftest import also_follow
-from sglang_fixtures import FAMILIES, LATE_ONCE, ROOT, git, new_repo, tree
+from sglang_fixtures import FAMILIES, LATE_ONCE, ROOT, files_of, git, new_repo, tree
 
 # The fixture trees stand for the release families they are shaped after (the floor has its own
 # tests in test_sglang_floor.py).
@@ -304,3 +304,16 @@ def test_a_regression_after_a_refused_commit_is_still_found(tmp_path, capsys, mo
     assert ("no_early_acceptance", "VERIFIED", "VIOLATED", f"{broken[:10]} {subject}") in found
     assert ("refused", "", "not modelled", f"{refused[:10]} lower the default prefetch threshold, a change in code "
             "the model has not read") in found
+
+
+def test_a_tree_mixing_two_followed_families_gets_no_model_verdicts(tmp_path, capsys):
+    """Every piece is code of a followed fixture, but the controller is late2025's and the cache the
+    seed's: the model's configuration is known for neither mix, so the row is refused by name."""
+    mixed = tree(tmp_path / "mixed", "seed")
+    late = files_of(*FAMILIES["late2025"][0])
+    (mixed / "sglang" / "srt" / "managers" / "cache_controller.py").write_text(late["managers/cache_controller.py"])
+    status, doc = sglang(capsys, tmp_path, str(mixed))
+    [row] = doc["releases"]
+    assert status == 3 and row["status"] == "not modelled" and "properties" not in row
+    assert row["note"].startswith("its prefetch path mixes releases:") and "fixture late2025" in row["note"]
+    assert row["family"] == "unknown" and row["shape"]["acks"]["value"] is None  # no absence read off it

@@ -1,14 +1,26 @@
-"""Shape detection on small upstream-shaped fixtures: every feature, every family, the unknown case."""
+"""Shape detection on small upstream-shaped fixtures: every feature, every family, the unknown case;
+an absence is a value only as recorded for a followed release whose whole path a tree is."""
 
 import pytest
 
-from prefetch_check.model.source.detect import FAMILIES, UNKNOWN, classify, detect_shape
-from sglang_fixtures import FAMILIES as FIXTURES, files_of
+from prefetch_check.sglang.detect import detect_shape
+from prefetch_check.sglang.families import FAMILIES, UNKNOWN, classify
+from prefetch_check.sglang.release_record import RECORDED
+from prefetch_check.sglang.tree_shape import tree_shape
+from sglang_fixtures import FAMILIES as FIXTURES, files_of, fixture_follows
+
+# the values that say something is not there: never read off a tree, only recorded for a release
+ABSENCES = ("no", "none", "n/a", "no-abort-path", "queue-empty-only", "write-then-ack")
+
+
+def follows():
+    return fixture_follows()
 
 
 def shape_of(family: str):
+    """The shape the model takes for a fixture tree (the fixture families stand for releases)."""
     layers, cls = FIXTURES[family]
-    return detect_shape(files_of(*layers), cls)
+    return tree_shape(files_of(*layers), cls, follows()).shape
 
 
 def values(family: str) -> dict:
@@ -94,8 +106,45 @@ def test_every_feature_carries_evidence_with_file_and_line():
     lines = files_of(*FIXTURES["late2025"][0])[ev.file].splitlines()
     assert ev.file == "mem_cache/hiradix_cache.py" and "ReduceOp.MAX" in lines[ev.line - 1]
     for name, feat in shape.features().items():
-        if feat.value not in ("no", "none", "n/a", "no-abort-path", "queue-empty-only"):
+        if feat.value not in ABSENCES:
             assert feat.evidence, name
+
+
+@pytest.mark.parametrize("family", [f for f, _ in FAMILIES])
+def test_the_detector_reads_no_absence_as_a_value(family):
+    layers, cls = FIXTURES[family]
+    read = detect_shape(files_of(*layers), cls)
+    taken = shape_of(family)
+    for name in RECORDED:
+        if getattr(taken, name).value in ABSENCES:  # the release lacks it: the tree alone says nothing
+            feat = getattr(read, name)
+            assert not feat.recognised and "an absence is not read as a value" in feat.note, name
+            assert getattr(taken, name).note.startswith(f"as recorded for fixture {family}"), name
+        else:
+            assert getattr(read, name).value == getattr(taken, name).value and getattr(read, name).evidence, name
+
+
+def test_a_tree_mixing_two_followed_releases_is_no_family_and_says_which():
+    """Each file of the tree is a followed fixture's, but no followed release has the two together."""
+    seed, late = files_of(*FIXTURES["seed"][0]), files_of(*FIXTURES["late2025"][0])
+    mixed = {**seed, "managers/cache_controller.py": late["managers/cache_controller.py"]}
+    taken = tree_shape(mixed, None, follows())
+    assert not taken.differing  # every piece is code the model follows ...
+    assert "mixes releases" in taken.unmatched and "fixture late2025" in taken.unmatched  # ... but not as one release
+    assert classify(taken.shape) == UNKNOWN and not taken.shape.acks.recognised
+
+
+def test_a_tree_lacking_a_piece_of_a_followed_release_is_refused_by_that_piece():
+    """Every piece is the late2025 fixture's, but its abort path is gone: not that release's path."""
+    layers, cls = FIXTURES["late2025"]
+    files = files_of(*layers)
+    text = files["mem_cache/hiradix_cache.py"]
+    start = text.index("    def release_aborted_request")
+    end = text.find("\n    def ", start + 1)
+    files["mem_cache/hiradix_cache.py"] = text[:start] + (text[end + 1:] if end >= 0 else "")
+    taken = tree_shape(files, cls, follows())
+    assert not taken.differing and "release_aborted_request" in taken.unmatched, taken.unmatched
+    assert not taken.shape.abort_barrier.recognised  # "no abort path" is not read off the tree
 
 
 def test_unknown_shape_names_what_was_not_recognised():

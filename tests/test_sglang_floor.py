@@ -20,7 +20,9 @@ from prefetch_check.cli import main
 from prefetch_check.sglang import followed
 from prefetch_check.sglang.followed import Followed, build, shipped, tree_path
 from prefetch_check.sglang.locate import read_protocol_files
+from prefetch_check.sglang.detect import detect_shape
 from prefetch_check.sglang.path_code import digest, prefetch_path
+from prefetch_check.sglang.tree_shape import tree_shape
 from sglang_fixtures import FAMILIES, Edit, edited, files_of, write_srt
 from test_sglang_release import release_srt
 
@@ -252,3 +254,27 @@ def test_an_edit_that_changes_no_syntax_keeps_the_release_verdicts(tmp_path, cap
     release, edit = doc["releases"]
     assert edit["status"] == "checked" and edit["path_code"]["differing"] == []
     assert edit["properties"] == release["properties"]
+
+
+@pytest.mark.parametrize("version, cache_file", [("0.5.18", "mem_cache/hiradix_cache.py"), ("0.5.21", URC), ("0.5.23", URC)])
+def test_a_followed_release_gets_its_recorded_absences_and_an_edit_of_it_only_for_comparison(version, cache_file):
+    """What a release lacks is read once from the whole release (followed.json) and given to a tree
+    only where its whole path is that release's; an edited tree keeps it unrecognised, and only its
+    conformance comparison stands on the nearest followed release, which is the one edited."""
+    files = release_files(version)
+    own = tree_shape(files)
+    assert not own.differing and not own.unmatched
+    recorded = shipped().recorded[version]
+    for name, value in recorded.items():
+        assert getattr(own.shape, name).value == value, name
+    read = detect_shape(files)
+    absent = [name for name in recorded if not getattr(read, name).recognised]
+    assert absent, "every release lacks something: ACKs before 0.5.19, a page counter from 0.5.19"
+    text = files[cache_file]
+    assert text.count("def check_prefetch_progress(self") == 1
+    # a one-place edit of the check's syntax (its first parameter renamed): the path differs there
+    files = {**files, cache_file: text.replace("def check_prefetch_progress(self", "def check_prefetch_progress(this")}
+    edited_shape = tree_shape(files)
+    assert edited_shape.differing and all(not getattr(edited_shape.shape, n).recognised for n in absent)
+    label, near = edited_shape.nearest
+    assert label == version and all(getattr(near, n).value == recorded[n] for n in absent)

@@ -9,12 +9,13 @@ import pytest
 from prefetch_check import check
 from prefetch_check.cli import main
 from prefetch_check.model.protocols.ack_drain.config import uniform_ack_config
-from prefetch_check.model.source.detect import classify, detect_shape
 from prefetch_check.model.source.predicate import load_source_predicate
 from prefetch_check.sglang.cache import cache_root
 from prefetch_check.sglang.errors import SglangSourceError
+from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.fetch import fetch_release
 from prefetch_check.sglang.locate import read_protocol_files
+from prefetch_check.sglang.tree_shape import tree_shape
 
 RELEASE = "0.5.1"  # ~2 MB wheel; its shape is the seed
 
@@ -24,7 +25,7 @@ def test_real_release_from_the_index_is_the_seed_shape():
         srt = fetch_release(RELEASE, cache_root())
     except SglangSourceError as exc:
         pytest.skip(f"package index not reachable: {exc}")
-    shape = detect_shape(read_protocol_files(srt))
+    shape = tree_shape(read_protocol_files(srt)).shape  # a followed release: its recorded values too
     assert classify(shape) == "seed", shape.unrecognised()
     assert shape.predicate.value == "mem_cache/hiradix_cache.py:HiRadixCache.can_terminate_prefetch"
     assert shape.cache_class.evidence[0].file == "managers/scheduler.py"
@@ -91,6 +92,9 @@ def test_a_pre_release_is_a_spec_and_a_release_without_storage_prefetch_says_so(
     doc = json.loads(capsys.readouterr().out)
     rc2, old = doc["releases"]
     assert status == 3 and rc2["release"] == "0.5.0rc2" and rc2["status"] == "not modelled"
-    assert rc2["family"] == "seed"  # read like any release: the seed shape, refused by the honest floor
+    # refused by the honest floor; read like any tree, but what it lacks (no ACKs, no hit queue) is known
+    # only for a followed release, so it is no family, while what it has is read as ever
+    assert "differs from every release the model follows" in rc2["note"] and rc2["family"] == "unknown"
+    assert rc2["shape"]["check_collective"]["value"] == "min-can-terminate" and rc2["shape"]["acks"]["value"] is None
     assert old["status"] == "not modelled" and old["note"].startswith("this release has no storage prefetch")
     assert "shape" not in old

@@ -8,11 +8,13 @@ import dataclasses
 import pytest
 
 from prefetch_check.model.protocols.ack_drain.config import AckConfig
-from prefetch_check.model.protocols.ack_drain.releases import release_options as ack_options
-from prefetch_check.model.source.detect import Feature, classify, detect_shape
-from prefetch_check.model.protocols.poll import release_mapping as poll_releases
+from prefetch_check.sglang import poll_options as poll_releases
+from prefetch_check.sglang.ack_drain_options import release_options as ack_options
+from prefetch_check.sglang.families import classify
+from prefetch_check.sglang.shape import Feature
 from prefetch_check.sglang.protocols import release_protocol
-from sglang_fixtures import LATE_ONCE, files_of
+from prefetch_check.sglang.tree_shape import tree_shape
+from sglang_fixtures import LATE_ONCE, files_of, fixture_follows
 from test_sglang_detect import shape_of
 
 
@@ -73,7 +75,7 @@ def test_an_unknown_shape_is_not_modelled():
 
 
 def test_late2025_of_0_5_6_on_maps_to_the_predicate_poll_shape():
-    shape = detect_shape(files_of(*LATE_ONCE))
+    shape = tree_shape(files_of(*LATE_ONCE), None, fixture_follows()).shape
     found = release_protocol(shape, classify(shape))
     assert found.protocol == "predicate-poll" and found.modelled
     assert found.options == {"shape": "late2025", "clamp_threshold": True}

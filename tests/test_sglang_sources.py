@@ -11,16 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from prefetch_check.model.source.detect import classify, detect_shape
 from prefetch_check.sglang.errors import SglangSourceError
+from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.fetch import fetch_release
 from prefetch_check.sglang.git import commits_touching, files_at
 from prefetch_check.sglang.index import list_releases, parse_index_output
 from prefetch_check.sglang.locate import find_srt, installed_sglang, read_protocol_files
 from prefetch_check.sglang.spec import Installed, PathSpec, Range, Release, expand, parse_spec
+from prefetch_check.sglang.tree_shape import tree_shape
 from prefetch_check.sglang.trees import read_trees
 from prefetch_check.sglang.versions import in_range, sort_versions
-from sglang_fixtures import files_of, write_srt
+from sglang_fixtures import files_of, fixture_follows, write_srt
 
 LISTING = ("sglang (0.5.23)\nAvailable versions: 0.5.23, 0.5.22.post1, 0.5.22, 0.5.21, 0.5.2, 0.5.1.post3, "
            "0.5.1, 0.4.10.post2, 0.5.0rc1\n")
@@ -133,7 +134,7 @@ def test_fetch_offline_says_so_and_cached_releases_still_run(tmp_path):
         fetch_release("0.5.20", cache, offline)
     trees = read_trees(expand(["0.5.2", "0.5.20"], lambda: ()), cache, offline)
     assert [(t.label, t.srt is not None) for t in trees] == [("0.5.2", True), ("0.5.20", False)]
-    assert classify(detect_shape(read_protocol_files(trees[0].srt))) == "late2025"
+    assert classify(tree_shape(read_protocol_files(trees[0].srt), None, fixture_follows()).shape) == "late2025"
     assert "cannot download" in trees[1].error
 
 
@@ -194,8 +195,8 @@ def test_commits_in_a_range_are_read_without_touching_the_work_tree(tmp_path):
     touched = commits_touching(repo, f"{base}..HEAD")
     assert [sha for sha, _ in touched] == [second]  # the docs-only commit is left out
 
-    assert classify(detect_shape(files_at(repo, base))) == "seed"
-    assert classify(detect_shape(files_at(repo, second))) == "late2025"
+    assert classify(tree_shape(files_at(repo, base), None, fixture_follows()).shape) == "seed"
+    assert classify(tree_shape(files_at(repo, second), None, fixture_follows()).shape) == "late2025"
     assert (srt / "mem_cache/hiradix_cache.py").read_text() == "# uncommitted edit\n"  # work tree untouched
     with pytest.raises(SglangSourceError, match="expected a range"):
         commits_touching(repo, base)

@@ -3,9 +3,10 @@
 The shape is stateright's `Model` trait plus its `Checker` builders: the protocol class is the
 model (model/interface.py), and a `Descriptor` says, once and beside the protocol's folder,
 everything the commands built around the model need: its name in scenario files, the
-releases it covers, its scenario parameters and how they become a configuration, how a
-release's source maps to its options, its built-in predicates, its mutant catalogue, which
-source predicates belong to it, and how a benchmark row builds its configuration. Scenario
+releases it covers, its scenario parameters and how they become a configuration, its
+built-in predicates, its mutant catalogue, which source predicates belong to it, and how a
+benchmark row builds its configuration. (How an SGLang tree's shape maps to a protocol's
+options is the SGLang face's: prefetch_check/sglang/protocols.py; the model reads no tree.) Scenario
 parsing, `prefetch-check sglang`, the mutation run, simulate, census and the testing helpers
 loop over `descriptors()` and never name a protocol.
 
@@ -47,8 +48,6 @@ class Descriptor:
     scenario: str  # module with GLOBAL, REQUEST, REQUESTS (scenario.schema.Param) and build_config(values, tables, where)
     predicates: str  # module with BUILTIN: predicate name -> function (`buggy`, `fixed`, ...)
     mutants: str = ""  # module with CATALOGUE (mutant classes) and CONFIGS ((name, config) pairs); "": none
-    releases: str = ""  # module with release_options(shape) -> ReleaseOptions (model/source/release_options.py)
-    release_acks: str = ""  # the detected `acks` feature of the releases it models (model/source/detect.py)
     source_rules: str = ""  # "module:function": (collectives, max_reading, wait_accepts) -> (shape, why) or None
     source_shape_option: str = ""  # the config field a source predicate's shape must match ("": any fits)
     uniform: str = ""  # "module:function": (ranks=, requests=, pages=, policy=, **options) -> configuration
@@ -80,9 +79,6 @@ class Descriptor:
         property there): where a variant that fixes such a bug shows its repair. Its mutants
         module's ASSUMPTION_CONFIGS, if any."""
         return getattr(_attribute(self.mutants), "ASSUMPTION_CONFIGS", ()) if self.mutants else ()
-
-    def release_options(self, shape):
-        return _attribute(self.releases).release_options(shape)
 
     def source_membership(self, kinds: set, max_reading: Optional[str], wait_accepts: bool):
         """(shape, why) when a source predicate reaching these collectives belongs here, else None."""

@@ -24,7 +24,7 @@ from rich.console import Console
 
 from prefetch_check.commands import COMMANDS
 from prefetch_check.commands.common import check_output_path, limit_defaults, output_console
-from prefetch_check.model.source.detect import CACHE_FILES
+from prefetch_check.sglang.locate import CACHE_FILES
 from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
 from prefetch_check.scenario.runner import Interrupted

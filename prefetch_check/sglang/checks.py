@@ -23,22 +23,23 @@ from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VI
 from prefetch_check.model.protocols import load_protocol
 from prefetch_check.scenario.errors import InputError
 from prefetch_check.model.protocols.poll.predicates import PredicateError
-from prefetch_check.model.source.detect import Shape, classify, detect_shape
 from prefetch_check.model.source.predicate import builtin_protocol, load_source_predicate, protocol_mismatch
-from prefetch_check.model.source.release_options import ReleaseOptions
 from prefetch_check.scenario.loader import Case, Scenario
 from prefetch_check.scenario.runner import Task, run_tasks
 from prefetch_check.sglang import followed, verdict_cache
 from prefetch_check.sglang.consequence import consequence
+from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.code_checks import CodeCheck, plan_code
 from prefetch_check.sglang.conformance_checks import ConformanceCheck, plan_conformance
 from prefetch_check.sglang.followed import Followed
-from prefetch_check.sglang.path_code import prefetch_path
 from prefetch_check.sglang.settings import non_default_settings
 from prefetch_check.sglang.versions import is_version
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.protocols import release_protocol
+from prefetch_check.sglang.release_options import ReleaseOptions
+from prefetch_check.sglang.shape import Shape
 from prefetch_check.sglang.storage_prefetch import NONE as NO_STORAGE_PREFETCH, has_storage_prefetch
+from prefetch_check.sglang.tree_shape import tree_shape
 from prefetch_check.sglang.trees import Tree
 
 TRANSCRIPTION = "fixed"  # our transcription of the releases' predicate, in each protocol
@@ -187,7 +188,9 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     if not has_storage_prefetch(files):
         row.status, row.note = NOT_MODELLED, NO_STORAGE_PREFETCH
         return row
-    shape = detect_shape(files, cache_class)
+    follows = follows if follows is not None else followed.shipped()
+    taken = tree_shape(files, cache_class, follows)
+    shape, row.path, row.path_differs = taken.shape, taken.path, taken.differing
     row.shape, row.family = shape, classify(shape)
     if CODE in engines:
         row.code = plan_code(tree.srt, shape)
@@ -195,9 +198,15 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
         row.status, row.note = NOT_ASKED, "the model was not asked (--engine code)"
         return row
     row.release = release = release_protocol(shape, row.family)
-    if CODE in engines and row.code.ran and release.modelled and release.protocol in CONFORMED:
-        cases = [(case.name, config) for case, config in _applied(scenarios.get(release.protocol, []), release)]
-        row.conformance = plan_conformance(tree.srt, release.options, cases, release.protocol,
+    # the model the tree's code is compared with: its own configuration, or for a tree the floor
+    # refuses, that of the followed release nearest its path (said in the row's note)
+    compared, nearest = release, ""
+    if not release.modelled and taken.nearest is not None:
+        nearest, near_shape = taken.nearest
+        compared = release_protocol(near_shape, classify(near_shape))
+    if CODE in engines and row.code.ran and compared.modelled and compared.protocol in CONFORMED:
+        cases = [(case.name, config) for case, config in _applied(scenarios.get(compared.protocol, []), compared)]
+        row.conformance = plan_conformance(tree.srt, compared.options, cases, compared.protocol,
                                            shape.predicate.value or "")
     elif release.protocol in CONFORMED:
         row.conformance.note = ("no conformance check: " + (row.code.note or "the code engine was not asked")
@@ -206,13 +215,14 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
         row.predicate = shape.predicate.value
         rel, _, qualname = shape.predicate.value.partition(":")
         row.predicate_spec = f"{tree.srt / rel}:{qualname}"
-    if shape.judged_class.value is not None:
-        follows = follows if follows is not None else followed.shipped()
-        row.path = prefetch_path(files, shape.judged_class.value)
-        row.path_differs = follows.differing(row.path)
-        if row.path_differs:  # the honest floor: never a verdict about code the model has not read
-            row.status, row.note = NOT_MODELLED, followed.refusal(row.path_differs, follows)
-            return row
+    if row.path_differs:  # the honest floor: never a verdict about code the model has not read
+        row.status, row.note = NOT_MODELLED, followed.refusal(row.path_differs, follows)
+        if row.conformance.planned and compared is not release:
+            row.note += f"; its code is compared with the model configured as {nearest}, the followed release nearest its path"
+        return row
+    if taken.unmatched:  # nor one about a mix of releases, whose configuration no release has
+        row.status, row.note = NOT_MODELLED, taken.unmatched
+        return row
     if not release.modelled:
         row.status, row.note = release.status, "; ".join(release.not_modelled)
         return row

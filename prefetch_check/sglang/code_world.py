@@ -16,8 +16,7 @@ import ast
 from pathlib import Path
 from typing import Optional
 
-CONTROLLER = "managers/cache_controller.py"
-FILES = {"UnifiedRadixCache": "mem_cache/unified_radix_cache.py", "HiRadixCache": "mem_cache/hiradix_cache.py"}
+from prefetch_check.sglang.locate import CACHE_FILES as FILES, CONTROLLER
 
 
 def _classes(path: Path) -> dict[str, ast.ClassDef]:

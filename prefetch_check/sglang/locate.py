@@ -24,6 +24,13 @@ PROTOCOL_FILES = (
     "mem_cache/unified_cache/component_type.py",
 )
 SRT = ("sglang", "srt")
+# the files that hold the cache classes and the controller (below sglang/srt/)
+HIRADIX = "mem_cache/hiradix_cache.py"
+UNIFIED = "mem_cache/unified_radix_cache.py"
+CONTROLLER = "managers/cache_controller.py"
+REGISTRY = "mem_cache/registry.py"
+SCHEDULER = "managers/scheduler.py"
+CACHE_FILES = {"HiRadixCache": HIRADIX, "UnifiedRadixCache": UNIFIED}
 
 
 def _is_srt(folder: Path) -> bool:

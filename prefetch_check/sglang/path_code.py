@@ -1,7 +1,7 @@
 """The code of a tree's prefetch path, function by function, each with a fingerprint.
 
 Why: the model answers for a tree through the few features the detector reads
-(model/source/detect.py); everything the patterns do not look at is taken to be the code of
+(detect.py); everything the patterns do not look at is taken to be the code of
 a release the model was checked against. That holds only where the tree's code IS that
 code, so every function of the prefetch path is fingerprinted here and compared with the
 releases the model follows (followed.py); one that differs from all of them means the
@@ -29,8 +29,8 @@ import copy
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Optional
 
-from prefetch_check.model.source.detect import CACHE_FILES, CONTROLLER
 from prefetch_check.sglang.code_digest import digest
+from prefetch_check.sglang.locate import CACHE_FILES, CONTROLLER
 
 HYBRID_CONTROLLER = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
 CONTROLLER_FILES = (CONTROLLER, HYBRID_CONTROLLER)

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from prefetch_check import __version__
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
-from prefetch_check.model.source.detect import UNKNOWN
+from prefetch_check.sglang.families import UNKNOWN
 from prefetch_check.sglang.checks import (
     ALL, CHECKED, DROPPED, TRANSCRIPTION, UPSTREAM, Finding, PropertyVerdict, ReleaseCheck,
 )

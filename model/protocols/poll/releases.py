@@ -1,6 +1,6 @@
 """Which configuration options model which SGLang releases: a release family -> its shape.
 
-The family names are those `model/source/detect.py:classify` gives a release's source
+The family names are those `prefetch_check/sglang/families.py:classify` gives a release's source
 (`seed`, `late2025`, `staged`, `staged-drain-threshold`), plus two the detector's family
 does not separate but the code does (its `tail_release` feature tells them apart, see
 `refine`): `seed-guarded` (0.5.1.post3) and `late2025-tail-twice` (0.5.2-0.5.5.post3).
@@ -72,7 +72,7 @@ FAMILIES: dict[str, ReleaseFamily] = {
     )
 }
 
-# The detector's tail_release values that tell a family's releases apart (model/source/detect.py).
+# The detector's tail_release values that tell a family's releases apart (prefetch_check/sglang/detect.py).
 _REFINED = {
     ("seed", "io-thread-direct-twice"): "seed-guarded",
     ("late2025", "io-thread-release-queue-twice"): "late2025-tail-twice",

@@ -1,6 +1,6 @@
 """Which ack-drain options a release's own source settles (SGLang 0.5.19 and later).
 
-`release_options(shape)` reads a `Shape` (model/source/detect.py) and gives the options of
+`release_options(shape)` reads a `Shape` (shape.py) and gives the options of
 `AckConfig` (config.py) that model the release's steps, each with the detection that settled
 it. Where the source shows something the protocol cannot represent, the answer is "not
 modelled: <what>" and no options: a verdict on steps the release does not have would hide
@@ -21,8 +21,8 @@ abort. The timeout's length is left out (the clock may fire at any time once it 
 
 from __future__ import annotations
 
-from prefetch_check.model.source.detect import Shape
-from prefetch_check.model.source.release_options import Reading, ReleaseOptions
+from prefetch_check.sglang.release_options import Reading, ReleaseOptions
+from prefetch_check.sglang.shape import Shape
 
 PROTOCOL = "ack-drain"
 

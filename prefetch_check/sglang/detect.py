@@ -8,193 +8,55 @@ upstream is read from the code itself, never guessed from the version number.
 
 `detect_shape(files)` takes the protocol files of one SGLang tree as text, keyed by their
 path below `sglang/srt/` (e.g. "mem_cache/hiradix_cache.py"), and returns a `Shape`: one
-`Feature` per named step, each with the evidence (file, line, what was seen). A feature
-whose pattern is not found has `value=None` and says what was looked for; `classify`
-then gives "unknown" rather than a family. Nothing is imported or executed.
+`Feature` per named step (shape.py), each with the evidence (file, line, what was seen). A
+feature whose pattern is not found has `value=None` and says what was looked for;
+`families.classify` then gives "unknown" rather than a family. Nothing is imported or
+executed (the `ast` readers: source_ast.py).
+
+Every value here is read from positive evidence (something present, at file:line). What a
+release does NOT have (no hit queue, no ACKs, only queue.Empty caught, no page counter, no
+abort barrier) is never read off a user's tree: that a piece is missing says nothing about
+what a tree does elsewhere. Those values are recorded for the releases the model follows when
+their fingerprints are built (release_record.py) and a tree gets them only where its whole
+prefetch path is one such release's (followed.py, tree_shape.py).
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, fields
-from typing import Callable, Iterable, Mapping, Optional
+from dataclasses import fields
+from typing import Mapping, Optional
 
-HIRADIX = "mem_cache/hiradix_cache.py"
-UNIFIED = "mem_cache/unified_radix_cache.py"
-CONTROLLER = "managers/cache_controller.py"
-REGISTRY = "mem_cache/registry.py"
-SCHEDULER = "managers/scheduler.py"
-CACHE_FILES = {"HiRadixCache": HIRADIX, "UnifiedRadixCache": UNIFIED}
+from prefetch_check.sglang.locate import CACHE_FILES, CONTROLLER, REGISTRY, SCHEDULER
+from prefetch_check.sglang.shape import Feature, Shape, unrecognised
+from prefetch_check.sglang.source_ast import (SourceFile, attrs, call_name, calls, mentions, parse_file, policy_branch,
+                                              reduce_ops)
 
-
-@dataclass(frozen=True)
-class Evidence:
-    """Where a feature was read: file below sglang/srt/, line, and what was seen there."""
-
-    file: str
-    line: int
-    seen: str
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line} {self.seen}"
-
-
-@dataclass(frozen=True)
-class Feature:
-    """One step of the protocol as the source has it; `value is None` means not recognised."""
-
-    value: Optional[str]
-    evidence: tuple[Evidence, ...] = ()
-    note: str = ""
-
-    @property
-    def recognised(self) -> bool:
-        return self.value is not None
-
-
-def unrecognised(looked_for: str) -> Feature:
-    return Feature(None, (), looked_for)
-
-
-@dataclass(frozen=True)
-class Shape:
-    """The protocol shape of one cache class of one SGLang tree (field docs: docs/sglang.md)."""
-
-    cache_class: Feature  # the class the factory builds for a dense hierarchical cache
-    judged_class: Feature  # the class whose steps the other features describe
-    predicate: Feature  # file:Class.method of the completion predicate to load
-    host_alloc: Feature  # "issue" | "hit"
-    hit_queue: Feature  # "yes" | "no"
-    revoke_queue: Feature  # "yes" | "no"
-    acks: Feature  # "ack+sync-thread" | "none"
-    check_collective: Feature  # "min-can-terminate" | "max-not-can-terminate-terminated" | "max-vote-pp0" | "vote-only-under-timeout"
-    threshold: Feature  # "prefetch-thread-clamped" | "prefetch-thread-raw" | "drain-raw" | "drain-clamped"
-    io_short_batch: Feature  # "stop" | "mark-terminate" | "keep-acking"
-    ack_match: Feature  # "rid" | "operation" | "n/a"
-    tail_release: Feature  # "<who>-<how>[-twice]": io-thread|drain x direct|release-queue
-    timeout: Feature  # "fixed" | "linear" | "linear-capped" | "admission-deadline"
-    storage_exceptions: Feature  # "queue-empty-only" | "caught"
-    write_order: Feature  # "count-then-write" | "write-then-count" | "write-then-ack"
-    abort_barrier: Feature  # "yes" | "no" | "no-abort-path"
-
-    def features(self) -> dict[str, Feature]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    def unrecognised(self) -> list[str]:
-        """'name: what was looked for' for every feature the source did not show."""
-        return [f"{name}: {feat.note}" for name, feat in self.features().items() if not feat.recognised]
-
-
-# ---------------------------------------------------------------- small ast helpers
-
-
-class _Tree:
-    """One parsed file: classes and functions by name, source lines for the evidence."""
-
-    def __init__(self, rel: str, text: str):
-        self.rel = rel
-        self.lines = text.splitlines()
-        self.module = ast.parse(text)
-        self.classes = {n.name: n for n in self.module.body if isinstance(n, ast.ClassDef)}
-        self.functions = {n.name: n for n in self.module.body if isinstance(n, ast.FunctionDef)}
-
-    def method(self, cls: str, name: str) -> Optional[ast.FunctionDef]:
-        node = self.classes.get(cls)
-        if node is None:
-            return None
-        found = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == name]
-        return found[-1] if found else None
-
-    def methods(self, cls: str) -> dict[str, ast.FunctionDef]:
-        node = self.classes.get(cls)
-        return {} if node is None else {n.name: n for n in node.body if isinstance(n, ast.FunctionDef)}
-
-    def ev(self, node: ast.AST, seen: str = "") -> Evidence:
-        line = getattr(node, "lineno", 0)
-        text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
-        return Evidence(self.rel, line, seen or text[:100])
-
-
-def _parse(files: Mapping[str, str], rel: str) -> Optional[_Tree]:
-    text = files.get(rel)
-    if text is None:
-        return None
-    try:
-        return _Tree(rel, text)
-    except SyntaxError:
-        return None
-
-
-def _calls(node: ast.AST, name: str) -> list[ast.Call]:
-    """Calls of `name(...)` or `x.name(...)` anywhere below node, in source order."""
-    out = []
-    for n in ast.walk(node):
-        if isinstance(n, ast.Call):
-            f = n.func
-            called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-            if called == name:
-                out.append(n)
-    return sorted(out, key=lambda n: (n.lineno, n.col_offset))
-
-
-def _attrs(node: ast.AST, name: str) -> list[ast.Attribute]:
-    out = [n for n in ast.walk(node) if isinstance(n, ast.Attribute) and n.attr == name]
-    return sorted(out, key=lambda n: (n.lineno, n.col_offset))
-
-
-def _mentions(node: ast.AST, word: str) -> bool:
-    return any(
-        (isinstance(n, ast.Attribute) and n.attr == word) or (isinstance(n, ast.Name) and n.id == word)
-        for n in ast.walk(node)
-    )
-
-
-def _reduce_ops(node: ast.AST) -> list[tuple[str, ast.AST]]:
-    """(MIN|MAX|..., node) for every `ReduceOp.X` named below node."""
-    out = [(n.attr, n) for n in ast.walk(node)
-           if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute) and n.value.attr == "ReduceOp"]
-    return sorted(out, key=lambda p: p[1].lineno)
-
-
-def _policy_branch(node: ast.AST, target: ast.AST) -> Optional[str]:
-    """The policy string of the innermost `if ... prefetch_stop_policy == "X"` holding target."""
-    found = None
-    for n in ast.walk(node):
-        if isinstance(n, ast.If) and isinstance(n.test, ast.Compare) and _mentions(n.test, "prefetch_stop_policy"):
-            consts = [c.value for c in ast.walk(n.test) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
-            if consts and any(target is m for s in n.body for m in ast.walk(s)):
-                found = consts[0]
-    return found
-
-
-def _first(*features: Callable[[], Feature]) -> Feature:
-    for make in features:
-        feat = make()
-        if feat.recognised:
-            return feat
-    return feat
+# what a feature read only as positive evidence says when the evidence is not there
+NOT_READ_AS_NO = ("; not seen, and an absence is not read as a value here (it is known only for the "
+                  "releases the model follows: prefetch_check/sglang/release_record.py)")
 
 
 # ---------------------------------------------------------------- the factory
 
 
 def _factory_class(files: Mapping[str, str]) -> Feature:
-    registry = _parse(files, REGISTRY)
+    registry = parse_file(files, REGISTRY)
     if registry is not None and "default_radix_cache_factory" in registry.functions:
         fn = registry.functions["default_radix_cache_factory"]
-        hi = _calls(fn, "HiRadixCache")
+        hi = calls(fn, "HiRadixCache")
         if hi:
             return Feature("HiRadixCache", (registry.ev(hi[0]),), "dense models; hybrid ones get UnifiedRadixCache")
-        uni = (_calls(fn, "_create_unified_radix_cache") or _calls(fn, "create_unified_radix_cache")
-               or _calls(fn, "UnifiedRadixCache"))
+        uni = (calls(fn, "_create_unified_radix_cache") or calls(fn, "create_unified_radix_cache")
+               or calls(fn, "UnifiedRadixCache"))
         if uni:
             last = [s for s in fn.body if isinstance(s, ast.Return)]
             node = last[-1] if last else uni[-1]
             return Feature("UnifiedRadixCache", (registry.ev(node),), "no HiRadixCache(...) left in the factory")
         return unrecognised("default_radix_cache_factory builds neither HiRadixCache nor UnifiedRadixCache")
-    scheduler = _parse(files, SCHEDULER)
+    scheduler = parse_file(files, SCHEDULER)
     if scheduler is not None:
-        hi = _calls(scheduler.module, "HiRadixCache")
+        hi = calls(scheduler.module, "HiRadixCache")
         if hi:
             return Feature("HiRadixCache", (scheduler.ev(hi[0]),), "built by the scheduler (no registry.py)")
         return unrecognised("scheduler.py constructs no HiRadixCache and there is no registry.py factory")
@@ -204,13 +66,13 @@ def _factory_class(files: Mapping[str, str]) -> Feature:
 # ---------------------------------------------------------------- per-feature detectors
 
 
-class _Reader:
+class Reader:
     """The parsed files of one tree and the cache class being judged."""
 
     def __init__(self, files: Mapping[str, str], cls: str):
         self.cls = cls
-        self.cache = _parse(files, CACHE_FILES[cls])
-        self.ctl = _parse(files, CONTROLLER)
+        self.cache = parse_file(files, CACHE_FILES[cls])
+        self.ctl = parse_file(files, CONTROLLER)
         self.methods = self.cache.methods(cls) if self.cache else {}
         self.ctl_methods = self.ctl.methods("HiCacheController") if self.ctl else {}
 
@@ -224,12 +86,12 @@ class _Reader:
         if check is None:
             return None
         for name in ("_can_terminate_prefetch", "can_terminate_prefetch"):
-            if _calls(check, name) and name in self.methods:
+            if calls(check, name) and name in self.methods:
                 return name
         return None
 
 
-def _predicate(r: _Reader) -> Feature:
+def _predicate(r: Reader) -> Feature:
     name = r.predicate_name()
     if name is None:
         return unrecognised(f"{r.cls}.check_prefetch_progress calling a can_terminate_prefetch method")
@@ -237,31 +99,31 @@ def _predicate(r: _Reader) -> Feature:
     return Feature(f"{r.cache.rel}:{r.cls}.{name}", (r.cache.ev(fn, f"def {name}"),))
 
 
-def _host_alloc(r: _Reader) -> Feature:
+def _host_alloc(r: Reader) -> Feature:
     issue = r.methods.get("prefetch_from_storage")
     if issue is None:
         return unrecognised(f"{r.cls}.prefetch_from_storage")
-    at_issue = [c for c in _calls(issue, "alloc") if _mentions(c.func, "mem_pool_host")]
+    at_issue = [c for c in calls(issue, "alloc") if mentions(c.func, "mem_pool_host")]
     if at_issue:
         return Feature("issue", (r.cache.ev(at_issue[0]),), "host slots reserved when the prefetch is issued")
     for fn in r.drains():
-        at_hit = [c for c in _calls(fn, "alloc") if _mentions(c.func, "mem_pool_host")]
-        at_hit = sorted(at_hit + _calls(fn, "allocate_storage_hit"), key=lambda c: c.lineno)
-        if at_hit and _mentions(fn, "prefetch_hit_queue"):
+        at_hit = [c for c in calls(fn, "alloc") if mentions(c.func, "mem_pool_host")]
+        at_hit = sorted(at_hit + calls(fn, "allocate_storage_hit"), key=lambda c: c.lineno)
+        if at_hit and mentions(fn, "prefetch_hit_queue"):
             return Feature("hit", (r.cache.ev(at_hit[0]),), "host slots reserved in the drain, sized to the agreed hits")
     return unrecognised("mem_pool_host.alloc in prefetch_from_storage or in a drain of prefetch_hit_queue")
 
 
-def _queue(r: _Reader, queue: str) -> Feature:
+def _queue(r: Reader, queue: str) -> Feature:
     if r.ctl is None:
         return unrecognised(f"{CONTROLLER}")
-    puts = [a for a in _attrs(r.ctl.module, queue)]
+    puts = [a for a in attrs(r.ctl.module, queue)]
     if puts:
         return Feature("yes", (r.ctl.ev(puts[0]),))
-    return Feature("no", (), f"no `{queue}` in {CONTROLLER}")
+    return unrecognised(f"`{queue}` in {CONTROLLER}{NOT_READ_AS_NO}")
 
 
-def _acks(r: _Reader) -> Feature:
+def _acks(r: Reader) -> Feature:
     if r.ctl is None:
         return unrecognised(f"{CONTROLLER}")
     ack = r.ctl.classes.get("PrefetchAck")
@@ -269,29 +131,29 @@ def _acks(r: _Reader) -> Feature:
     if ack is not None and sync is not None:
         return Feature("ack+sync-thread", (r.ctl.ev(ack, "class PrefetchAck"), r.ctl.ev(sync, "def prefetch_sync_thread_func")))
     if ack is None and sync is None:
-        return Feature("none", (), "no PrefetchAck class, no prefetch_sync_thread_func")
+        return unrecognised(f"PrefetchAck and prefetch_sync_thread_func in {CONTROLLER}{NOT_READ_AS_NO}")
     return unrecognised("PrefetchAck together with prefetch_sync_thread_func (only one of them found)")
 
 
-def _check_collective(r: _Reader) -> Feature:
+def _check_collective(r: Reader) -> Feature:
     check = r.methods.get("check_prefetch_progress")
     name = r.predicate_name()
     if check is None or name is None:
         return unrecognised(f"{r.cls}.check_prefetch_progress and its predicate")
     pred = r.methods[name]
-    in_check = [(op, n) for op, n in _reduce_ops(check)]
-    in_pred = [(op, n) for op, n in _reduce_ops(pred)]
-    pp_gate = [n for n in ast.walk(check) if isinstance(n, ast.Compare) and _mentions(n.left, "pp_rank")]
+    in_check = [(op, n) for op, n in reduce_ops(check)]
+    in_pred = [(op, n) for op, n in reduce_ops(pred)]
+    pp_gate = [n for n in ast.walk(check) if isinstance(n, ast.Compare) and mentions(n.left, "pp_rank")]
     if in_check and in_check[0][0] == "MAX" and pp_gate:
         return Feature("max-vote-pp0", (r.cache.ev(pp_gate[0]), r.cache.ev(in_check[0][1])),
                        "PP rank 0 computes is_terminated() or the predicate; MAX over the ranks")
-    if not in_check and in_pred and all(_policy_branch(pred, n) == "timeout" for _, n in in_pred):
+    if not in_check and in_pred and all(policy_branch(pred, n) == "timeout" for _, n in in_pred):
         op, node = in_pred[0]
         return Feature("vote-only-under-timeout", (r.cache.ev(node),),
                        f"{op} vote inside the timeout branch only; best_effort/wait_complete decide locally")
     pred_min = [n for op, n in in_pred if op == "MIN"]
     pred_max = [n for op, n in in_pred if op == "MAX"]
-    if pred_max and _mentions(pred, "is_terminated"):
+    if pred_max and mentions(pred, "is_terminated"):
         return Feature("max-not-can-terminate-terminated", (r.cache.ev(pred_max[0]),),
                        "MAX over [1 - can_terminate, terminated]")
     if pred_min and not pred_max:
@@ -299,7 +161,7 @@ def _check_collective(r: _Reader) -> Feature:
     return unrecognised("a MIN/MAX collective in the check or its predicate of a known shape")
 
 
-def _clamped(tree: _Tree, cls: str) -> Optional[ast.AST]:
+def _clamped(tree: SourceFile, cls: str) -> Optional[ast.AST]:
     """The `self.prefetch_threshold = max(..., page_size)` assignment of a class, if any."""
     node = tree.classes.get(cls)
     if node is None:
@@ -323,7 +185,7 @@ def _threshold_compares(fn: ast.AST) -> list[ast.Compare]:
     return sorted(out, key=lambda n: n.lineno)
 
 
-def _threshold(r: _Reader) -> Feature:
+def _threshold(r: Reader) -> Feature:
     thread = r.ctl_methods.get("prefetch_thread_func")
     if thread is not None:
         tests = _threshold_compares(thread)
@@ -342,15 +204,15 @@ def _threshold(r: _Reader) -> Feature:
     return unrecognised("`storage_hit_count < self.prefetch_threshold` in prefetch_thread_func or in a drain")
 
 
-def _io_short_batch(r: _Reader) -> Feature:
+def _io_short_batch(r: Reader) -> Feature:
     transfer = r.ctl_methods.get("_page_transfer") or r.ctl_methods.get("generic_page_transfer")
     if transfer is None:
         return unrecognised("HiCacheController._page_transfer (or generic_page_transfer)")
-    acks = _calls(transfer, "PrefetchAck")
+    acks = calls(transfer, "PrefetchAck")
     if acks:
         return Feature("keep-acking", (r.ctl.ev(acks[0]),),
                        "after a short or terminated batch it stops reading but still emits one ACK per batch")
-    marks = _calls(transfer, "mark_terminate")
+    marks = calls(transfer, "mark_terminate")
     if marks:
         return Feature("mark-terminate", (r.ctl.ev(marks[0]),), "a short batch marks the operation terminated")
     breaks = [n for n in ast.walk(transfer) if isinstance(n, ast.Break)]
@@ -359,18 +221,18 @@ def _io_short_batch(r: _Reader) -> Feature:
     return unrecognised(f"a break, mark_terminate() or PrefetchAck(...) in {transfer.name}")
 
 
-def _ack_match(r: _Reader, acks: Feature) -> Feature:
-    if acks.value == "none":
-        return Feature("n/a", (), "no ACKs")
+def _ack_match(r: Reader, acks: Feature) -> Feature:
+    if not acks.recognised:
+        return unrecognised(f"the ACK drain's test, with ACKs seen{NOT_READ_AS_NO}")
     for fn in r.drains():
-        if not _mentions(fn, "ack_prefetch_queue"):
+        if not mentions(fn, "ack_prefetch_queue"):
             continue
         identity = [n for n in ast.walk(fn) if isinstance(n, ast.Compare) and any(isinstance(o, ast.Is) for o in n.ops)
-                    and _mentions(n, "operation")]
+                    and mentions(n, "operation")]
         if identity:
             return Feature("operation", (r.cache.ev(identity[0]),), "an ACK applies only to the very operation in ongoing_prefetch")
         by_rid = [n for n in ast.walk(fn) if isinstance(n, ast.Compare) and any(isinstance(o, ast.In) for o in n.ops)
-                  and _mentions(n, "request_id") and _mentions(n, "ongoing_prefetch")]
+                  and mentions(n, "request_id") and mentions(n, "ongoing_prefetch")]
         if by_rid:
             return Feature("rid", (r.cache.ev(by_rid[0]),), "an ACK applies when its request id is in ongoing_prefetch")
     return unrecognised("the ACK drain's test (`rid in ongoing_prefetch` or `info.operation is operation`)")
@@ -379,8 +241,8 @@ def _ack_match(r: _Reader, acks: Feature) -> Feature:
 def _is_tail(node: ast.AST) -> bool:
     """`X.host_indices[X.completed_tokens:]`: the slots past what was loaded."""
     return (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and node.slice.upper is None
-            and node.slice.lower is not None and _mentions(node.slice.lower, "completed_tokens")
-            and _mentions(node.value, "host_indices"))
+            and node.slice.lower is not None and mentions(node.slice.lower, "completed_tokens")
+            and mentions(node.value, "host_indices"))
 
 
 def _tail_slices(fn: ast.AST) -> list[ast.Call]:
@@ -388,16 +250,16 @@ def _tail_slices(fn: ast.AST) -> list[ast.Call]:
     names = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) and _is_tail(n.value)
              for t in n.targets if isinstance(t, ast.Name)}
     out = []
-    for call in _calls(fn, "free") + _calls(fn, "append_host_mem_release"):
+    for call in calls(fn, "free") + calls(fn, "append_host_mem_release"):
         for arg in list(call.args) + [k.value for k in call.keywords]:
             if _is_tail(arg) or (isinstance(arg, ast.Name) and arg.id in names):
                 out.append(call)
     return out
 
 
-def _tail_release(r: _Reader) -> Feature:
+def _tail_release(r: Reader) -> Feature:
     io_names = ("_page_transfer", "prefetch_io_aux_func", "generic_page_transfer", "zerocopy_page_transfer")
-    found: list[tuple[str, _Tree, ast.Call]] = []
+    found: list[tuple[str, SourceFile, ast.Call]] = []
     for name in io_names:
         if name in r.ctl_methods:
             found += [("io-thread", r.ctl, c) for c in _tail_slices(r.ctl_methods[name])]
@@ -407,7 +269,7 @@ def _tail_release(r: _Reader) -> Feature:
     if not found:
         return unrecognised("a release of host_indices[completed_tokens:] in the IO thread or the ACK drain")
     whos = {w for w, _, _ in found}
-    hows = {("direct" if _call_name(c) == "free" else "release-queue") for _, _, c in found}
+    hows = {("direct" if call_name(c) == "free" else "release-queue") for _, _, c in found}
     if len(whos) != 1 or len(hows) != 1:
         return unrecognised("the tail [completed, L) released in one consistent way")
     value = f"{whos.pop()}-{hows.pop()}" + ("-twice" if len(found) > 1 else "")
@@ -415,35 +277,32 @@ def _tail_release(r: _Reader) -> Feature:
                    "released twice for one operation" if len(found) > 1 else "")
 
 
-def _call_name(call: ast.Call) -> str:
-    f = call.func
-    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
 
 
-def _timeout(r: _Reader) -> Feature:
+def _timeout(r: Reader) -> Feature:
     name = r.predicate_name()
     if name is None:
         return unrecognised("the completion predicate")
     pred = r.methods[name]
-    deadline = _calls(pred, "_prefetch_deadline_expired")
+    deadline = calls(pred, "_prefetch_deadline_expired")
     if deadline:
         return Feature("admission-deadline", (r.cache.ev(deadline[0]),),
                        "clock starts at the first waiting check; budget from the requested tokens")
     linear = r.methods.get("_prefetch_timeout_check_linear_func")
-    uses_linear = _calls(pred, "_prefetch_timeout_check_linear_func") or _attrs(pred, "is_prefetch_timeout")
+    uses_linear = calls(pred, "_prefetch_timeout_check_linear_func") or attrs(pred, "is_prefetch_timeout")
     if linear is not None and uses_linear:
-        caps = [c for c in _calls(linear, "min") if _mentions(c, "max")]
+        caps = [c for c in calls(linear, "min") if mentions(c, "max")]
         if caps:
             return Feature("linear-capped", (r.cache.ev(caps[0]),), "min(max, base + per_ki_token * tokens / 1024)")
         return Feature("linear", (r.cache.ev(linear, "def _prefetch_timeout_check_linear_func"),),
                        "base + len(hash_value) * per_page, no cap")
-    fixed = _attrs(pred, "prefetch_timeout")
+    fixed = attrs(pred, "prefetch_timeout")
     if fixed:
         return Feature("fixed", (r.cache.ev(fixed[0]),), "now - start_time > a constant")
     return unrecognised("a timeout test in the predicate (fixed, linear function or admission deadline)")
 
 
-def _storage_exceptions(r: _Reader) -> Feature:
+def _storage_exceptions(r: Reader) -> Feature:
     names = ("prefetch_thread_func", "prefetch_io_aux_func", "_page_transfer")
     present = [r.ctl_methods[n] for n in names if n in r.ctl_methods]
     if not present:
@@ -451,54 +310,52 @@ def _storage_exceptions(r: _Reader) -> Feature:
     caught = []
     for fn in present:
         for n in ast.walk(fn):
-            if isinstance(n, ast.ExceptHandler) and (n.type is None or _mentions(n.type, "Exception")):
+            if isinstance(n, ast.ExceptHandler) and (n.type is None or mentions(n.type, "Exception")):
                 caught.append(n)
     if caught:
         return Feature("caught", tuple(r.ctl.ev(n) for n in caught[:3]), "storage errors are caught in the thread")
     finals = [n for fn in present for n in ast.walk(fn) if isinstance(n, ast.Try) and n.finalbody]
     if finals:
         return Feature("finally-only", (r.ctl.ev(finals[0]),), "completion is emitted in a finally; errors still end the thread")
-    return Feature("queue-empty-only", (), "only queue.Empty is caught: any other exception ends the thread on that rank")
+    return unrecognised(f"`except Exception` or a `finally` in {', '.join(fn.name for fn in present)}{NOT_READ_AS_NO}")
 
 
-def _write_order(r: _Reader) -> Feature:
+def _write_order(r: Reader) -> Feature:
     getter = r.ctl_methods.get("_generic_page_get") or r.ctl_methods.get("generic_page_transfer")
     if getter is None:
         return unrecognised("HiCacheController._generic_page_get (or generic_page_transfer)")
-    writes = _calls(getter, "set_from_flat_data_page")
-    counts = _calls(getter, "increment")
+    writes = calls(getter, "set_from_flat_data_page")
+    counts = calls(getter, "increment")
     if not writes:
         return unrecognised(f"set_from_flat_data_page in {getter.name}")
     if not counts:
-        return Feature("write-then-ack", (r.ctl.ev(writes[0]),), "pages are counted by the returned number; ACKs carry it")
+        return unrecognised(f"the `increment` of completed tokens in {getter.name}{NOT_READ_AS_NO}")
     if counts[0].lineno < writes[0].lineno:
         return Feature("count-then-write", (r.ctl.ev(counts[0]), r.ctl.ev(writes[0])),
                        "completed_tokens grows before the page's data is written")
     return Feature("write-then-count", (r.ctl.ev(writes[0]), r.ctl.ev(counts[0])))
 
 
-def _abort_barrier(r: _Reader) -> Feature:
+def _abort_barrier(r: Reader) -> Feature:
     abort = r.methods.get("release_aborted_request")
-    if abort is None:
-        return Feature("no-abort-path", (), f"no {r.cls}.release_aborted_request")
-    barriers = _calls(abort, "barrier") + _calls(abort, "_barrier_attn_groups")
+    barriers = (calls(abort, "barrier") + calls(abort, "_barrier_attn_groups")) if abort is not None else []
     if barriers:
         return Feature("yes", (r.cache.ev(barriers[0]),), "the abort path waits in a TP barrier")
-    return Feature("no", (r.cache.ev(abort, "def release_aborted_request"),))
+    return unrecognised(f"a barrier in {r.cls}.release_aborted_request{NOT_READ_AS_NO}")
 
 
-# ---------------------------------------------------------------- the shape and its family
+# ---------------------------------------------------------------- the shape
 
 
 def detect_shape(files: Mapping[str, str], cache_class: Optional[str] = None) -> Shape:
     """The shape of `cache_class` (default: the class the factory builds) in these files."""
     built = _factory_class(files)
     judged = cache_class or built.value
-    if judged not in CACHE_FILES or _parse(files, CACHE_FILES.get(judged, "")) is None:
+    if judged not in CACHE_FILES or parse_file(files, CACHE_FILES.get(judged, "")) is None:
         missing = unrecognised(f"the cache class to judge ({judged or 'the factory'}: "
                                f"{CACHE_FILES.get(judged, 'HiRadixCache or UnifiedRadixCache')} not readable)")
         return Shape(built, missing, *([missing] * (len(fields(Shape)) - 2)))
-    r = _Reader(files, judged)
+    r = Reader(files, judged)
     if judged not in r.cache.classes:
         missing = unrecognised(f"class {judged} in {r.cache.rel}")
         return Shape(built, missing, *([missing] * (len(fields(Shape)) - 2)))
@@ -523,43 +380,3 @@ def detect_shape(files: Mapping[str, str], cache_class: Optional[str] = None) ->
         write_order=_write_order(r),
         abort_barrier=_abort_barrier(r),
     )
-
-
-# What each release family requires; features not named here may vary inside a family.
-FAMILIES: tuple[tuple[str, dict[str, Iterable[str]]], ...] = (
-    ("seed", dict(judged_class={"HiRadixCache"}, host_alloc={"issue"}, acks={"none"}, revoke_queue={"yes"},
-                  hit_queue={"no"}, check_collective={"min-can-terminate"}, io_short_batch={"stop"},
-                  threshold={"prefetch-thread-clamped"})),
-    ("late2025", dict(judged_class={"HiRadixCache"}, host_alloc={"issue"}, acks={"none"}, revoke_queue={"yes"},
-                      hit_queue={"no"}, check_collective={"max-not-can-terminate-terminated"},
-                      io_short_batch={"mark-terminate"}, threshold={"prefetch-thread-clamped"})),
-    ("staged", dict(judged_class={"HiRadixCache"}, host_alloc={"hit"}, acks={"none"}, revoke_queue={"yes"},
-                    hit_queue={"yes"}, check_collective={"max-not-can-terminate-terminated"},
-                    io_short_batch={"mark-terminate"}, threshold={"prefetch-thread-clamped"})),
-    ("staged-drain-threshold", dict(judged_class={"HiRadixCache"}, host_alloc={"hit"}, acks={"none"},
-                                    revoke_queue={"no"}, hit_queue={"yes"},
-                                    check_collective={"max-not-can-terminate-terminated"},
-                                    io_short_batch={"mark-terminate"}, threshold={"drain-raw"})),
-    ("ack-drain-hiradix", dict(judged_class={"HiRadixCache"}, host_alloc={"hit"}, acks={"ack+sync-thread"},
-                               revoke_queue={"no"}, hit_queue={"yes"}, check_collective={"max-vote-pp0"},
-                               io_short_batch={"keep-acking"}, threshold={"drain-raw"},
-                               tail_release={"drain-direct"})),
-    ("unified", dict(judged_class={"UnifiedRadixCache"}, host_alloc={"hit"}, acks={"ack+sync-thread"},
-                     revoke_queue={"no"}, hit_queue={"yes"}, check_collective={"vote-only-under-timeout"},
-                     io_short_batch={"keep-acking"}, threshold={"drain-raw"}, tail_release={"drain-release-queue"},
-                     timeout={"linear"})),
-    ("unified-deadline", dict(judged_class={"UnifiedRadixCache"}, host_alloc={"hit"}, acks={"ack+sync-thread"},
-                              revoke_queue={"no"}, hit_queue={"yes"}, check_collective={"vote-only-under-timeout"},
-                              io_short_batch={"keep-acking"}, threshold={"drain-raw"},
-                              tail_release={"drain-release-queue"}, timeout={"admission-deadline"})),
-)
-UNKNOWN = "unknown"
-
-
-def classify(shape: Shape) -> str:
-    """The release family whose every required feature the shape has, else "unknown"."""
-    feats = shape.features()
-    for family, required in FAMILIES:
-        if all(feats[name].value in set(values) for name, values in required.items()):
-            return family
-    return UNKNOWN

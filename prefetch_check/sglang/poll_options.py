@@ -1,6 +1,6 @@
 """Which predicate-poll options a release's own source settles (SGLang 0.5.1 to 0.5.18).
 
-The counterpart of model/protocols/ack_drain/releases.py for the predicate-poll protocol.
+The counterpart of ack_drain_options.py for the predicate-poll protocol.
 Each rule below maps a detected feature value to options of `poll.config.Config`. A rule
 whose option the Config does not have (yet) makes the row "not modelled yet" instead of a
 verdict on late2025's steps; the rules already name the options of the release shapes the
@@ -19,8 +19,8 @@ from __future__ import annotations
 import dataclasses
 
 from prefetch_check.model.protocols.poll.config import Config
-from prefetch_check.model.source.detect import Shape
-from prefetch_check.model.source.release_options import Reading, ReleaseOptions
+from prefetch_check.sglang.release_options import Reading, ReleaseOptions
+from prefetch_check.sglang.shape import Shape
 
 PROTOCOL = "predicate-poll"
 CONFIG_FIELDS = {f.name: f.default for f in dataclasses.fields(Config)}

@@ -4,7 +4,7 @@ Why a value of its own: a verdict on a real release is only worth something when
 the model has a choice for is the release's own, so each option carries the detection that
 settled it (shown in the row), and anything the model cannot represent stops the row with
 "not modelled: <what>" instead of a verdict on another release's steps. The protocols'
-`releases.py` modules fill it from a `Shape` (model/source/detect.py).
+mappings (poll_options.py, ack_drain_options.py) fill it from a `Shape` (shape.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from prefetch_check.model.source.detect import Evidence, Shape
+from prefetch_check.sglang.shape import Evidence, Shape
 
 
 @dataclass(frozen=True)
