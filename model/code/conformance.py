@@ -24,7 +24,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Optional
 
-from prefetch_check.model.code.conformance_configs import Unsupported, code_config, config_from_json, unsupported
+from prefetch_check.model.code.conformance_configs import (RELEASE_STORAGE_BATCH_SIZE, Unsupported, code_config,
+                                                           config_from_json, unsupported)
 from prefetch_check.model.code.conformance_run import ConformRun
 from prefetch_check.model.engine.readable import ReadableModel
 from prefetch_check.model.protocols.ack_drain import refinement
@@ -237,6 +238,38 @@ def reachable_schedules(model, budget: int, cover: str = "local",
     return paths, seen, len(local)
 
 
+THREAD_ORDER = ("S", "P", "I", "Y", "C")
+
+
+def greedy_schedules(model, count: int, cap: int = 5_000) -> list[list[str]]:
+    """`count` whole runs of the model, for a configuration too long to search breadth-first (a
+    request of more pages than one storage batch): run p prefers the threads in THREAD_ORDER
+    rotated by p (lowest rank first) and takes, at every state, the first step into a state the
+    run has not been in; it ends where there is none (the end, or a cycle closed)."""
+    start = model.initial_states()[0]
+    out = []
+    for p in range(count):
+        order = THREAD_ORDER[p % len(THREAD_ORDER):] + THREAD_ORDER[: p % len(THREAD_ORDER)]
+        rank_first = p // len(THREAD_ORDER) % 2 == 1  # the second lap prefers the highest rank
+
+        def preference(step, order=order, rank_first=rank_first):
+            action = step[0]
+            where = order.index(action.thread) if action.thread in order else len(order)
+            return (where, -action.rank if rank_first else action.rank)
+
+        state, seen, ids = start, {start}, []
+        while len(ids) < cap:
+            nxt = next(((a, t) for a, t in sorted(model.successors(state), key=preference) if t not in seen), None)
+            if nxt is None:
+                break
+            ids.append(nxt[0].id)
+            state = nxt[1]
+            seen.add(state)
+        if ids not in out:
+            out.append(ids)
+    return out
+
+
 @dataclass
 class Conformance:
     """What the conformance check did for one configuration, and the first divergence."""
@@ -261,7 +294,8 @@ class Conformance:
 def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedules: list[list[str]] = (),
           cover: str = "local", near: Optional[int] = None) -> Conformance:
     """Replay the given schedules, then the paths to the model's rank-local views up to
-    `budget` states (0: none); stop at the first divergence."""
+    `budget` states (0: none), or with cover "runs" `budget` whole runs (greedy_schedules);
+    stop at the first divergence."""
     start = time.monotonic()
     result = Conformance(name, cover, counterexamples=len(schedules))
     why = unsupported(cfg)
@@ -270,7 +304,9 @@ def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedu
         return result
     model = ReadableModel(protocol_cls(cfg, "fixed"))
     todo = [list(s) for s in schedules]
-    if budget:
+    if budget and cover == "runs":
+        todo += greedy_schedules(model, budget)
+    elif budget:
         paths, result.model_states, result.local_views = reachable_schedules(model, budget, cover, near)
         todo += paths
     compared: set = set()
@@ -320,11 +356,11 @@ def counterexample_schedules(protocol_cls, cfg: AckConfig) -> list[list[str]]:
 def serve(executor, request: dict) -> dict:
     """The child's side: {"configs": [{"name", "config", "budget", "cover", "near", "counterexamples",
     "mutant"}]}."""
-    answers = []
+    answers, originals = [], {}
     for item in request["configs"]:
         cfg = config_from_json(item["config"])
         cls = protocol_class(item.get("mutant", ""))
-        _batch_size(executor, cfg.storage_batch_size)
+        _batch_size(executor, cfg.storage_batch_size, originals)
         schedules = []
         if item.get("counterexamples") and not unsupported(cfg):
             schedules = counterexample_schedules(cls, cfg)
@@ -333,11 +369,16 @@ def serve(executor, request: dict) -> dict:
     return {"conformance": answers}
 
 
-def _batch_size(executor, size: int) -> None:
-    """The tree's STORAGE_BATCH_SIZE set to the model's (a constant of the world, 128 upstream)."""
-    for mod in executor.modules.values():
+def _batch_size(executor, size: int, originals: dict) -> None:
+    """The tree's STORAGE_BATCH_SIZE as this configuration needs it. The model's size is the
+    followed releases' constant (RELEASE_STORAGE_BATCH_SIZE, hicache_storage.py) unless the
+    configuration sets another; only then is the tree's constant replaced (a smaller world that
+    says nothing of the constant). Otherwise the tree keeps its own, so an edited constant
+    shows as a divergence. `originals` keeps the tree's values across configurations."""
+    for name, mod in executor.modules.items():
         if "STORAGE_BATCH_SIZE" in mod.__dict__:
-            mod.__dict__["STORAGE_BATCH_SIZE"] = size
+            originals.setdefault(name, mod.__dict__["STORAGE_BATCH_SIZE"])
+            mod.__dict__["STORAGE_BATCH_SIZE"] = size if size != RELEASE_STORAGE_BATCH_SIZE else originals[name]
 
 
 def _plain(v):

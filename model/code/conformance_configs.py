@@ -67,13 +67,19 @@ def unsupported(cfg: AckConfig) -> str:
 
 
 E = frozenset()
+# STORAGE_BATCH_SIZE as every followed release has it (mem_cache/hicache_storage.py, 0.5.19-0.5.23);
+# the model's default (AckConfig.storage_batch_size). A configuration with another size replaces the
+# tree's constant; one with this size leaves the tree its own (conformance._batch_size).
+RELEASE_STORAGE_BATCH_SIZE = AckConfig.__dataclass_fields__["storage_batch_size"].default
 
 
 @dataclass(frozen=True)
 class Budget:
     """One small configuration whose reachable states are replayed on the code: the first path to
     every new rank-local view up to `states` states, every step out of the first `near` ones, and
-    with cover "steps" every step out of a state with a view of all ranks not seen before."""
+    with cover "steps" every step out of a state with a view of all ranks not seen before; with
+    cover "runs", `states` whole runs instead (conformance.greedy_schedules), for a request too
+    long to search."""
 
     name: str
     config: dict  # AckConfig keywords, before the release's options
@@ -93,6 +99,8 @@ BUDGETS: tuple[Budget, ...] = (
            dict(requests=(Request(pages=2, hits=(2,), failing=(E,), abort_round=1),), storage_batch_size=1),
            20_000, 300),
     Budget("1 rank x 2 requests", dict(ranks=1, requests=2, pages=1), 20_000, 300),
+    Budget(f"1 rank x 1 request of {RELEASE_STORAGE_BATCH_SIZE + 1} pages (one storage batch and one page)",
+           dict(ranks=1, pages=RELEASE_STORAGE_BATCH_SIZE + 1), 10, 0, "runs"),
     Budget("2 ranks, rank 1's storage query raises",
            dict(requests=(Request(pages=2, hits=(2, 2), failing=(E, E), query_raises=(False, True)),)), 20_000, 300),
 )
