@@ -42,7 +42,7 @@ def code_config(cfg: AckConfig) -> CodeConfig:
         ranks=cfg.ranks, requests=cfg.num_requests, pages=first.pages, page_size=cfg.page_size, policy=cfg.policy,
         hits=tuple(first.hits), failing=tuple(tuple(sorted(f)) for f in first.failing),
         query_raises=tuple(first.query_raises), threshold_pages=cfg.prefetch_threshold // cfg.page_size,
-        reissue=any(q.readmits for q in cfg.requests))
+        reissue=any(q.readmits for q in cfg.requests), host_pages=cfg.host_pages[0] if cfg.host_pages else None)
 
 
 def unsupported(cfg: AckConfig) -> str:
@@ -60,7 +60,12 @@ def unsupported(cfg: AckConfig) -> str:
     if any(q.readmits > 1 for q in cfg.requests):
         return "more than one readmission (the host pool has room for two prefetches)"
     if any(p is not None for p in cfg.host_pages):
-        return "host_pages (a short pool: the allocation evicts first, tree_core.drive_host_eviction, not modelled)"
+        # the model's host_pages is the room one prefetch gets; the code's pool is shared: equal
+        # only for one prefetch at a time on a pool of that size, every rank alike
+        if len(set(cfg.host_pages)) > 1:
+            return "host_pages that differ between ranks (the executor's pools are all one size)"
+        if cfg.num_requests > 1 or any(q.readmits for q in cfg.requests):
+            return "host_pages with more than one prefetch (the model's room is per prefetch, the code's pool shared)"
     if cfg.prefetch_threshold % cfg.page_size:
         return "a threshold that is not whole pages"
     return ""
@@ -99,6 +104,10 @@ BUDGETS: tuple[Budget, ...] = (
            dict(requests=(Request(pages=2, hits=(2,), failing=(E,), abort_round=1),), storage_batch_size=1),
            20_000, 300),
     Budget("1 rank x 2 requests", dict(ranks=1, requests=2, pages=1), 20_000, 300),
+    Budget("1 rank, a host pool of 1 page for 2 (a partial allocation)", dict(ranks=1, pages=2, host_pages=(1,)),
+           20_000, 20_000),
+    Budget("1 rank, no host pool (the allocation fails: revoked)", dict(ranks=1, pages=2, host_pages=(0,)),
+           20_000, 20_000),
     Budget(f"1 rank x 1 request of {RELEASE_STORAGE_BATCH_SIZE + 1} pages (one storage batch and one page)",
            dict(ranks=1, pages=RELEASE_STORAGE_BATCH_SIZE + 1), 10, 0, "runs"),
     Budget("2 ranks, rank 1's storage query raises",

@@ -88,7 +88,8 @@ class Run:
         cc.prefetch_completion_sync_groups = [self.groups["Y-completion"]] if multi else []
         cc.host_memory_mode = "cache"
         cc.prefetch_threshold = max(cfg.threshold_pages * page, page)
-        cc.prefetch_capacity_limit = pool.size  # never rate-limited unless the pool is exhausted
+        # room for every request's tokens: never rate-limited, even with a short pool (host_pages)
+        cc.prefetch_capacity_limit = cfg.needed_pages() * page
         cc.prefetch_tokens_occupied = 0
         cc.host_write_staged_tokens_fn = None
         cc.pp_prefetch_command_group = None
