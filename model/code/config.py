@@ -23,6 +23,7 @@ class CodeConfig:
     hits: Optional[tuple[int, ...]] = None  # stored leading pages per rank (None: all)
     failing: Optional[tuple[tuple[int, ...], ...]] = None  # unreadable pages per rank
     query_raises: Optional[tuple[bool, ...]] = None  # the existence query raises on that rank
+    raising_reads: Optional[tuple[tuple[int, ...], ...]] = None  # per rank: a batch read starting at one of these pages raises
     host_pages: Optional[int] = None  # host pool size in pages (None: room for every request)
     threshold_pages: int = 1  # the tree's prefetch_threshold, in pages
     reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
@@ -34,7 +35,7 @@ class CodeConfig:
             raise ValueError(f"policy {self.policy!r}: the executor runs {', '.join(POLICIES)}")
         if self.world not in WORLDS:
             raise ValueError(f"world {self.world!r}: the executor has {', '.join(WORLDS)}")
-        for name in ("hits", "failing", "query_raises"):
+        for name in ("hits", "failing", "query_raises", "raising_reads"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
                 raise ValueError(f"{name} gives {len(value)} ranks, the configuration has {self.ranks}")
@@ -48,6 +49,9 @@ class CodeConfig:
     def raises_of(self, rank: int) -> bool:
         return bool(self.query_raises[rank]) if self.query_raises is not None else False
 
+    def raising_reads_of(self, rank: int) -> frozenset[int]:
+        return frozenset(self.raising_reads[rank]) if self.raising_reads is not None else frozenset()
+
     def pool_pages(self) -> int:
         """Room for every request (twice with reissue: the first fetch stays in the tree)."""
         return self.host_pages if self.host_pages is not None else self.pages * self.requests * (2 if self.reissue else 1)
@@ -57,7 +61,8 @@ class CodeConfig:
 
     def undisturbed(self) -> bool:
         """No short read, no exception, no abort: wait_complete must then deliver the agreed hits."""
-        return self.abort_round is None and not any(self.failing_of(r) or self.raises_of(r) for r in range(self.ranks))
+        return self.abort_round is None and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
+                                                    for r in range(self.ranks))
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

@@ -42,7 +42,9 @@ def code_config(cfg: AckConfig) -> CodeConfig:
         ranks=cfg.ranks, requests=cfg.num_requests, pages=first.pages, page_size=cfg.page_size, policy=cfg.policy,
         hits=tuple(first.hits), failing=tuple(tuple(sorted(f)) for f in first.failing),
         query_raises=tuple(first.query_raises), threshold_pages=cfg.prefetch_threshold // cfg.page_size,
-        reissue=any(q.readmits for q in cfg.requests), host_pages=cfg.host_pages[0] if cfg.host_pages else None)
+        reissue=any(q.readmits for q in cfg.requests), host_pages=cfg.host_pages[0] if cfg.host_pages else None,
+        raising_reads=tuple(tuple(sorted(b * cfg.storage_batch_size for b in raising)) for raising in first.batch_raises)
+        if any(first.batch_raises) else None)
 
 
 def unsupported(cfg: AckConfig) -> str:
@@ -53,10 +55,9 @@ def unsupported(cfg: AckConfig) -> str:
         return f"policy {cfg.policy}: the executor's clock does not move"
     first = cfg.requests[0]
     for q in cfg.requests:
-        if (q.pages, q.hits, q.failing, q.query_raises) != (first.pages, first.hits, first.failing, first.query_raises):
-            return "requests that differ in pages, hits, failing pages or raising queries"
-    if any(any(q.batch_raises) for q in cfg.requests):
-        return "batch reads that raise (the storage stand-in's reads do not raise)"
+        if (q.pages, q.hits, q.failing, q.query_raises, q.batch_raises) != (
+                first.pages, first.hits, first.failing, first.query_raises, first.batch_raises):
+            return "requests that differ in pages, hits, failing pages, raising queries or raising reads"
     if any(q.readmits > 1 for q in cfg.requests):
         return "more than one readmission (the host pool has room for two prefetches)"
     if any(p is not None for p in cfg.host_pages):
@@ -110,6 +111,9 @@ BUDGETS: tuple[Budget, ...] = (
            20_000, 20_000),
     Budget(f"1 rank x 1 request of {RELEASE_STORAGE_BATCH_SIZE + 1} pages (one storage batch and one page)",
            dict(ranks=1, pages=RELEASE_STORAGE_BATCH_SIZE + 1), 10, 0, "runs"),
+    Budget("1 rank, its read of batch 1 raises, a batch per page",
+           dict(requests=(Request(pages=2, hits=(2,), failing=(E,), batch_raises=(frozenset({1}),)),),
+                storage_batch_size=1), 20_000, 20_000),
     Budget("2 ranks, rank 1's storage query raises",
            dict(requests=(Request(pages=2, hits=(2, 2), failing=(E, E), query_raises=(False, True)),)), 20_000, 300),
 )

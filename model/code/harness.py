@@ -130,7 +130,8 @@ class Run:
         """Rank i's host pool, host tree and storage backend, as the configuration says."""
         cfg, page = self.config, self.config.page_size
         pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
-        storage = StorageBackend(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page)
+        storage = StorageBackend(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page,
+                                 cfg.raising_reads_of(i))
         return pool, TreeCore(self.world, i, pool, page), storage
 
     def _queues(self, cc, i: int, names: tuple[str, ...]) -> None:
