@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
-POLICIES = ("wait_complete", "best_effort")  # timeout needs the virtual clock to move: not yet
+POLICIES = ("wait_complete", "best_effort", "timeout")  # timeout only with driven_clock (below)
 WORLDS = ("ack-drain", "poll")  # ack-drain: UnifiedRadixCache 0.5.19+; poll: HiRadixCache 0.5.1-0.5.18
 
 
@@ -28,11 +28,14 @@ class CodeConfig:
     threshold_pages: int = 1  # the tree's prefetch_threshold, in pages
     reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
     abort_round: Optional[int] = None  # in this scheduler round every waiting request is aborted instead of checked
+    driven_clock: bool = False  # something moves the clock (the conformance check); else it stands still
     world: str = "ack-drain"  # which world the tree's classes run in (chosen by the tree's shape, see WORLDS)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise ValueError(f"policy {self.policy!r}: the executor runs {', '.join(POLICIES)}")
+        if self.policy == "timeout" and not self.driven_clock:
+            raise ValueError("policy 'timeout': the executor's clock stands still unless the conformance check moves it")
         if self.world not in WORLDS:
             raise ValueError(f"world {self.world!r}: the executor has {', '.join(WORLDS)}")
         for name in ("hits", "failing", "query_raises", "raising_reads"):

@@ -128,11 +128,18 @@ def replay(executor, model, states: list, actions: list) -> Replayed:
             k = at["k"]
             if k == len(actions):
                 return None
-            if views[k] == views[k + 1]:  # the model step changes nothing the mapping sees
+            a = actions[k]
+            if views[k] == views[k + 1] and a.thread != "C":  # the model step changes nothing the mapping sees
                 at["k"] += 1
                 out.matched += 1
                 continue
-            a = actions[k]
+            if a.thread == "C":  # the model's timeout clock fires: so does the rank's clock in the code
+                run.clock.fire(a.rank)
+                if views[k] != views[k + 1]:
+                    raise Unsupported(f"model step {a.id} changes what the mapping sees: {_changed(views[k], views[k + 1])}")
+                at["k"] += 1
+                out.matched += 1
+                continue
             if a.thread not in CODE_THREAD:
                 raise Unsupported(f"model step {a.id}: the executor has no thread {a.thread}")
             at["running"], at["count"], at["placed"] = threads[f"{CODE_THREAD[a.thread]}{a.rank}"], 0, None
@@ -159,6 +166,10 @@ def replay(executor, model, states: list, actions: list) -> Replayed:
     finally:
         run.baton.abandon()
     return out
+
+
+def _changed(a: dict, b: dict) -> list[str]:
+    return sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
 
 
 def _in_transit(action, f: str) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from prefetch_check.model.code import loader, stubs
 from prefetch_check.model.code.config import CodeConfig
 from prefetch_check.model.code.scheduler import Baton
-from prefetch_check.model.code.world.clock import make_time
+from prefetch_check.model.code.world.clock import Clock, make_time
 from prefetch_check.model.code.world.collectives import Collectives, Group
 from prefetch_check.model.code.world.context import World
 from prefetch_check.model.code.world.host_pool import HostPool
@@ -57,8 +57,9 @@ class Run:
         holder.world = self.world
         holder.collectives = Collectives(self.world, lambda: self.baton.current().rank)
         not_modelled = stubs.not_modelled_factory(roots)
+        self.clock = Clock(self.baton)  # moves only where the conformance check fires it (timeout policy)
         loader.bind_world(modules, QueueFactory(self.world), Empty, make_threading(self.world, not_modelled),
-                          make_time(not_modelled))
+                          make_time(not_modelled, clock=self.clock))
         r = config.ranks
         everyone = tuple(range(r))
         self.groups = {name: self.GROUP(self.world, name, everyone) for name in ("S-tp", "P-hits", "Y-completion")}
