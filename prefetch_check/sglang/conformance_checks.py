@@ -105,7 +105,7 @@ def plan_conformance(srt, options: dict, cases: list[tuple[str, AckConfig]]) -> 
     for b in BUDGETS:
         cfg = budget_config(b, options)
         items.append({"name": b.name, "config": config_to_json(cfg), "budget": b.states, "near": b.near,
-                      "cover": b.cover, "counterexamples": True})
+                      "cover": b.cover, "counterexamples": b.counterexamples})
     for name, cfg in cases:
         why = unsupported(cfg) or ("more than 2 ranks" if cfg.ranks > 2 else "")
         if why:
