@@ -17,7 +17,7 @@ import pytest
 from prefetch_check.cli import main
 from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
 from prefetch_check.model.code.conformance import reachable_schedules
-from prefetch_check.model.code.conformance_configs import config_to_json, unsupported
+from prefetch_check.model.code.conformance_configs import BUDGETS, budget_config, config_to_json, unsupported
 from prefetch_check.model.code.runner import conform
 from prefetch_check.model.engine.readable import ReadableModel
 from prefetch_check.model.protocols.ack_drain import refinement
@@ -25,7 +25,7 @@ from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request, 
 from prefetch_check.model.protocols.ack_drain.protocol import AckDrainProtocol
 from prefetch_check.sglang import code_checks, conformance_checks
 from test_code_executor import clean, edited, release
-from test_sglang_floor import ACK_SCENARIO
+from test_sglang_floor import ACK_SCENARIO, EDITS_0523
 
 OPTIONS = {"0.5.22": dict(exceptions="caught"), "0.5.23": dict(exceptions="caught", deadline="admission")}
 E = frozenset()
@@ -63,10 +63,13 @@ def test_every_step_between_the_states_is_covered_within_the_budget():
 
 
 def test_what_the_executor_cannot_build_is_said():
-    assert "clock" in unsupported(uniform_ack_config(ranks=1, policy="timeout"))
-    assert "batch reads" in unsupported(AckConfig(ranks=1, requests=(
-        Request(pages=2, hits=(2,), failing=(E,), batch_raises=(frozenset({0}),)),)))
-    assert unsupported(uniform_ack_config(ranks=2, pages=2)) == ""
+    assert "clock is per rank" in unsupported(uniform_ack_config(ranks=1, requests=2, policy="timeout"))
+    assert "pools are all one size" in unsupported(uniform_ack_config(ranks=2, host_pages=(1, 0), alloc_deterministic=False))
+    assert "more than one prefetch" in unsupported(uniform_ack_config(ranks=1, requests=2, host_pages=(1,)))
+    for buildable in (uniform_ack_config(ranks=2, pages=2), uniform_ack_config(ranks=1, policy="timeout"),
+                      uniform_ack_config(ranks=1, host_pages=(0,)),
+                      AckConfig(ranks=1, requests=(Request(pages=2, hits=(2,), failing=(E,), batch_raises=(frozenset({0}),)),))):
+        assert unsupported(buildable) == "", buildable
 
 
 # ---- an unmodified release conforms
@@ -125,6 +128,45 @@ def test_a_tree_edit_the_code_engine_misses_diverges_naming_the_edited_line(tmp_
     assert d is not None and d["action"] == "S0.drain", answer
     assert f"{rel}:{line} (_drain_and_alloc_storage_hit)" in d["stack"], d["stack"]
     assert d["fields"]["r0.prefetch_hit_queue"] == {"model": [0], "code": []}
+
+
+# ---- the floor's edits that need a short pool, the clock or a batch past the first: the budget runs them
+
+# edit -> (the budget configuration that runs it, the model step, a field that differs, the tree's function
+# at the divergence: the edited one, or the one that reads the edited constant)
+FLOOR_EDITS = {
+    "allocation failure keeps the operation": ("no host pool", "S0.drain", "r0.q0.ongoing", "_try_alloc_storage_hit"),
+    "return before the timeout vote's collective": ("1 rank, timeout", "S0.vote.q0", "r0.S", "_can_terminate_prefetch"),
+    "storage batch size constant": ("129 pages", "I0.write.q0", "r0.prefetch_sync_queue", "_page_transfer"),
+}
+
+
+def budget_item(part: str, **options) -> dict:
+    [b] = [b for b in BUDGETS if part in b.name]
+    return {"name": b.name, "config": config_to_json(budget_config(b, dict(OPTIONS["0.5.23"], **options))),
+            "budget": b.states, "near": b.near, "cover": b.cover, "counterexamples": b.counterexamples}
+
+
+@pytest.mark.parametrize("name", sorted(FLOOR_EDITS))
+def test_a_floor_edit_the_world_now_runs_diverges_in_the_edited_function(tmp_path, name):
+    part, action, field, function = FLOOR_EDITS[name]
+    [edit] = EDITS_0523[name][0]
+    [answer] = conform(edited(tmp_path, release("0.5.23"), edit.file, edit.old, edit.new), [budget_item(part)])
+    d = answer["divergence"]
+    assert d is not None and not answer["not_modelled"], answer
+    assert d["action"] == action and field in d["fields"], d
+    assert any(f"({function})" in frame for frame in d["stack"]), d["stack"]
+
+
+def test_the_final_ack_out_of_its_finally_conforms_where_a_read_raises_since_the_batch_catches_it(tmp_path):
+    """0.5.22+ catch a batch read's exception per batch (`except Exception` in _page_transfer): the
+    finally around it is reached by no exception the storage raises. The read does raise in this
+    world: a model whose IO thread dies of it (end_thread, 0.5.19-0.5.21) diverges from 0.5.23."""
+    [edit] = EDITS_0523["final ACK no longer in a finally"][0]
+    srt = edited(tmp_path, release("0.5.23"), edit.file, edit.old, edit.new)
+    raising, dying = conform(srt, [budget_item("batch 1 raises"), budget_item("batch 1 raises", exceptions="end_thread")])
+    assert raising["divergence"] is None and not raising["not_modelled"] and raising["schedules"] > 1, raising
+    assert dying["divergence"]["action"] == "I0.batch_raises.q0", dying
 
 
 # ---- prefetch-check sglang: the model's verdicts only where the tree conforms

@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
-POLICIES = ("wait_complete", "best_effort")  # timeout needs the virtual clock to move: not yet
+POLICIES = ("wait_complete", "best_effort", "timeout")  # timeout only with driven_clock (below)
 WORLDS = ("ack-drain", "poll")  # ack-drain: UnifiedRadixCache 0.5.19+; poll: HiRadixCache 0.5.1-0.5.18
 
 
@@ -23,18 +23,22 @@ class CodeConfig:
     hits: Optional[tuple[int, ...]] = None  # stored leading pages per rank (None: all)
     failing: Optional[tuple[tuple[int, ...], ...]] = None  # unreadable pages per rank
     query_raises: Optional[tuple[bool, ...]] = None  # the existence query raises on that rank
+    raising_reads: Optional[tuple[tuple[int, ...], ...]] = None  # per rank: a batch read starting at one of these pages raises
     host_pages: Optional[int] = None  # host pool size in pages (None: room for every request)
     threshold_pages: int = 1  # the tree's prefetch_threshold, in pages
     reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
     abort_round: Optional[int] = None  # in this scheduler round every waiting request is aborted instead of checked
+    driven_clock: bool = False  # something moves the clock (the conformance check); else it stands still
     world: str = "ack-drain"  # which world the tree's classes run in (chosen by the tree's shape, see WORLDS)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise ValueError(f"policy {self.policy!r}: the executor runs {', '.join(POLICIES)}")
+        if self.policy == "timeout" and not self.driven_clock:
+            raise ValueError("policy 'timeout': the executor's clock stands still unless the conformance check moves it")
         if self.world not in WORLDS:
             raise ValueError(f"world {self.world!r}: the executor has {', '.join(WORLDS)}")
-        for name in ("hits", "failing", "query_raises"):
+        for name in ("hits", "failing", "query_raises", "raising_reads"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
                 raise ValueError(f"{name} gives {len(value)} ranks, the configuration has {self.ranks}")
@@ -48,6 +52,9 @@ class CodeConfig:
     def raises_of(self, rank: int) -> bool:
         return bool(self.query_raises[rank]) if self.query_raises is not None else False
 
+    def raising_reads_of(self, rank: int) -> frozenset[int]:
+        return frozenset(self.raising_reads[rank]) if self.raising_reads is not None else frozenset()
+
     def pool_pages(self) -> int:
         """Room for every request (twice with reissue: the first fetch stays in the tree)."""
         return self.host_pages if self.host_pages is not None else self.pages * self.requests * (2 if self.reissue else 1)
@@ -57,7 +64,8 @@ class CodeConfig:
 
     def undisturbed(self) -> bool:
         """No short read, no exception, no abort: wait_complete must then deliver the agreed hits."""
-        return self.abort_round is None and not any(self.failing_of(r) or self.raises_of(r) for r in range(self.ranks))
+        return self.abort_round is None and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
+                                                    for r in range(self.ranks))
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from prefetch_check.model.code import conformance_configs
-from prefetch_check.model.code.conformance_configs import Unsupported, code_config, unsupported
+from prefetch_check.model.code.conformance_configs import RELEASE_STORAGE_BATCH_SIZE, Unsupported, code_config, unsupported
 from prefetch_check.model.code.conformance_run import ConformRun
 from prefetch_check.model.engine.readable import ReadableModel
 from prefetch_check.model.protocols.ack_drain import refinement
@@ -164,11 +164,20 @@ def replay(executor, model, states: list, actions: list, fam: Optional[Family] =
             k = at["k"]
             if k == len(actions):
                 return None
-            if views[k] == views[k + 1]:  # the model step changes nothing the mapping sees
+            a = actions[k]
+            if views[k] == views[k + 1] and a.thread != "C":  # the model step changes nothing the mapping sees
                 at["k"] += 1
                 out.matched += 1
                 continue
-            a = actions[k]
+            if a.thread == "C":  # the model's timeout clock fires: so does the rank's clock in the code
+                run.clock.fire(a.rank)
+                if views[k] != views[k + 1]:  # the mapping leaves timed_out out: a clock step is the world's
+                    out.not_modelled = (f"not modelled: model step {a.id} changes what the mapping sees "
+                                        f"({', '.join(_changed(views[k], views[k + 1]))}) at conformance.replay")
+                    return None
+                at["k"] += 1
+                out.matched += 1
+                continue
             if a.thread not in CODE_THREAD:
                 raise Unsupported(f"model step {a.id}: the executor has no thread {a.thread}")
             at["running"], at["count"], at["placed"] = threads[f"{CODE_THREAD[a.thread]}{a.rank}"], 0, None
@@ -195,6 +204,10 @@ def replay(executor, model, states: list, actions: list, fam: Optional[Family] =
     finally:
         run.baton.abandon()
     return out
+
+
+def _changed(a: dict, b: dict) -> list[str]:
+    return sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
 
 
 def _in_transit(action, f: str) -> bool:
@@ -275,6 +288,38 @@ def reachable_schedules(model, budget: int, cover: str = "local", near: Optional
     return paths, seen, len(local)
 
 
+THREAD_ORDER = ("S", "P", "I", "Y", "C")
+
+
+def greedy_schedules(model, count: int, cap: int = 5_000) -> list[list[str]]:
+    """`count` whole runs of the model, for a configuration too long to search breadth-first (a
+    request of more pages than one storage batch): run p prefers the threads in THREAD_ORDER
+    rotated by p (lowest rank first) and takes, at every state, the first step into a state the
+    run has not been in; it ends where there is none (the end, or a cycle closed)."""
+    start = model.initial_states()[0]
+    out = []
+    for p in range(count):
+        order = THREAD_ORDER[p % len(THREAD_ORDER):] + THREAD_ORDER[: p % len(THREAD_ORDER)]
+        rank_first = p // len(THREAD_ORDER) % 2 == 1  # the second lap prefers the highest rank
+
+        def preference(step, order=order, rank_first=rank_first):
+            action = step[0]
+            where = order.index(action.thread) if action.thread in order else len(order)
+            return (where, -action.rank if rank_first else action.rank)
+
+        state, seen, ids = start, {start}, []
+        while len(ids) < cap:
+            nxt = next(((a, t) for a, t in sorted(model.successors(state), key=preference) if t not in seen), None)
+            if nxt is None:
+                break
+            ids.append(nxt[0].id)
+            state = nxt[1]
+            seen.add(state)
+        if ids not in out:
+            out.append(ids)
+    return out
+
+
 @dataclass
 class Conformance:
     """What the conformance check did for one configuration, and the first divergence."""
@@ -300,7 +345,8 @@ def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedu
           cover: str = "local", near: Optional[int] = None, fam: Optional[Family] = None,
           predicate="fixed") -> Conformance:
     """Replay the given schedules, then the paths to the model's rank-local views up to
-    `budget` states (0: none), the model under `predicate`; stop at the first divergence."""
+    `budget` states (0: none), or with cover "runs" `budget` whole runs (greedy_schedules), the
+    model under `predicate`; stop at the first divergence."""
     fam = fam or family()
     start = time.monotonic()
     result = Conformance(name, cover, counterexamples=len(schedules))
@@ -310,7 +356,9 @@ def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedu
         return result
     model = ReadableModel(protocol_cls(cfg, predicate))
     todo = [list(s) for s in schedules]
-    if budget:
+    if budget and cover == "runs":
+        todo += greedy_schedules(model, budget)
+    elif budget:
         paths, result.model_states, result.local_views = reachable_schedules(model, budget, cover, near, fam)
         todo += paths
     compared: set = set()
@@ -361,13 +409,13 @@ def serve(executor, request: dict) -> dict:
     """The child's side: {"configs": [{"name", "config", "budget", "cover", "near", "counterexamples",
     "mutant", "protocol" ("ack-drain", the default, or "poll"), "predicate" ("": the fixed one, or
     the tree's own as "FILE.py:Class.method" below its srt folder, read from source)}]}."""
-    answers = []
+    answers, originals = [], {}
     for item in request["configs"]:
         fam = family(item.get("protocol", "ack-drain"))
         cfg = fam.config_from_json(item["config"])
         cls = fam.protocol_class(item.get("mutant", ""))
         predicate = tree_predicate(executor, item.get("predicate", ""))
-        _batch_size(executor, cfg.storage_batch_size)
+        _batch_size(executor, cfg.storage_batch_size, originals)
         schedules = []
         if item.get("counterexamples") and not fam.unsupported(cfg):
             schedules = counterexample_schedules(cls, cfg, predicate)
@@ -387,11 +435,16 @@ def tree_predicate(executor, spec: str):
     return load_source_predicate(f"{executor.srt / rel}:{qualname}")[1]
 
 
-def _batch_size(executor, size: int) -> None:
-    """The tree's STORAGE_BATCH_SIZE set to the model's (a constant of the world, 128 upstream)."""
-    for mod in executor.modules.values():
+def _batch_size(executor, size: int, originals: dict) -> None:
+    """The tree's STORAGE_BATCH_SIZE as this configuration needs it. The model's size is the
+    followed releases' constant (RELEASE_STORAGE_BATCH_SIZE, hicache_storage.py) unless the
+    configuration sets another; only then is the tree's constant replaced (a smaller world that
+    says nothing of the constant). Otherwise the tree keeps its own, so an edited constant
+    shows as a divergence. `originals` keeps the tree's values across configurations."""
+    for name, mod in executor.modules.items():
         if "STORAGE_BATCH_SIZE" in mod.__dict__:
-            mod.__dict__["STORAGE_BATCH_SIZE"] = size
+            originals.setdefault(name, mod.__dict__["STORAGE_BATCH_SIZE"])
+            mod.__dict__["STORAGE_BATCH_SIZE"] = size if size != RELEASE_STORAGE_BATCH_SIZE else originals[name]
 
 
 def _plain(v):

@@ -42,44 +42,59 @@ def code_config(cfg: AckConfig) -> CodeConfig:
         ranks=cfg.ranks, requests=cfg.num_requests, pages=first.pages, page_size=cfg.page_size, policy=cfg.policy,
         hits=tuple(first.hits), failing=tuple(tuple(sorted(f)) for f in first.failing),
         query_raises=tuple(first.query_raises), threshold_pages=cfg.prefetch_threshold // cfg.page_size,
-        reissue=any(q.readmits for q in cfg.requests))
+        reissue=any(q.readmits for q in cfg.requests), driven_clock=cfg.policy == "timeout", host_pages=cfg.host_pages[0] if cfg.host_pages else None,
+        raising_reads=tuple(tuple(sorted(b * cfg.storage_batch_size for b in raising)) for raising in first.batch_raises)
+        if any(first.batch_raises) else None)
 
 
 def unsupported(cfg: AckConfig) -> str:
     """'' when the executor can build this configuration's world, else what it lacks."""
     if cfg.cache != "unified":
         return "the executor runs UnifiedRadixCache (cache = \"unified\")"
-    if cfg.policy not in ("wait_complete", "best_effort"):
-        return f"policy {cfg.policy}: the executor's clock does not move"
+    if cfg.policy == "timeout" and (cfg.num_requests > 1 or any(q.readmits for q in cfg.requests)):
+        # the conformance check fires a rank's clock: every deadline of that rank expires at once,
+        # the model's timeout is one operation's
+        return "the timeout policy with more than one prefetch (the executor's clock is per rank, the model's per operation)"
     first = cfg.requests[0]
     for q in cfg.requests:
-        if (q.pages, q.hits, q.failing, q.query_raises) != (first.pages, first.hits, first.failing, first.query_raises):
-            return "requests that differ in pages, hits, failing pages or raising queries"
-    if any(any(q.batch_raises) for q in cfg.requests):
-        return "batch reads that raise (the storage stand-in's reads do not raise)"
+        if (q.pages, q.hits, q.failing, q.query_raises, q.batch_raises) != (
+                first.pages, first.hits, first.failing, first.query_raises, first.batch_raises):
+            return "requests that differ in pages, hits, failing pages, raising queries or raising reads"
     if any(q.readmits > 1 for q in cfg.requests):
         return "more than one readmission (the host pool has room for two prefetches)"
     if any(p is not None for p in cfg.host_pages):
-        return "host_pages (a short pool: the allocation evicts first, tree_core.drive_host_eviction, not modelled)"
+        # the model's host_pages is the room one prefetch gets; the code's pool is shared: equal
+        # only for one prefetch at a time on a pool of that size, every rank alike
+        if len(set(cfg.host_pages)) > 1:
+            return "host_pages that differ between ranks (the executor's pools are all one size)"
+        if cfg.num_requests > 1 or any(q.readmits for q in cfg.requests):
+            return "host_pages with more than one prefetch (the model's room is per prefetch, the code's pool shared)"
     if cfg.prefetch_threshold % cfg.page_size:
         return "a threshold that is not whole pages"
     return ""
 
 
 E = frozenset()
+# STORAGE_BATCH_SIZE as every followed release has it (mem_cache/hicache_storage.py, 0.5.19-0.5.23);
+# the model's default (AckConfig.storage_batch_size). A configuration with another size replaces the
+# tree's constant; one with this size leaves the tree its own (conformance._batch_size).
+RELEASE_STORAGE_BATCH_SIZE = AckConfig.__dataclass_fields__["storage_batch_size"].default
 
 
 @dataclass(frozen=True)
 class Budget:
     """One small configuration whose reachable states are replayed on the code: the first path to
     every new rank-local view up to `states` states, every step out of the first `near` ones, and
-    with cover "steps" every step out of a state with a view of all ranks not seen before."""
+    with cover "steps" every step out of a state with a view of all ranks not seen before; with
+    cover "runs", `states` whole runs instead (conformance.greedy_schedules), for a request too
+    long to search."""
 
     name: str
     config: dict  # AckConfig keywords, before the release's options
     states: int
     near: int
     cover: str = "near"
+    counterexamples: bool = True  # search the model for this configuration's counterexamples and replay them
 
 
 BUDGETS: tuple[Budget, ...] = (
@@ -93,6 +108,19 @@ BUDGETS: tuple[Budget, ...] = (
            dict(requests=(Request(pages=2, hits=(2,), failing=(E,), abort_round=1),), storage_batch_size=1),
            20_000, 300),
     Budget("1 rank x 2 requests", dict(ranks=1, requests=2, pages=1), 20_000, 300),
+    Budget("1 rank, a host pool of 1 page for 2 (a partial allocation)", dict(ranks=1, pages=2, host_pages=(1,)),
+           20_000, 20_000),
+    Budget("1 rank, no host pool (the allocation fails: revoked)", dict(ranks=1, pages=2, host_pages=(0,)),
+           20_000, 20_000),
+    Budget(f"1 rank x 1 request of {RELEASE_STORAGE_BATCH_SIZE + 1} pages (one storage batch and one page)",
+           dict(ranks=1, pages=RELEASE_STORAGE_BATCH_SIZE + 1), 10, 0, "runs"),
+    Budget("1 rank, its read of batch 1 raises, a batch per page",
+           dict(requests=(Request(pages=2, hits=(2,), failing=(E,), batch_raises=(frozenset({1}),)),),
+                storage_batch_size=1), 20_000, 20_000),
+    Budget("1 rank, timeout, a batch per page", dict(ranks=1, pages=2, policy="timeout", storage_batch_size=1),
+           20_000, 300),
+    # its model search finds no counterexample and takes 7 s: not searched for them
+    Budget("2 ranks x 1 request, timeout", dict(ranks=2, pages=1, policy="timeout"), 20_000, 100, counterexamples=False),
     Budget("2 ranks, rank 1's storage query raises",
            dict(requests=(Request(pages=2, hits=(2, 2), failing=(E, E), query_raises=(False, True)),)), 20_000, 300),
 )

@@ -30,7 +30,7 @@ class ConformRun(Run):
             rank.gen, rank.holding, rank.writes = [0] * config.requests, {}, {}
             rank.in_drain, rank.sizes_read, rank.decided, rank.releasing = False, set(), False, set()
             self._record(rank)
-        self.baton.observe = _deciding(self.baton.observe, self.baton, self.ranks)
+        self.baton.observe = _voting(_deciding(self.baton.observe, self.baton, self.ranks), self.baton, self.ranks)
 
     # ---- recorders (instance attributes over the stand-ins' methods)
     def _record(self, rank) -> None:
@@ -48,6 +48,8 @@ class ConformRun(Run):
         release.get = _releasing(release.get, rank)
         pool = rank.pool
         pool.set_from_flat_data_page = _writing(pool.set_from_flat_data_page, rank, self)
+        if len(self.ranks) == 1:
+            rank.cache._all_reduce = _voting_alone(rank.cache._all_reduce, rank, baton)
         pool.free = _freeing(pool.free, rank)
 
     # ---- the model's scheduler loop (scheduler.py), calling the tree's cache methods
@@ -124,6 +126,30 @@ def _deciding(observe, baton, ranks):
         if me is not None and me.role == "prefetch" and "._terminated_flag=" in value:
             ranks[me.rank].decided = True
     return deciding
+
+
+def _voting(observe, baton, ranks):
+    """The timeout vote: a scheduler arriving at its group's collective from the walk (not from
+    the drain) is at the model's S_VOTE_WAIT, its vote in (the model's S.vote ends there)."""
+    def voting(value: str) -> None:
+        observe(value)
+        me = baton.current()
+        if me is not None and me.role == "scheduler" and value.startswith("arrive S-tp"):
+            rank = ranks[me.rank]
+            if rank.pos[0] == "walk":
+                rank.pos = ("vote", rank.pos[1])
+    return voting
+
+
+def _voting_alone(all_reduce, rank, baton):
+    """One rank has no collective to arrive at (_all_reduce reduces nothing): the vote's
+    arrival is the call from the walk, with the verdict already computed."""
+    def voting_alone(data, *args, **kwargs):
+        if _role(baton) == "scheduler" and rank.pos[0] == "walk":
+            rank.pos = ("vote", rank.pos[1])
+            baton.point("conformance: the timeout vote (one rank: no collective)")
+        return all_reduce(data, *args, **kwargs)
+    return voting_alone
 
 
 def _handing_on(put, rank, role, baton):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from prefetch_check.model.code import loader, stubs
 from prefetch_check.model.code.config import CodeConfig
 from prefetch_check.model.code.scheduler import Baton
-from prefetch_check.model.code.world.clock import make_time
+from prefetch_check.model.code.world.clock import Clock, make_time
 from prefetch_check.model.code.world.collectives import Collectives, Group
 from prefetch_check.model.code.world.context import World
 from prefetch_check.model.code.world.host_pool import HostPool
@@ -57,8 +57,9 @@ class Run:
         holder.world = self.world
         holder.collectives = Collectives(self.world, lambda: self.baton.current().rank)
         not_modelled = stubs.not_modelled_factory(roots)
+        self.clock = Clock(self.baton)  # moves only where the conformance check fires it (timeout policy)
         loader.bind_world(modules, QueueFactory(self.world), Empty, make_threading(self.world, not_modelled),
-                          make_time(not_modelled))
+                          make_time(not_modelled, clock=self.clock))
         r = config.ranks
         everyone = tuple(range(r))
         self.groups = {name: self.GROUP(self.world, name, everyone) for name in ("S-tp", "P-hits", "Y-completion")}
@@ -88,7 +89,8 @@ class Run:
         cc.prefetch_completion_sync_groups = [self.groups["Y-completion"]] if multi else []
         cc.host_memory_mode = "cache"
         cc.prefetch_threshold = max(cfg.threshold_pages * page, page)
-        cc.prefetch_capacity_limit = pool.size  # never rate-limited unless the pool is exhausted
+        # room for every request's tokens: never rate-limited, even with a short pool (host_pages)
+        cc.prefetch_capacity_limit = cfg.needed_pages() * page
         cc.prefetch_tokens_occupied = 0
         cc.host_write_staged_tokens_fn = None
         cc.pp_prefetch_command_group = None
@@ -129,7 +131,8 @@ class Run:
         """Rank i's host pool, host tree and storage backend, as the configuration says."""
         cfg, page = self.config, self.config.page_size
         pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
-        storage = StorageBackend(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page)
+        storage = StorageBackend(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page,
+                                 cfg.raising_reads_of(i))
         return pool, TreeCore(self.world, i, pool, page), storage
 
     def _queues(self, cc, i: int, names: tuple[str, ...]) -> None:

@@ -77,20 +77,26 @@ class ConformanceCheck:
 
     def budget_summary(self) -> str:
         """The budget in a few words: the configurations searched and the cases replayed."""
-        searched = [i for i in self.items if i["budget"]]
-        cases = len(self.items) - len(searched)
+        searched = [i for i in self.items if i["budget"] and i.get("cover") != "runs"]
+        runs = [i for i in self.items if i["budget"] and i.get("cover") == "runs"]
+        cases = len(self.items) - len(searched) - len(runs)
         near = sorted({i["near"] for i in searched})
         span = f"{near[0]:,}" if len(near) == 1 else f"{near[0]:,}-{near[-1]:,}"
+        whole = f", {len(runs)} configuration(s) of a few whole runs" if runs else ""
         return (f"{len(searched)} configurations, each rank-local state of up to {max(i['budget'] for i in searched):,} "
-                f"and every step out of the first {span}, and the counterexamples of {cases} scenario case(s)"
+                f"and every step out of the first {span}{whole}, and the counterexamples of {cases} scenario case(s)"
                 if searched else f"the counterexamples of {cases} scenario case(s)")
 
     def budget_text(self) -> str:
         """What the check rests on: per configuration, its budget."""
-        return "; ".join(f"{i['name']}: " + (
-            f"every rank-local view up to {i['budget']:,} states, every step out of the first {i['near']:,}"
-            + (" and out of every new view of all ranks" if i.get("cover") == "steps" else "")
-            if i["budget"] else "its counterexamples") for i in self.items)
+        def one(i) -> str:
+            if not i["budget"]:
+                return "its counterexamples"
+            if i.get("cover") == "runs":
+                return f"up to {i['budget']:,} whole runs, each thread preferred in turn"
+            return (f"every rank-local view up to {i['budget']:,} states, every step out of the first {i['near']:,}"
+                    + (" and out of every new view of all ranks" if i.get("cover") == "steps" else ""))
+        return "; ".join(f"{i['name']}: {one(i)}" for i in self.items)
 
 
 def plan_conformance(srt, options: dict, cases: list[tuple[str, AckConfig]], protocol: str = "ack-drain",
@@ -113,7 +119,7 @@ def plan_conformance(srt, options: dict, cases: list[tuple[str, AckConfig]], pro
             skipped.append((b.name, why))
             continue
         items.append({"name": b.name, "config": to_json(cfg), "budget": b.states, "near": b.near,
-                      "cover": b.cover, "counterexamples": True, **tag})
+                      "cover": b.cover, "counterexamples": getattr(b, "counterexamples", True), **tag})
     for name, cfg in cases:
         why = why_not(cfg) or ("more than 2 ranks" if cfg.ranks > 2 else "")
         if why:

@@ -1,5 +1,6 @@
 """The storage backend of one rank: the first `hits` pages of every request are stored, the pages
-in `failing` cannot be read, and `query_raises` makes the existence query raise (a backend error).
+in `failing` cannot be read, `query_raises` makes the existence query raise (a backend error), and
+a batch read that starts at a page in `raising_reads` raises (the model's batch_raises).
 Only that rank's prefetch and IO threads call it, so its calls are not scheduling points."""
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ class StorageUnavailable(ConnectionError, WorldFault):
 class StorageBackend(Strict):
     _pc_what = "storage_backend"
 
-    def __init__(self, world, rank: int, hits: int, failing: frozenset[int], query_raises: bool, page_size: int):
+    def __init__(self, world, rank: int, hits: int, failing: frozenset[int], query_raises: bool, page_size: int,
+                 raising_reads: frozenset[int] = frozenset()):
         self.world, self.rank, self.hits, self.failing = world, rank, hits, failing
-        self.query_raises, self.page_size = query_raises, page_size
+        self.query_raises, self.page_size, self.raising_reads = query_raises, page_size, raising_reads
 
     def batch_exists(self, keys, extra_info=None) -> int:
         if self.query_raises:
@@ -35,6 +37,8 @@ class StorageBackend(Strict):
         return self.batch_exists([key]) == 1
 
     def batch_get(self, keys, target_locations=None):
+        if keys and page_of(keys[0]) in self.raising_reads:
+            raise StorageUnavailable(f"storage read of rank {self.rank} from page {page_of(keys[0])} failed (configured)")
         return [None if page_of(k) in self.failing or page_of(k) >= self.hits else k for k in keys]
 
     def get_stats(self):

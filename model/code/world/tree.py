@@ -19,6 +19,18 @@ class InsertResult:
     total_len: int = 0
 
 
+@dataclass
+class DriveHostEvictionResult:
+    """What upstream's `drive_host_eviction` returns (unified_tree_core_interface.py
+    BaseEvictionResult): the host and device values it freed, per component, for the cache to
+    free (`_free_values`), the cache actions, and the tokens evicted per component."""
+
+    device_frees: dict = field(default_factory=dict)
+    host_frees: dict = field(default_factory=dict)
+    cache_actions: list = field(default_factory=list)
+    tracker: dict = field(default_factory=dict)
+
+
 class _Lock:
     def to_dec_params(self):
         return None
@@ -69,6 +81,20 @@ class TreeCore(Strict):
         self.held[request] = max(self.held.get(request, 0), len(tokens))
         baton.observe(f"prefix {prefix}")
         return InsertResult(prefix_len=prefix, total_len=len(tokens))
+
+    def drive_host_eviction(self, component_type, num_tokens: int) -> DriveHostEvictionResult:
+        """Host eviction before an allocation is retried (0.5.23 unified_tree_core.py:1931: the
+        FULL component evicts unlocked host leaves until num_tokens are freed). With no page in
+        this tree there is nothing to evict: an empty result, as upstream's is. Evicting pages the
+        tree holds (LRU leaves, their host values freed) is not modelled: the model's host_pages
+        is the room a prefetch gets, with no eviction."""
+        self.world.baton.point(f"host eviction of {num_tokens} tokens (rank {self.rank})")
+        if any(self.held.values()):
+            from prefetch_check.model.code.world.errors import NotModelled, caller_site
+
+            raise NotModelled("tree_core.drive_host_eviction of host pages the tree holds",
+                              caller_site(self.world.baton.roots))
+        return DriveHostEvictionResult()
 
     def commit_hicache_transfers(self, *args, **kwargs) -> None:
         return None

@@ -15,6 +15,14 @@ from prefetch_check.model.protocols.timeout_clock import TimeoutClock
 
 
 class ClockSteps(TimeoutClock):
+    def decide_op(self, op) -> bool:
+        """The predicate's answer, with 0.5.23's admission deadline read as its code reads it at
+        every check (unified_radix_cache.py:2274 `_prefetch_deadline_expired`): once the pages
+        have landed the deadline has not expired, even when the clock fired before they did."""
+        if self.config.deadline == "admission" and op.timed_out and _landed(op):
+            op = op._replace(timed_out=False)
+        return super().decide_op(op)
+
     def timeouts(self, rank):
         for q, req in enumerate(rank.reqs):
             i = req.ongoing
@@ -24,11 +32,15 @@ class ClockSteps(TimeoutClock):
             if op.timed_out or op.terminated:
                 continue
             if self.config.deadline == "admission":
-                landed = op.stage == LOADING and op.completed >= op.hash_value
-                if not op.wait_started or landed:
+                if not op.wait_started or _landed(op):
                     continue
             yield q, set_op(rank, i, op._replace(timed_out=True))
 
     @formats("C.timeout")
     def format_timeout(self, before, after, a):
         return f"the prefetch timeout of #{before.reqs[a.q].ongoing} (q{a.q}) expires on rank {a.rank}"
+
+
+def _landed(op) -> bool:
+    """Host memory allocated and every published page loaded (the admission deadline's end)."""
+    return op.stage == LOADING and op.completed >= op.hash_value

@@ -183,7 +183,8 @@ def _code_rank_view(protocol, run, rank, ops: list) -> dict:
         "host_mem_release_queue": sum(len(t.data) for t in cc.host_mem_release_queue.items) // ps,
     }
     if protocol.ranks > 1:
-        v["S.coll"] = _waits_in(run, threads["scheduler"], "S") is not None
+        # the drain's collective (the model's S.coll); the timeout vote's is the place "vote"
+        v["S.coll"] = _waits_in(run, threads["scheduler"], "S") is not None and rank.pos[0] != "vote"
         v["P.coll"] = _waits_in(run, threads["prefetch"], "P")
         v["Y.coll"] = _waits_in(run, threads["sync"], "Y")
         v["P.coll"] = None if v["P.coll"] is None else v["P.coll"] // ps
