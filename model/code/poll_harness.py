@@ -198,6 +198,15 @@ class PollRun(Run):
         return False
 
     def key(self) -> tuple:
+        """What determines the future, with nothing that does not: the threads (status, point,
+        what each observed; the scheduler's observations since its round start), their positions,
+        the stand-ins' contents in a canonical order, and the ranks' loop state with round counts
+        relative to the rank furthest behind. Sound because nothing the code under test can read
+        is left out or made equal: the stand-ins' names (per rank, in that rank's creation order:
+        world/poll.rank_name), the order of their snapshots and the collective call numbers the
+        threads observe (counted from the rank behind: RelativeGroup.rebase) are the executor's own
+        bookkeeping, which the code never sees; two runs that differ only in them have the same
+        next steps, the same findings and the same ends."""
         base = min(r.rounds for r in self.ranks)
         ranks = tuple((r.rounds - base, tuple(r.waiting), tuple(sorted(r.resolved.items())),
                        len(r.cache.ongoing_prefetch), r.cc.prefetch_tokens_occupied) for r in self.ranks)
