@@ -16,9 +16,9 @@ from pathlib import Path
 from prefetch_check.model.code import hooks, loader, poll_probes, stubs
 from prefetch_check.model.code.harness import GATE, ROOT_NODE, Rank, Run
 from prefetch_check.model.code.world.clock import make_time
-from prefetch_check.model.code.world.poll import (EmptyAcks, HostNode, PollHostPool, RelativeGroup, Started,
-                                                  make_poll_threading, page_hashes)
-from prefetch_check.model.code.world.queues import Empty, QueueFactory
+from prefetch_check.model.code.world.poll import (EmptyAcks, HostNode, PollHostPool, RankQueueFactory, RelativeGroup,
+                                                  Started, make_poll_threading, page_hashes)
+from prefetch_check.model.code.world.queues import Empty
 from prefetch_check.model.code.world.radix import RadixKey
 from prefetch_check.model.code.world.sync import Event
 from prefetch_check.model.code.world.tree import TreeCore
@@ -57,7 +57,7 @@ class PollRun(Run):
         holder.run = self
         super().__init__(modules, config, holder, roots)
         not_modelled = stubs.not_modelled_factory(roots)
-        loader.bind_world(modules, QueueFactory(self.world), Empty,
+        loader.bind_world(modules, RankQueueFactory(self.world), Empty,
                           make_poll_threading(self.world, self.started, not_modelled), make_time(not_modelled))
         self.only_schedulers: set = set()  # keys since a thread other than the schedulers could last move
 
@@ -146,6 +146,8 @@ class PollRun(Run):
             cache.prefetch_from_storage(rid, rank.node, self.tokens(q))
         while True:
             self.baton.current().digest = b""
+            for group in self.groups.values():
+                group.rebase()
             self.baton.point(GATE, lambda: self.round_enabled(rank))
             rank.rounds += 1
             cache.check_hicache_events()
@@ -196,10 +198,25 @@ class PollRun(Run):
         return False
 
     def key(self) -> tuple:
+        """What determines the future, with nothing that does not: the threads (status, point,
+        what each observed; the scheduler's observations since its round start), their positions,
+        the stand-ins' contents in a canonical order, and the ranks' loop state with round counts
+        relative to the rank furthest behind. Sound because nothing the code under test can read
+        is left out or made equal: the stand-ins' names (per rank, in that rank's creation order:
+        world/poll.rank_name), the order of their snapshots and the collective call numbers the
+        threads observe (counted from the rank behind: RelativeGroup.rebase) are the executor's own
+        bookkeeping, which the code never sees; two runs that differ only in them have the same
+        next steps, the same findings and the same ends."""
         base = min(r.rounds for r in self.ranks)
         ranks = tuple((r.rounds - base, tuple(r.waiting), tuple(sorted(r.resolved.items())),
                        len(r.cache.ongoing_prefetch), r.cc.prefetch_tokens_occupied) for r in self.ranks)
-        return (self.baton.threads_key(), self._positions(), self.world.snapshot(), ranks, self._admissions(base))
+        return (self.baton.threads_key(), self._positions(), self._world(), ranks, self._admissions(base))
+
+    def _world(self) -> tuple:
+        """The stand-ins' contents in a canonical order: each part's snapshot names its part (rank
+        and name), and parts register as they are made, so the ranks' threads making theirs in
+        another order would otherwise give the same state another key."""
+        return tuple(sorted((p.snapshot() for p in self.world.parts), key=repr))
 
     def _positions(self) -> tuple:
         """Per thread the site it is parked at and the steps it took (the scheduler: since its round

@@ -10,8 +10,9 @@ from queue import Empty
 from prefetch_check.model.code.world.collectives import Group
 from prefetch_check.model.code.world.context import Strict
 from prefetch_check.model.code.world.host_pool import HostPool
+from prefetch_check.model.code.world.queues import Queue
 from prefetch_check.model.code.world.radix import RadixKey, storage_hashes
-from prefetch_check.model.code.world.sync import make_threading
+from prefetch_check.model.code.world.sync import Event, Lock, make_threading
 
 
 class HostNode(Strict):
@@ -48,10 +49,33 @@ class Started:
         return ("started", tuple(sorted((r, len(t)) for r, t in self.targets.items())))
 
 
+def rank_name(world, kind: str) -> str:
+    """The name of a queue, lock or event the code under test makes while it runs: per rank, in
+    that rank's creation order (`r0.lock1`). A count over all ranks would name rank 0's lock
+    `lock1` or `lock0` as rank 1's thread ran first or not: the same state under two keys (and the
+    threads' digests, which hold the names they saw, apart for good)."""
+    me = world.baton.current()
+    return world.name_object(object(), f"r{me.rank if me is not None else 0}.{kind}")
+
+
+class RankQueueFactory:
+    """queue.Queue for the code under test in this world: named per rank (rank_name)."""
+
+    def __init__(self, world):
+        self.world = world
+
+    def __call__(self, maxsize: int = 0, name: str = "") -> Queue:
+        return Queue(self.world, name or rank_name(self.world, "queue"))
+
+
 def make_poll_threading(world, started: Started, not_modelled):
-    """threading as in sync.make_threading, plus a Thread whose start() hands its target to the
-    executor's thread of the calling rank (the executor spawned it, waiting for this start)."""
+    """threading as in sync.make_threading (its locks and events named per rank: rank_name), plus
+    a Thread whose start() hands its target to the executor's thread of the calling rank (the
+    executor spawned it, waiting for this start)."""
     mod = make_threading(world, not_modelled)
+    mod.Lock = lambda: Lock(world, rank_name(world, "lock"))
+    mod.RLock = mod.Lock
+    mod.Event = lambda: Event(world, rank_name(world, "event"))
     from prefetch_check.model.code.world.errors import NotModelled, caller_site
 
     class Thread:
@@ -120,6 +144,16 @@ class RelativeGroup(Group):
     """A collective group whose state is its calls relative to the rank furthest behind: the
     scheduler polls in rounds, each with collectives, so a round that changes nothing else must
     lead back to the same state (the absolute count would make every poll a new state)."""
+
+    def rebase(self) -> None:
+        """Count the calls from the rank furthest behind, while no rank is inside a call (nothing
+        arrived, so no waiting leave holds a call number). The threads observe the call number
+        they arrive at ("arrive S-tp#4"): an absolute count put every round's steps in new states,
+        since the scheduler observes it mid-round, and two rounds alike never met. The code under
+        test never sees the number; the pairing of calls is the same relative to any base."""
+        base = min(self.calls.values())
+        if base and not self.arrived:
+            self.calls = {r: c - base for r, c in self.calls.items()}
 
     def snapshot(self) -> tuple:
         base = min(self.calls.values())
