@@ -114,6 +114,37 @@ def test_the_batch_count_is_read_off_the_release_tree(version, whole):
             "managers/cache_controller.py:608", "managers/cache_controller.py:610"]
 
 
+@pytest.mark.parametrize("version, rounds", [("0.5.1", 1), ("0.5.12", 0), ("0.5.13", 1), ("0.5.14", 2), ("0.5.16", 2),
+                                             ("0.5.17", 0)])
+def test_the_round_collectives_are_read_off_the_release_tree(version, rounds):
+    """The all_reduce calls before the drain: writing_check's (0.5.1.x), loading_check's (0.5.13),
+    both (0.5.14-0.5.16); none in 0.5.2-0.5.12 (recorded: writing_check returns first while nothing
+    is written back, loading_check has none), one with the drain's sizes from 0.5.17."""
+    srt = release_srt(version)
+    feature = tree_shape(read_protocol_files(srt)).shape.round_collectives
+    assert options_of(srt).get("round_collectives", 0) == rounds
+    if version == "0.5.13":
+        assert [f"{e.file}:{e.line}" for e in feature.evidence] == [
+            "mem_cache/hiradix_cache.py:1283", "mem_cache/hiradix_cache.py:950"]
+
+
+def test_0_5_13_conforms_at_two_ranks_with_its_round_collective_and_diverges_without_it():
+    """0.5.13's check_hicache_events calls loading_check first, whose all_reduce(MIN) makes each
+    scheduler wait for the other before its drain reads the queue sizes. With the option the
+    2-rank runs conform; without it the model lets S0's drain read its sizes while S1 still issues,
+    and the code's S1 cannot follow: the divergence at step 2, S1.drain_arrive."""
+    srt = release_srt("0.5.13")
+    opts = options_of(srt)
+    assert opts["round_collectives"] == 1
+    on = item("2x1", uniform_config(ranks=2, pages=1, **opts), 2_000, "steps", near=60)
+    off = item("2x1 without", uniform_config(ranks=2, pages=1, **dict(opts, round_collectives=0)), 2_000, "steps",
+               near=60)
+    a_on, a_off = conform(srt, [on, off], world="poll")
+    assert a_on["divergence"] is None and not a_on["unsupported"] and a_on["schedules"] > 1, a_on
+    d = a_off["divergence"]
+    assert d is not None and d["action"] == "S1.drain_arrive" and len(d["schedule"]) == 2, d
+
+
 # ---- an unmodified release conforms
 
 

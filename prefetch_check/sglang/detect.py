@@ -362,7 +362,7 @@ def _round_collectives(r: Reader) -> Feature:
     (`_sync_hicache_ready_counts`) that also carries the drain's queue sizes."""
     events = r.methods.get("check_hicache_events")
     if events is None:
-        return unrecognised(f"{r.cls}.check_hicache_events")
+        return unrecognised(f"{r.cls}.check_hicache_events and the all_reduce its checks make{NOT_READ_AS_NO}")
     merged = calls(events, "_sync_hicache_ready_counts")
     if merged:
         return Feature("merged-with-drain", (r.cache.ev(merged[0]),),
