@@ -178,6 +178,13 @@ def test_round_leave_is_a_persistent_set_on_its_own():
     assert "S.round_arrive" not in PollProtocol(uniform_config(ranks=2, pages=1)).possible_kinds()
 
 
+def test_round_collectives_take_no_step_at_one_rank(proto):
+    """At TP 1 the collective waits for nobody and brings 0: the model leaves its steps out."""
+    with_option = proto(uniform_config(pages=1, round_collectives=2))
+    assert actions_of(with_option, with_option.state("S0.issue.q0"), "S0.") == ["S0.drain_arrive"]
+    assert len(reachable(with_option)) == len(reachable(proto(uniform_config(pages=1))))
+
+
 @pytest.mark.parametrize("count_first, solo", [(False, 3), (True, None)])
 def test_the_write_is_a_persistent_set_only_when_it_comes_first(count_first, solo):
     protocol = PollProtocol(uniform_config(pages=1, count_before_write=count_first))

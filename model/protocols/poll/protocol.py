@@ -175,7 +175,7 @@ class PollProtocol(
         static_revoke = passes != issued or (hit_alloc and any(None in got[q] for q in passes))
         if "S.issue_alloc_failed" in out and "S.issue_skipped" in out and not static_revoke and (hit_alloc or "P.revoke" in out):
             out.add("S.ready_without_prefetch")  # every request stays in ongoing_prefetch until checked
-        if not cfg.round_collectives:
+        if not self.round_collectives():
             out |= {"S.round_arrive", "S.round_leave"}
         if not issued:
             out |= {k for k in self.action_kinds() if not k.startswith(("S.issue_skipped", "S.drain", "S.ready", "S.round"))}

@@ -76,7 +76,7 @@ class SchedulerSteps:
         if kind == S_ISSUE:
             return self.s_issue(r, rank, q)
         if kind == S_DRAIN:
-            if q < self.config.round_collectives:
+            if q < self.round_collectives():
                 return self.s_round_arrive(r, rank, q)
             return self.s_drain_arrive(r, rank)
         if kind == S_ROUND_WAIT:
@@ -146,6 +146,13 @@ class SchedulerSteps:
     # collective does to the prefetch protocol is make every rank's scheduler wait for the others
     # before its drain reads the queue sizes.
     ROUND_VALUE = (0,)
+
+    def round_collectives(self) -> int:
+        """The round's collectives before the drain the model takes: `Config.round_collectives` with
+        more than one rank. At TP 1 there is nobody to wait for and the value is 0, so the steps
+        would change nothing but the scheduler's own pc (the code's all_reduce returns at once):
+        leaving them out keeps 1-rank counts and counterexamples as they are."""
+        return self.config.round_collectives if self.config.ranks > 1 else 0
 
     def s_round_arrive(self, r, rank, k: int):
         moved = rank._replace(s_pc=(S_ROUND_WAIT, k))
