@@ -332,6 +332,14 @@ class PollProtocol(
                     return False
         return True
 
+    def collective_name(self, tag: tuple) -> str:
+        """A round collective's subject is its place in the round (writing_check's, loading_check's),
+        not a request."""
+        kind, k = tag
+        if kind == C_ROUND:
+            return f"{self.collectives[kind].name} (the round's #{k} before the drain)"
+        return super().collective_name(tag)
+
     # ---- for viewers ----
 
     def fields(self, state) -> dict:
