@@ -96,10 +96,11 @@ def release_configs(draw, min_ranks: int = 1, max_ranks: int = 2):
 
     base = draw(configs(min_ranks, max_ranks))
     shape = dict(FAMILIES[draw(st.sampled_from(sorted(FAMILIES)))].options)
-    flip = draw(st.sampled_from([None, "count_before_write", "direct_release", "queue_unallocated"]))
+    flip = draw(st.sampled_from([None, "count_before_write", "count_whole_batch", "direct_release", "queue_unallocated"]))
     if flip is not None:
         shape[flip] = not shape.get(flip, False)
     shape.setdefault("shape", base.shape)
+    shape["round_collectives"] = draw(st.integers(0, 2))  # writing_check / loading_check before the drain
     requests, alloc_may_fail, deterministic = base.requests, base.alloc_may_fail, True
     if shape.get("alloc_at") == "hit":
         alloc_may_fail = (False,) * base.ranks

@@ -25,7 +25,7 @@ from prefetch_check.model.engine.readable import ReadableModel
 from prefetch_check.model.protocols.poll import refinement
 from prefetch_check.model.protocols.poll.config import RequestSpec, uniform_config
 from prefetch_check.model.protocols.poll.protocol import PollProtocol
-from prefetch_check.sglang import code_checks, conformance_checks
+from prefetch_check.sglang import code_checks, conformance_checks, poll_options
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.protocols import release_protocol
@@ -76,6 +76,9 @@ def test_the_poll_budget_says_what_the_world_cannot_build_and_travels_as_json():
     assert "alloc_may_fail" in unsupported(uniform_config(ranks=2, alloc_may_fail=(True, False)))
     assert "seed" in unsupported(uniform_config(ranks=2, shape="seed"))
     assert unsupported(uniform_config(ranks=1, shape="seed")) == ""
+    whole = dict(count_before_write=True, count_whole_batch=True)
+    assert "batch counted whole" in unsupported(uniform_config(ranks=1, pages=2, failing={0: {1}}, **whole))
+    assert unsupported(uniform_config(ranks=1, pages=2, failing={0: {1}}, storage_batch_size=1, **whole)) == ""
     for b in BUDGETS:
         cfg = budget_config(b, {"alloc_at": "hit"})
         assert config_from_json(config_to_json(cfg)) == cfg
@@ -95,24 +98,75 @@ def test_a_poll_tree_is_planned_with_the_poll_budget(tmp_path):
     assert {n for n, _ in check.skipped} == {b.name for b in BUDGETS if budget_config(b, {}).ranks == 2}
 
 
+# ---- the release options that make a release conform
+
+
+@pytest.mark.parametrize("version, whole", [("0.5.1", True), ("0.5.1.post2", True), ("0.5.1.post3", False), ("0.5.10", False)])
+def test_the_batch_count_is_read_off_the_release_tree(version, whole):
+    """0.5.1-0.5.1.post2 count a whole batch (`increment(self.page_size * len(page_hashes))`, then a
+    loop of writes); 0.5.1.post3 counts page by page, 0.5.2 on write first."""
+    srt = release_srt(version)
+    shape = tree_shape(read_protocol_files(srt)).shape
+    assert (shape.write_order.value == "count-batch-then-write") is whole
+    assert options_of(srt).get("count_whole_batch", False) is whole
+    if whole:
+        assert [f"{e.file}:{e.line}" for e in shape.write_order.evidence] == [
+            "managers/cache_controller.py:608", "managers/cache_controller.py:610"]
+
+
+@pytest.mark.parametrize("version, rounds", [("0.5.1", 1), ("0.5.12", 0), ("0.5.13", 1), ("0.5.14", 2), ("0.5.16", 2),
+                                             ("0.5.17", 0)])
+def test_the_round_collectives_are_read_off_the_release_tree(version, rounds):
+    """The all_reduce calls before the drain: writing_check's (0.5.1.x), loading_check's (0.5.13),
+    both (0.5.14-0.5.16); none in 0.5.2-0.5.12 (recorded: writing_check returns first while nothing
+    is written back, loading_check has none), one with the drain's sizes from 0.5.17."""
+    srt = release_srt(version)
+    feature = tree_shape(read_protocol_files(srt)).shape.round_collectives
+    assert options_of(srt).get("round_collectives", 0) == rounds
+    if version == "0.5.13":
+        assert [f"{e.file}:{e.line}" for e in feature.evidence] == [
+            "mem_cache/hiradix_cache.py:1283", "mem_cache/hiradix_cache.py:950"]
+
+
+def test_0_5_13_conforms_at_two_ranks_with_its_round_collective_and_diverges_without_it():
+    """0.5.13's check_hicache_events calls loading_check first, whose all_reduce(MIN) makes each
+    scheduler wait for the other before its drain reads the queue sizes. With the option the
+    2-rank runs conform; without it the model lets S0's drain read its sizes while S1 still issues,
+    and the code's S1 cannot follow: the divergence at step 2, S1.drain_arrive."""
+    srt = release_srt("0.5.13")
+    opts = options_of(srt)
+    assert opts["round_collectives"] == 1
+    on = item("2x1", uniform_config(ranks=2, pages=1, **opts), 2_000, "steps", near=60)
+    off = item("2x1 without", uniform_config(ranks=2, pages=1, **dict(opts, round_collectives=0)), 2_000, "steps",
+               near=60)
+    a_on, a_off = conform(srt, [on, off], world="poll")
+    assert a_on["divergence"] is None and not a_on["unsupported"] and a_on["schedules"] > 1, a_on
+    d = a_off["divergence"]
+    assert d is not None and d["action"] == "S1.drain_arrive" and len(d["schedule"]) == 2, d
+
+
 # ---- an unmodified release conforms
 
 
-def test_0_5_1_conforms_at_one_page_under_its_own_predicate_and_diverges_where_it_counts_a_batch():
+def test_0_5_1_conforms_under_its_own_predicate_counting_a_whole_batch():
     """0.5.1's predicate accepts before the page list is published (0 == 0): under that predicate the
     model takes the same early acceptance as the code. Its IO thread counts a whole storage batch
-    (`operation.increment(page_size * len(page_hashes))`) before it writes the batch's pages; the
-    model counts page by page (count_before_write), so two pages in one batch diverge there."""
+    (`operation.increment(page_size * len(page_hashes))`) before it writes the batch's pages: with
+    the release's own options (count_whole_batch) two pages in one batch conform; counted page by
+    page (the option forced off) they diverge at the batch's count."""
     srt = release_srt("0.5.1")
     opts = options_of(srt)
+    assert opts["count_before_write"] and opts["count_whole_batch"]
     one, two = (item(f"{p} page(s)", uniform_config(ranks=1, pages=p, **opts), 2_000) for p in (1, 2))
     fixed = dict(one, predicate="")
-    a1, a2, af = conform(srt, [one, two, fixed], world="poll")
-    assert a1["divergence"] is None and a1["counterexamples"] >= 1 and a1["states"] == a1["model_states"], a1
-    d = a2["divergence"]
+    by_page = item("2 pages, counted page by page", uniform_config(ranks=1, pages=2, **dict(opts, count_whole_batch=False)), 2_000)
+    a1, a2, af, ap = conform(srt, [one, two, fixed, by_page], world="poll")
+    for a in (a1, a2):
+        assert a["divergence"] is None and a["counterexamples"] >= 1 and a["states"] == a["model_states"], a
+    assert af["divergence"] is not None and af["divergence"]["action"].startswith("S0.")  # the fixed predicate waits
+    d = ap["divergence"]
     assert d["action"] == "I0.increment.q0" and d["fields"] == {"r0.#0.written": {"model": 0, "code": 1}}, d
     assert d["site"] == "managers/cache_controller.py:610" and d["stack"][0].endswith("(generic_page_transfer)")
-    assert af["divergence"] is not None and af["divergence"]["action"].startswith("S0.")  # the fixed predicate waits
 
 
 @pytest.mark.parametrize("version", ["0.5.18", "0.5.1.post3", "0.5.10"])
@@ -171,9 +225,13 @@ def small(monkeypatch):
                                                            if b.name == "1 rank x 1 request, 2 pages"))
 
 
-@pytest.mark.parametrize("version, conforms", [("0.5.18", True), ("0.5.1", False)])
-def test_sglang_gives_a_poll_row_its_conformance_line(tmp_path, capsys, small, version, conforms):
+@pytest.mark.parametrize("version, by_page, conforms", [("0.5.18", False, True), ("0.5.1", False, True), ("0.5.1", True, False)])
+def test_sglang_gives_a_poll_row_its_conformance_line(tmp_path, capsys, monkeypatch, small, version, by_page, conforms):
     srt = release_srt(version)
+    if by_page:  # the release mapping without count_whole_batch: 0.5.1 counted page by page
+        rules = dict(poll_options.FEATURE_RULES, write_order=dict(poll_options.FEATURE_RULES["write_order"]))
+        rules["write_order"]["count-batch-then-write"] = {"count_before_write": True}
+        monkeypatch.setattr(poll_options, "FEATURE_RULES", rules)
     status = main(["sglang", str(srt), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--json", "-",
                    "--scenarios", str(POLL_SCENARIO)])
     out = capsys.readouterr()
@@ -182,6 +240,6 @@ def test_sglang_gives_a_poll_row_its_conformance_line(tmp_path, capsys, small, v
     assert c["checked"] and c["conforms"] is conforms, c
     if conforms:
         assert c["model_verdicts"] == "shown" and c["schedules"] > 1 and "conforms" in out.err
-    else:  # 0.5.1's IO thread counts a whole batch before it writes its pages; the model counts page by page
+    else:  # 0.5.1's IO thread counts a whole batch before it writes its pages; this model counts page by page
         assert c["model_verdicts"].startswith("withheld") and c["divergence"]["action"] == "I0.increment.q0"
         assert "DIVERGES" in out.err and status in (1, 3)

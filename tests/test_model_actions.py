@@ -71,6 +71,7 @@ def test_every_action_kind_fires_in_some_small_configuration(proto):
         uniform_config(pages=1, prefetch_threshold=2),
         uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False), **options("seed")),
         uniform_config(pages=2, **options("staged")),
+        uniform_config(ranks=2, pages=1, round_collectives=1),
     ]
     fired = set()
     for predicate in ("buggy", "fixed"):

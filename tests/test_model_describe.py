@@ -30,6 +30,20 @@ def test_the_fixed_check_shows_its_guard():
     assert "0 > 0 and 0 == 0 -> wait" in line
 
 
+def test_the_round_collectives_say_which_check_makes_them():
+    model = readable(uniform_config(ranks=2, pages=1, round_collectives=2), "fixed")
+    lines = described(model, "S0.issue.q0 S1.issue.q0 S0.round_arrive S1.round_arrive S0.round_leave")
+    assert "writing_check" in lines[2] and "all_reduce(MIN)" in lines[2] and "waits for the other ranks" in lines[2]
+    assert "last to arrive" in lines[3] and "nothing to pop" in lines[4]
+
+
+def test_the_whole_batch_count_says_how_many_pages_it_counts():
+    model = readable(uniform_config(pages=2, count_before_write=True, count_whole_batch=True), "fixed")
+    lines = described(model, "S0.issue.q0 P0.take.q0 P0.publish.q0 I0.take.q0 I0.increment.q0 I0.write.q0")
+    assert "increment(page_size * 2)" in lines[4] and "completed_tokens 0 -> 2" in lines[4]
+    assert "write page 0" in lines[5] and "counted already" in lines[5]
+
+
 def test_every_action_kind_has_its_own_description():
     """No step falls back to its bare action id."""
     configs = [
@@ -39,6 +53,7 @@ def test_every_action_kind_has_its_own_description():
         uniform_config(pages=1, policy="best_effort"),
         uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False), **options("seed")),
         uniform_config(pages=2, **options("staged")),
+        uniform_config(ranks=2, pages=1, round_collectives=2),
     ]
     seen = set()
     for predicate in ("buggy", "fixed"):

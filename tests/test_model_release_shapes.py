@@ -28,13 +28,16 @@ from prefetch_check.model.protocols.poll.state import (
     REVOKED,
     S_CHECK,
     S_DRAIN,
+    S_DRAIN_WAIT,
     S_INSERT,
+    S_ISSUE,
     S_MAX_WAIT,
     S_MIN_WAIT,
+    S_ROUND_WAIT,
 )
 
 # The step kinds only the release shapes take (tests/test_model_actions.py counts them covered).
-SHAPE_KINDS = {"S.ready_unallocated", "S.terminate_unallocated", "P.record_hits"}
+SHAPE_KINDS = {"S.ready_unallocated", "S.terminate_unallocated", "P.record_hits", "S.round_arrive", "S.round_leave"}
 
 DRAIN = "S0.drain_arrive S0.drain"
 STAGED = options("staged")
@@ -77,6 +80,109 @@ def test_count_before_write_refused_increment_writes_nothing(proto):
     s = p.state("S0.issue.q0 " + DRAIN + " S0.check.q0 S0.terminate.q0 P0.take.q0 P0.publish.q0 I0.take.q0")
     assert actions_of(p, s, "I0.") == ["I0.increment_refused.q0"]
     assert p.step(s, "I0.increment_refused.q0")[0].ops[0].written == 0
+
+
+# ---- count_whole_batch (0.5.1-0.5.1.post2) ----
+
+
+def reachable(p, limit: int = 50_000) -> set:
+    """Every state of a small configuration, by plain BFS (no reductions)."""
+    seen, frontier = {p.initial}, [p.initial]
+    while frontier:
+        nxt = []
+        for state in frontier:
+            for _, after in p.model.successors(state):
+                if after not in seen:
+                    seen.add(after)
+                    nxt.append(after)
+        frontier = nxt
+        assert len(seen) < limit
+    return seen
+
+
+def two_counted_none_written(states) -> bool:
+    """0.5.1's state after `increment(page_size * len(page_hashes))`: both pages counted, none written."""
+    return any(s[0].ops[0].completed == 2 and s[0].ops[0].written == 0 for s in states)
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_count_whole_batch_counts_the_batch_before_any_write(proto, whole):
+    p = proto(uniform_config(pages=2, count_before_write=True, count_whole_batch=whole))
+    assert two_counted_none_written(reachable(p)) is whole
+
+
+def test_count_whole_batch_counts_once_then_writes_page_by_page(proto):
+    p = proto(uniform_config(pages=3, storage_batch_size=2, count_before_write=True, count_whole_batch=True))
+    s = p.step(p.state(LOADING), "I0.increment.q0")
+    assert (s[0].ops[0].completed, s[0].ops[0].written, s[0].i_pc) == (2, 0, (0, 0, IO_COUNT))
+    s = p.step(s, "I0.write.q0")
+    assert (s[0].ops[0].written, s[0].i_pc) == (1, (0, 1, IO_COUNT))  # the batch's next page: written, not counted
+    s = p.step(s, "I0.write.q0")
+    assert (s[0].ops[0].completed, s[0].ops[0].written, s[0].i_pc) == (2, 2, (0, 2, IO_READ))  # the next batch
+    s = p.step(s, "I0.increment.q0")
+    assert s[0].ops[0].completed == 3  # the short last batch: one page
+    assert "increment(page_size * 2)" in p.model.describe(p.state(LOADING), *p.action(p.state(LOADING), "I0.increment.q0")[1:])
+
+
+def test_count_whole_batch_fails_a_batch_before_counting_it(proto):
+    p = proto(uniform_config(pages=2, failing={0: {1}}, count_before_write=True, count_whole_batch=True))
+    s = p.step(p.state(LOADING), "I0.load_failed.q0")  # page 1 fails: the whole batch, page 0 uncounted
+    assert (s[0].ops[0].completed, s[0].ops[0].written) == (0, 0)
+
+
+def test_count_whole_batch_needs_count_before_write():
+    with pytest.raises(ValueError, match="count_whole_batch needs count_before_write"):
+        uniform_config(pages=2, count_whole_batch=True)
+
+
+# ---- round_collectives (0.5.1.x, 0.5.13-0.5.16) ----
+
+ISSUED = "S0.issue.q0 S1.issue.q0"
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_round_collectives_hold_each_drain_until_every_rank_arrived(proto, rounds):
+    """0.5.13's loading_check (and 0.5.14-0.5.16's writing_check before it) make an all_reduce(MIN)
+    every round before the drain reads its queue sizes: a rank's drain waits for the other rank's
+    scheduler, which the model without the option does not."""
+    p = proto(uniform_config(ranks=2, pages=1, round_collectives=rounds))
+    s = p.state("S0.issue.q0")
+    assert actions_of(p, s, "S0.") == ["S0.round_arrive"]
+    s = p.step(s, "S0.round_arrive")
+    assert s[0].s_pc == (S_ROUND_WAIT, 0) and actions_of(p, s, "S0.") == []  # waits for S1
+    s = p.step(p.step(s, "S1.issue.q0"), "S1.round_arrive")
+    assert s[0].s_coll[1] == DONE and s[0].s_coll[2] == (0,)
+    for k in range(rounds):
+        if k:
+            s = p.step(p.step(s, "S0.round_arrive"), "S1.round_arrive")
+        s = p.step(p.step(s, "S0.round_leave"), "S1.round_leave")
+        assert s[0].s_pc == (S_DRAIN, k + 1) and s[0].s_coll == ()
+    assert actions_of(p, s, "S0.") == ["S0.drain_arrive"]
+
+
+def test_without_round_collectives_a_drain_reads_its_sizes_while_the_other_rank_issues(proto):
+    """The state the code never reaches with a per-round collective: S0 in the drain's collective
+    while S1 has not issued yet (the divergence at S1.drain_arrive before the option)."""
+    def drain_before_peer_issue(states):
+        return any(s[0].s_pc[0] == S_DRAIN_WAIT and s[1].s_pc[0] == S_ISSUE for s in states)
+
+    assert drain_before_peer_issue(reachable(proto(uniform_config(ranks=2, pages=1))))
+    assert not drain_before_peer_issue(reachable(proto(uniform_config(ranks=2, pages=1, round_collectives=1))))
+
+
+def test_round_leave_is_a_persistent_set_on_its_own():
+    protocol = PollProtocol(uniform_config(ranks=2, pages=1, round_collectives=1))
+    rank = protocol.initial_rank(0)
+    assert protocol.solo_priority(rank, Action(0, "S", "round_leave", -1)) is not None
+    assert protocol.solo_priority(rank, Action(0, "S", "round_arrive", -1)) is None
+    assert "S.round_arrive" not in PollProtocol(uniform_config(ranks=2, pages=1)).possible_kinds()
+
+
+def test_round_collectives_take_no_step_at_one_rank(proto):
+    """At TP 1 the collective waits for nobody and brings 0: the model leaves its steps out."""
+    with_option = proto(uniform_config(pages=1, round_collectives=2))
+    assert actions_of(with_option, with_option.state("S0.issue.q0"), "S0.") == ["S0.drain_arrive"]
+    assert len(reachable(with_option)) == len(reachable(proto(uniform_config(pages=1))))
 
 
 @pytest.mark.parametrize("count_first, solo", [(False, 3), (True, None)])
@@ -419,6 +525,7 @@ def test_every_possible_shape_step_fires_somewhere(proto):
     for config in (
         uniform_config(ranks=2, pages=1, alloc_may_fail=(True, False), **options("seed")),
         uniform_config(pages=2, **STAGED),
+        uniform_config(ranks=2, pages=1, round_collectives=2),
     ):
         for predicate in ("buggy", "fixed"):
             fired |= set(explore(proto(config, predicate).model).action_counts)

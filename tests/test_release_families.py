@@ -67,7 +67,8 @@ def expected_options(features: dict) -> dict:
     """What each detected feature says about the options (the facts of RELEASES.md, section 11)."""
     tail = features["tail_release"] or ""
     return {
-        "count_before_write": features["write_order"] == "count-then-write",
+        "count_before_write": features["write_order"] in ("count-then-write", "count-batch-then-write"),
+        "count_whole_batch": features["write_order"] == "count-batch-then-write",
         "direct_release": "direct" in tail,
         "tail_releases": 2 if tail.endswith("twice") else 1,
         "alloc_at": features["host_alloc"],

@@ -24,7 +24,8 @@ def test_release_sets_the_family_options(tmp_path, family):
 
 
 def test_a_key_beside_release_wins(tmp_path):
-    config = config_of(tmp_path, 'release = "seed"\ncount_before_write = false\n')
+    # counting a whole batch needs counting first: both keys go (count_whole_batch alone is a ShapeError)
+    config = config_of(tmp_path, 'release = "seed"\ncount_before_write = false\ncount_whole_batch = false\n')
     assert config.shape == "seed" and config.direct_release and not config.count_before_write
 
 

@@ -46,7 +46,7 @@ FEATURES = {
         "io_short_batch": "stop",
         "tail_release": "io-thread-direct",
         "timeout": "fixed",
-        "write_order": "count-then-write",
+        "write_order": "count-batch-then-write",  # increment(page_size * len(page_data)), then a loop of writes
         "abort_barrier": "no-abort-path",
         "storage_exceptions": "queue-empty-only",
         "ack_match": "n/a",

@@ -83,7 +83,8 @@ def test_late2025_of_0_5_6_on_maps_to_the_predicate_poll_shape():
 
 
 @pytest.mark.parametrize("family, options", [
-    ("seed", {"shape": "seed", "clamp_threshold": True, "count_before_write": True, "direct_release": True,
+    ("seed", {"shape": "seed", "clamp_threshold": True, "count_before_write": True, "count_whole_batch": True,
+              "direct_release": True,
               "completed_min": "except_wait_complete", "queue_unallocated": True}),
     # the fixture releases its tail twice, as 0.5.2-0.5.5 did
     ("late2025", {"shape": "late2025", "clamp_threshold": True, "tail_releases": 2}),

@@ -29,7 +29,7 @@ class ConformPollRun(PollRun):
         for rank in self.ranks:
             rank.pos, rank.phase, rank.ready = ("issue", 0), "", [False] * config.requests
             rank.holding, rank.writes, rank.releasing, rank.allocated = {}, {}, set(), {}
-            rank.in_drain, rank.sizes_read = False, set()
+            rank.in_drain, rank.sizes_read, rank.round_start = False, set(), 0
             rank.run_hit_alloc = model_config.alloc_at == "hit"
             rank.decided = not rank.run_hit_alloc  # with hit-time allocation P's take reads the terminated flag
             rank.cc.storage_batch_size = model_config.storage_batch_size
@@ -69,6 +69,8 @@ class ConformPollRun(PollRun):
             cache.prefetch_from_storage(rid, rank.node, self.tokens(q))
         while True:
             self._at(rank, ("round",))
+            if "S-tp" in self.groups:  # the round's collectives before the drain are counted from here
+                rank.round_start = self.groups["S-tp"].calls[rank.index]
             rank.in_drain = True
             if rank.sizes_read is None:
                 rank.pos = ("drain",)

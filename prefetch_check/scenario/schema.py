@@ -89,6 +89,8 @@ POLL_SHAPE = (
     _config("shape", "choice", "termination shape: seed (MIN of can_terminate, a short batch just stops) or "
             "late2025 (MAX of [not can_terminate, terminated], mark_terminate after a short batch)", choices=SHAPES),
     _config("count_before_write", "bool", "the IO thread counts a page (increment) before writing its data (0.5.1.x)"),
+    _config("count_whole_batch", "bool", "with count_before_write: one increment counts a whole storage batch, then "
+            "its pages are written one by one (0.5.1-0.5.1.post2)"),
     _config("direct_release", "bool", "host slots are freed at once by the thread that gives them back, not queued "
             "for the scheduler's drain (0.5.1.x)"),
     _config("tail_releases", "int", "how often the IO thread gives back the tail [completed_tokens, hits) "

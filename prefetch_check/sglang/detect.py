@@ -331,9 +331,74 @@ def _write_order(r: Reader) -> Feature:
     if not counts:
         return unrecognised(f"the `increment` of completed tokens in {getter.name}{NOT_READ_AS_NO}")
     if counts[0].lineno < writes[0].lineno:
+        if _counts_a_batch(counts[0]) and _in_loop_after(getter, writes[0], counts[0]):
+            return Feature("count-batch-then-write", (r.ctl.ev(counts[0]), r.ctl.ev(writes[0])),
+                           "one increment counts the whole batch (len(...) pages), then a loop writes its pages")
         return Feature("count-then-write", (r.ctl.ev(counts[0]), r.ctl.ev(writes[0])),
                        "completed_tokens grows before the page's data is written")
     return Feature("write-then-count", (r.ctl.ev(writes[0]), r.ctl.ev(counts[0])))
+
+
+def _counts_a_batch(increment: ast.Call) -> bool:
+    """`increment(page_size * len(batch))`: the count of a whole batch at once (0.5.1)."""
+    return any(isinstance(n, ast.Call) and call_name(n) == "len" for a in increment.args for n in ast.walk(a))
+
+
+def _in_loop_after(fn: ast.AST, write: ast.Call, increment: ast.Call) -> bool:
+    """Whether `write` sits in a `for` loop that starts after `increment` (one write per page)."""
+    return any(isinstance(n, ast.For) and n.lineno > increment.lineno and any(m is write for m in ast.walk(n))
+               for n in ast.walk(fn))
+
+
+ROUND_CHECKS = ("writing_check", "loading_check")
+ALL_REDUCES = ("_all_reduce", "_all_reduce_attn_groups", "all_reduce")
+
+
+def _round_collectives(r: Reader) -> Feature:
+    """The all_reduce calls check_hicache_events makes every round before the drain reads its queue
+    sizes: writing_check's and loading_check's where each reaches its all_reduce with nothing written
+    back or loaded (0.5.13: loading_check only, writing_check returns first while
+    ongoing_write_through is empty; 0.5.14-0.5.16: both); from 0.5.17 one collective
+    (`_sync_hicache_ready_counts`) that also carries the drain's queue sizes."""
+    events = r.methods.get("check_hicache_events")
+    if events is None:
+        return unrecognised(f"{r.cls}.check_hicache_events and the all_reduce its checks make{NOT_READ_AS_NO}")
+    merged = calls(events, "_sync_hicache_ready_counts")
+    if merged:
+        return Feature("merged-with-drain", (r.cache.ev(merged[0]),),
+                       "one all_reduce carries the write and load counts and the drain's queue sizes")
+    made = []
+    for stmt in events.body:  # the round's own calls, in order (not those behind a branch)
+        call = stmt.value if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
+        if call is None or call_name(call) not in ROUND_CHECKS or call.args or call.keywords:
+            continue
+        reduce = _unconditional_reduce(r.methods.get(call_name(call)))
+        if reduce is not None:
+            made.append((call, reduce))
+    if not made:
+        return unrecognised(f"an all_reduce reached every round by {' or '.join(ROUND_CHECKS)} in "
+                            f"check_hicache_events{NOT_READ_AS_NO}")
+    value = "+".join(call_name(c).replace("_", "-") for c, _ in made)
+    evidence = tuple(e for c, red in made for e in (r.cache.ev(c), r.cache.ev(red)))
+    return Feature(value, evidence, "an all_reduce(MIN) on the scheduler's group every round, before the drain")
+
+
+def _unconditional_reduce(fn: Optional[ast.FunctionDef]) -> Optional[ast.Call]:
+    """The all_reduce a method reaches on every call with its default arguments: a top-level
+    statement of its body, after no `if ...: return` but the one under its own `write_back`
+    parameter (False by default, the scheduler's call)."""
+    if fn is None:
+        return None
+    params = {a.arg for a in fn.args.args}
+    for stmt in fn.body:
+        if isinstance(stmt, ast.If) and any(isinstance(s, ast.Return) for s in stmt.body):
+            if isinstance(stmt.test, ast.Name) and stmt.test.id in params:
+                continue  # `if write_back: ... return`: not the scheduler's per-round call
+            return None  # e.g. `if len(self.ongoing_write_through) == 0: return`
+        found = [c for c in ast.walk(stmt) if isinstance(c, ast.Call) and call_name(c) in ALL_REDUCES]
+        if found:
+            return found[0]
+    return None
 
 
 def _abort_barrier(r: Reader) -> Feature:
@@ -379,4 +444,5 @@ def detect_shape(files: Mapping[str, str], cache_class: Optional[str] = None) ->
         storage_exceptions=_storage_exceptions(r),
         write_order=_write_order(r),
         abort_barrier=_abort_barrier(r),
+        round_collectives=_round_collectives(r),
     )

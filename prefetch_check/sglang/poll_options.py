@@ -38,7 +38,15 @@ FEATURE_RULES: dict[str, dict[str, dict]] = {
         "drain-raw": {"threshold_test": "drain"},
     },
     "host_alloc": {"issue": {}, "hit": {"alloc_at": "hit"}},
-    "write_order": {"write-then-count": {}, "count-then-write": {"count_before_write": True}},
+    "write_order": {"write-then-count": {}, "count-then-write": {"count_before_write": True},
+                    "count-batch-then-write": {"count_before_write": True, "count_whole_batch": True}},
+    # the scheduler's all_reduce calls every round before the drain (writing_check, loading_check);
+    # from 0.5.17 one collective carries them with the drain's sizes: the model's drain collective
+    "round_collectives": {
+        "none": {}, "merged-with-drain": {},
+        "writing-check": {"round_collectives": 1}, "loading-check": {"round_collectives": 1},
+        "writing-check+loading-check": {"round_collectives": 2},
+    },
     "tail_release": {
         "io-thread-release-queue": {},
         "io-thread-release-queue-twice": {"tail_releases": 2},

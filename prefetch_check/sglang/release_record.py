@@ -22,7 +22,8 @@ from prefetch_check.sglang.shape import Shape
 from prefetch_check.sglang.source_ast import calls, parse_file
 
 # the features whose value may be an absence: recorded per followed release
-RECORDED = ("acks", "ack_match", "hit_queue", "revoke_queue", "storage_exceptions", "write_order", "abort_barrier")
+RECORDED = ("acks", "ack_match", "hit_queue", "revoke_queue", "storage_exceptions", "write_order", "abort_barrier",
+            "round_collectives")
 
 
 def _absent(r: Reader, feature: str) -> Optional[str]:
@@ -44,6 +45,8 @@ def _absent(r: Reader, feature: str) -> Optional[str]:
         getter = r.ctl_methods.get("_generic_page_get") or r.ctl_methods.get("generic_page_transfer")
         writes = calls(getter, "set_from_flat_data_page") if getter is not None else []
         return "write-then-ack" if writes else None  # pages written, counted by what is returned
+    if feature == "round_collectives":  # no all_reduce reached every round before the drain
+        return "none"
     if feature == "abort_barrier":
         return "no-abort-path" if "release_aborted_request" not in r.methods else "no"
     return None

@@ -60,8 +60,9 @@ class Shape:
     tail_release: Feature  # "<who>-<how>[-twice]": io-thread|drain x direct|release-queue
     timeout: Feature  # "fixed" | "linear" | "linear-capped" | "admission-deadline"
     storage_exceptions: Feature  # "caught" | "finally-only" | "queue-empty-only" (recorded)
-    write_order: Feature  # "count-then-write" | "write-then-count" | "write-then-ack" (recorded)
+    write_order: Feature  # "count-then-write" | "count-batch-then-write" | "write-then-count" | "write-then-ack" (recorded)
     abort_barrier: Feature  # "yes" | "no" | "no-abort-path" (recorded)
+    round_collectives: Feature  # "loading-check" | "writing-check+loading-check" | "merged-with-drain" | "none" (recorded)
     # (recorded): a value that is an absence ("no", "none", ...) is known only for a followed
     # release (release_record.py) and reaches a tree only through its whole path (followed.py)
 

@@ -35,6 +35,10 @@ THRESHOLD_TESTS = ("prefetch_thread", "drain")
 # not under wait_complete (0.5.1.x: each rank inserts its own count).
 COMPLETED_MIN = ("always", "except_wait_complete")
 TAIL_RELEASES = (1, 2)
+# The all_reduce(MIN) calls the scheduler makes at the top of every round before the drain reads its
+# queue sizes: none (0.5.2-0.5.12: writing_check skips its own when nothing is written back, and
+# loading_check has none), loading_check's (0.5.13), writing_check's and loading_check's (0.5.14-0.5.16).
+ROUND_COLLECTIVES = (0, 1, 2)
 
 
 class ShapeError(ValueError):
@@ -95,6 +99,8 @@ class Config:
     shape: str = "late2025"
     # ---- release shapes (defaults: late2025, 0.5.6-0.5.15) ----
     count_before_write: bool = False  # the IO thread counts a page (increment) before writing its data
+    count_whole_batch: bool = False  # with count_before_write: one increment for a whole storage batch, then its writes
+    round_collectives: int = 0  # all_reduce(MIN) calls the scheduler makes each round before the drain
     direct_release: bool = False  # host slots are freed at once (mem_pool_host.free), not queued for the drain
     tail_releases: int = 1  # how often the IO thread gives back the tail [completed_tokens, hits)
     completed_min: str = "always"  # when the scheduler takes all_reduce(MIN completed_tokens) before insert
@@ -108,13 +114,15 @@ class Config:
     def __post_init__(self) -> None:
         check_common(self, {
             "policy": POLICIES, "shape": SHAPES, "alloc_at": ALLOC_AT, "threshold_test": THRESHOLD_TESTS,
-            "completed_min": COMPLETED_MIN, "tail_releases": TAIL_RELEASES,
+            "completed_min": COMPLETED_MIN, "tail_releases": TAIL_RELEASES, "round_collectives": ROUND_COLLECTIVES,
         })
         per_rank(self, "alloc_may_fail", False)
         self._check_shape()
 
     def _check_shape(self) -> None:
         """Combinations of shape options that no release has and the model does not define."""
+        if self.count_whole_batch and not self.count_before_write:
+            raise ShapeError("count_whole_batch", "count_whole_batch needs count_before_write (0.5.1 counts a batch, then writes it)")
         if self.threshold_test == "drain" and self.alloc_at != "hit":
             raise ShapeError("threshold_test", 'threshold_test = "drain" needs alloc_at = "hit" (the drain tests the threshold on prefetch_hit_queue)')
         if self.alloc_at == "hit":

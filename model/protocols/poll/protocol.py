@@ -3,7 +3,7 @@
 Per rank a scheduler `S`, a prefetch thread `P`, an IO thread `I` and, under the timeout
 policy, a clock `C` (PROTOCOL.md); the shapes of the releases it covers are options of the
 configuration (`Config`: `shape`, `alloc_at`, `threshold_test`, `count_before_write`,
-`direct_release`, `tail_releases`, `completed_min`, `queue_unallocated`; `releases.py`
+`count_whole_batch`, `round_collectives`, `direct_release`, `tail_releases`, `completed_min`, `queue_unallocated`; `releases.py`
 maps each release family to them). The steps live in one module per thread, each with its
 description beside it; this class puts them together and says what the reductions may
 assume:
@@ -12,7 +12,8 @@ assume:
   are interchangeable. `Rank` lists the scheduler's fields last, and only the scheduler
   can loop forever: the prefetch and IO threads and the clock take irreversible steps.
 - Steps that are persistent sets on their own (`solo_steps`):
-    S.drain, S.keep_waiting  leave a collective: only this scheduler's own pc and register
+    S.drain, S.keep_waiting, S.round_leave
+                             leave a collective: only this scheduler's own pc and register
                              (drain pops queue heads and subtracts counts: commutes with appends;
                              with alloc_at = "hit" it also fills in operations that no other
                              thread touches while they sit on prefetch_hit_queue, and appends
@@ -63,6 +64,7 @@ from prefetch_check.model.protocols.poll.state import (
     C_COMPLETED,
     C_DRAIN,
     C_HITS,
+    C_ROUND,
     C_TERMINATE,
     IO_COUNT,
     IO_READ,
@@ -78,13 +80,14 @@ class PollProtocol(
     threads = (Thread("S", "scheduler"), Thread("P", "prefetch"), Thread("I", "io"), Thread("C", "clock"))
     # the scheduler's group first: the partial-order reduction visits a rank's waits in this order
     collectives = {
+        C_ROUND: Collective("s_coll", min, "all_reduce(MIN finished acks) of writing_check/loading_check"),
         C_DRAIN: Collective("s_coll", min, "all_reduce(MIN queue sizes) of drain"),
         C_TERMINATE: Collective("s_coll", max, "all_reduce(MAX [not can_terminate, terminated])"),
         C_COMPLETED: Collective("s_coll", min, "all_reduce(MIN completed_tokens)"),
         C_HITS: Collective("p_coll", min, "all_reduce(MIN hits)"),
     }
     solo_steps = {
-        "S.drain": 0, "S.keep_waiting": 1, "I.take": 2, "I.write": 3,
+        "S.drain": 0, "S.keep_waiting": 1, "S.round_leave": 1, "I.take": 2, "I.write": 3,
         "P.take": 5, "I.increment_refused": 6, "S.insert": 7,
     }
     INCREMENT_PRIORITY = 4
@@ -94,8 +97,8 @@ class PollProtocol(
     reductions_vouched = True
     builtin_predicates = ("buggy", "fixed")
     property_names = NAMES
-    shape_options = ("shape", "clamp_threshold", "count_before_write", "direct_release", "tail_releases",
-                     "completed_min", "queue_unallocated", "alloc_at", "threshold_test")
+    shape_options = ("shape", "clamp_threshold", "count_before_write", "count_whole_batch", "direct_release", "tail_releases",
+                     "completed_min", "queue_unallocated", "alloc_at", "threshold_test", "round_collectives")
 
     def __init__(self, config: Config, predicate: Predicate | str = "fixed", name: str | None = None):
         self.config = config
@@ -172,8 +175,10 @@ class PollProtocol(
         static_revoke = passes != issued or (hit_alloc and any(None in got[q] for q in passes))
         if "S.issue_alloc_failed" in out and "S.issue_skipped" in out and not static_revoke and (hit_alloc or "P.revoke" in out):
             out.add("S.ready_without_prefetch")  # every request stays in ongoing_prefetch until checked
+        if not self.round_collectives():
+            out |= {"S.round_arrive", "S.round_leave"}
         if not issued:
-            out |= {k for k in self.action_kinds() if not k.startswith(("S.issue_skipped", "S.drain", "S.ready"))}
+            out |= {k for k in self.action_kinds() if not k.startswith(("S.issue_skipped", "S.drain", "S.ready", "S.round"))}
         if not published:
             out |= {k for k in self.action_kinds() if k.startswith("I.")} | {"P.publish"}
         if hit_alloc and not any(None not in got[q] for q in passes):
@@ -255,6 +260,10 @@ class PollProtocol(
             uniform_config(ranks=1, requests=2, pages=2, hits=1, **options("seed-guarded")),
             uniform_config(ranks=2, pages=2, failing={0: {0}}, **options("late2025-tail-twice")),
             uniform_config(ranks=2, pages=2, count_before_write=True),
+            uniform_config(ranks=2, pages=3, storage_batch_size=2, **options("seed")),  # two batches, counted whole
+            uniform_config(ranks=2, pages=2, failing={1: {1}}, round_collectives=1),
+            uniform_config(ranks=2, requests=2, pages=1, round_collectives=2),
+            uniform_config(ranks=2, pages=1, policy="best_effort", round_collectives=2, **options("staged")),
             uniform_config(ranks=2, pages=2, alloc_pages=1, prefetch_threshold=1, **options("staged")),
             uniform_config(ranks=2, requests=2, pages=1, hits=0, policy="timeout", **options("staged")),
             uniform_config(ranks=2, pages=2, failing={1: {0}}, **options("staged")),
@@ -282,7 +291,7 @@ class PollProtocol(
         if q not in self._steady:
             return False
         op = rank.ops[q]
-        return not op.terminated and not self.decide_op(op) and not self.decide_op(op._replace(completed=op.completed + 1))
+        return not op.terminated and not self.decide_op(op) and not self.decide_op(op._replace(completed=self.counted_to(op, rank.i_pc[1])))
 
     def release_is_empty(self, rank, q: int) -> bool:
         """The IO thread's final release gives nothing back (it loaded every page it was given):
@@ -322,6 +331,14 @@ class PollProtocol(
                 if answer and not (cfg.policy == "timeout" and timed_out):
                     return False
         return True
+
+    def collective_name(self, tag: tuple) -> str:
+        """A round collective's subject is its place in the round (writing_check's, loading_check's),
+        not a request."""
+        kind, k = tag
+        if kind == C_ROUND:
+            return f"{self.collectives[kind].name} (the round's #{k} before the drain)"
+        return super().collective_name(tag)
 
     # ---- for viewers ----
 

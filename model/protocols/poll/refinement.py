@@ -23,7 +23,9 @@ The fields (per rank r; q a request, which is also its operation's number: one p
   IO                   the operation the IO thread took off prefetch_buffer, until it asks for
                        the next one; -1; "dead"
   S.coll, P.coll       (TP > 1) what the thread waits with in its group's all_reduce (reduced
-                       once every rank arrived), or None: S the drain (True), the vote
+                       once every rank arrived), or None: S ("round", k) in the round's k-th
+                       collective before the drain (Config.round_collectives: which call
+                       of the round it is says k, its value nothing), the drain (True), the vote
                        ("vote", not_can_terminate, terminated) or ("min", completed pages); P its
                        hit pages
   prefetch_queue, prefetch_buffer, prefetch_hit_queue (hit-time allocation),
@@ -50,11 +52,13 @@ from collections import Counter
 
 from prefetch_check.model.protocols.ack_drain.refinement import SLOT_LETTERS, _given_back_twice, _leading, owner
 from prefetch_check.model.protocols.poll.state import (
-    C_COMPLETED, C_DRAIN, C_TERMINATE, S_CHECK, S_DRAIN, S_DRAIN_WAIT, S_INSERT, S_ISSUE, S_MAX_WAIT, S_MIN_WAIT,
+    C_COMPLETED, C_DRAIN, C_ROUND, C_TERMINATE, S_CHECK, S_DRAIN, S_DRAIN_WAIT, S_INSERT, S_ISSUE, S_MAX_WAIT,
+    S_MIN_WAIT, S_ROUND_WAIT,
 )
 
-S_PLACES = {S_ISSUE: "issue", S_DRAIN: "round", S_DRAIN_WAIT: "drain", S_CHECK: "check", S_MAX_WAIT: "vote",
-            S_MIN_WAIT: "min", S_INSERT: "insert"}
+S_PLACES = {S_ISSUE: "issue", S_DRAIN: "round", S_ROUND_WAIT: "round", S_DRAIN_WAIT: "drain", S_CHECK: "check",
+            S_MAX_WAIT: "vote", S_MIN_WAIT: "min", S_INSERT: "insert"}
+ROUND_PLACES = (S_DRAIN, S_ROUND_WAIT, S_DRAIN_WAIT)  # places named without a request
 GROUPS = {"S": "S-tp", "P": "P-hits"}  # the poll world's group of each thread
 CODE_QUEUES = {"revoke": "prefetch_revoke_queue", "hit": "prefetch_hit_queue", "release": "host_mem_release_queue"}
 
@@ -75,7 +79,7 @@ def model_rank_view(protocol, rank) -> dict:
     cfg = protocol.config
     kind, q = rank.s_pc
     v = {
-        "S": (S_PLACES[kind], q) if kind not in (S_DRAIN, S_DRAIN_WAIT) else (S_PLACES[kind],),
+        "S": (S_PLACES[kind], q) if kind not in ROUND_PLACES else (S_PLACES[kind],),
         "P": rank.p_pc,
         "IO": rank.i_pc[0] if rank.i_pc else -1,
         "prefetch_queue": tuple(rank.prefetch_queue),
@@ -105,9 +109,11 @@ def model_rank_view(protocol, rank) -> dict:
 def _model_s_coll(reg):
     if not reg:
         return None
-    (kind, _), _, value = reg
+    (kind, k), _, value = reg
     if kind == C_DRAIN:
         return True
+    if kind == C_ROUND:
+        return ("round", k)
     if kind == C_TERMINATE:
         return ("vote",) + tuple(value)
     if kind == C_COMPLETED:
@@ -218,6 +224,8 @@ def _code_s_coll(protocol, run, rank, thread):
     place = scheduler_place(protocol, run, rank, thread)
     if place[0] == "drain":
         return True
+    if place[0] == "round":  # the round's k-th collective before the drain (writing_check, loading_check)
+        return ("round", run.groups[GROUPS["S"]].calls[rank.index] - rank.round_start)
     if place[0] == "vote":
         return ("vote",) + tuple(value[:2])
     if place[0] == "min":

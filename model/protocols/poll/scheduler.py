@@ -24,6 +24,7 @@ from prefetch_check.model.interface import Step, formats, result
 from prefetch_check.model.protocols.poll.state import (
     C_COMPLETED,
     C_DRAIN,
+    C_ROUND,
     C_TERMINATE,
     DROPPED,
     HELD,
@@ -37,6 +38,7 @@ from prefetch_check.model.protocols.poll.state import (
     S_ISSUE,
     S_MAX_WAIT,
     S_MIN_WAIT,
+    S_ROUND_WAIT,
     give_back,
     set_op,
 )
@@ -66,6 +68,7 @@ class SchedulerSteps:
         S_MAX_WAIT: "q{q}: waiting in all_reduce(MAX)",
         S_MIN_WAIT: "q{q}: waiting in all_reduce(MIN completed)",
         S_INSERT: "insert q{q} (own completed_tokens)",
+        S_ROUND_WAIT: "waiting in the round's all_reduce(MIN) #{q} before the drain",
     }
 
     def scheduler_steps(self, r: int, rank) -> list[Step]:
@@ -73,7 +76,11 @@ class SchedulerSteps:
         if kind == S_ISSUE:
             return self.s_issue(r, rank, q)
         if kind == S_DRAIN:
+            if q < self.round_collectives():
+                return self.s_round_arrive(r, rank, q)
             return self.s_drain_arrive(r, rank)
+        if kind == S_ROUND_WAIT:
+            return self.s_round_leave(r, rank, q)
         if kind == S_DRAIN_WAIT:
             return self.s_drain(r, rank)
         if kind == S_CHECK:
@@ -130,6 +137,49 @@ class SchedulerSteps:
     def format_issue_skipped(self, before, after, a):
         cfg = self.config
         return f"issue q{a.q} skipped: prefetch length {cfg.prefetch_tokens(a.q)} < prefetch_threshold {cfg.prefetch_threshold}"
+
+    # ---- the round's collectives before the drain (`Config.round_collectives`) ----
+
+    # What this rank brings: the count of finished write-backs (writing_check) or load-backs
+    # (loading_check) at the head of their ack queues. The model has neither (nothing is written
+    # through or loaded back), so it is 0 on every rank and the result pops nothing: what the
+    # collective does to the prefetch protocol is make every rank's scheduler wait for the others
+    # before its drain reads the queue sizes.
+    ROUND_VALUE = (0,)
+
+    def round_collectives(self) -> int:
+        """The round's collectives before the drain the model takes: `Config.round_collectives` with
+        more than one rank. At TP 1 there is nobody to wait for and the value is 0, so the steps
+        would change nothing but the scheduler's own pc (the code's all_reduce returns at once):
+        leaving them out keeps 1-rank counts and counterexamples as they are."""
+        return self.config.round_collectives if self.config.ranks > 1 else 0
+
+    def s_round_arrive(self, r, rank, k: int):
+        moved = rank._replace(s_pc=(S_ROUND_WAIT, k))
+        return [Step(S, "round_arrive", -1, moved, ((C_ROUND, k), self.ROUND_VALUE))]
+
+    @formats("S.round_arrive")
+    def format_round_arrive(self, before, after, a):
+        k = after.s_pc[1]
+        return (f"round start, before the drain: {self.round_collective_name(k)}: "
+                f"{op_label(self, C_ROUND)} of finished acks arrive with 0{arrival(after.s_coll)}")
+
+    def s_round_leave(self, r, rank, k: int):
+        if result(rank, "s_coll", (C_ROUND, k)) is None:
+            return []
+        return [Step(S, "round_leave", -1, rank._replace(s_coll=(), s_pc=(S_DRAIN, k + 1)))]
+
+    @formats("S.round_leave")
+    def format_round_leave(self, before, after, a):
+        k = before.s_pc[1]
+        return f"{self.round_collective_name(k)}: {op_label(self, C_ROUND)} -> {list(before.s_coll[2])}: nothing to pop"
+
+    def round_collective_name(self, k: int) -> str:
+        """The round's k-th collective: writing_check's (0.5.1.x), loading_check's (0.5.13), or
+        writing_check's, then loading_check's (0.5.14-0.5.16)."""
+        if self.config.round_collectives == 2:
+            return ("writing_check", "loading_check")[k]
+        return "writing_check or loading_check"
 
     # ---- drain ----
 

@@ -34,6 +34,8 @@ S_CHECK = 3  # about to run check_prefetch_progress(q)
 S_MAX_WAIT = 4  # arrived in the all_reduce(MAX) of [not can_terminate, terminated]
 S_MIN_WAIT = 5  # terminated q, arrived in the all_reduce(MIN) of completed_tokens
 S_INSERT = 6  # terminated q, about to insert its own completed_tokens (completed_min = "except_wait_complete")
+S_ROUND_WAIT = 7  # (S_ROUND_WAIT, k): arrived in the round's k-th collective before the drain (`Config.round_collectives`)
+# (S_DRAIN, k): at the top of a round, k of the round's collectives before the drain made (k = 0 without them)
 
 # ---- IO thread phase within a page ----
 IO_READ = 0  # read page from storage, then write it into its host slots
@@ -45,6 +47,7 @@ C_HITS = 0  # prefetch thread: MIN of hit pages
 C_DRAIN = 1  # scheduler: MIN of the sizes of the queues it drains (`Config.drain_queues`)
 C_TERMINATE = 2  # scheduler: MAX of (not can_terminate, terminated)
 C_COMPLETED = 3  # scheduler: MIN of completed tokens
+C_ROUND = 4  # scheduler: a per-round MIN before the drain (writing_check / loading_check; `Config.round_collectives`)
 
 NOT_INSERTED = -1
 
