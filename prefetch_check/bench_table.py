@@ -115,8 +115,9 @@ def fetch_releases(spec: str, source_cache: Path) -> None:
         raise RuntimeError(f"{unread[0].label}: {unread[0].error}")
 
 
-def measure_table(row: TableRow, source_cache: Path) -> TableMeasurement:
-    """Fetch what is missing into `source_cache`, then time the row cold and cached on a copy."""
+def measure_table(row: TableRow, source_cache: Path, keep_report: Path | None = None) -> TableMeasurement:
+    """Fetch what is missing into `source_cache`, then time the row cold and cached on a copy;
+    `keep_report`: where to copy the table's own JSON report (the cached run's), if anywhere."""
     m = TableMeasurement(row)
     base = command() + ["sglang", row.spec, "-j", str(row.jobs), "-q"]
     try:
@@ -135,6 +136,8 @@ def measure_table(row: TableRow, source_cache: Path) -> TableMeasurement:
             argv = base + ["--offline", "--cache-dir", str(cache), "--json", str(report)]
             m.cold = _run(argv, report)
             m.cached = _run(argv, report)
+            if keep_report is not None:
+                shutil.copyfile(report, keep_report)
     except (RuntimeError, subprocess.TimeoutExpired, OSError) as exc:
         m.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return m

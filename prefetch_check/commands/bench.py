@@ -44,6 +44,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-memory", type=positive_int, default=bench.DEFAULT_MAX_MEMORY_MB, metavar="MIB",
                         help=f"memory limit of each row's search (default {bench.DEFAULT_MAX_MEMORY_MB})")
     parser.add_argument("--json", metavar="FILE", help="write the same figures as JSON (overwrites)")
+    parser.add_argument("--table-report", metavar="FILE",
+                        help="with the table row: also write the release table's own JSON report there")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
 
 
@@ -89,7 +91,7 @@ def execute(args) -> int:
         if not args.quiet:
             log.print(f"bench [table {i + 1}/{len(table_rows)}] {row.key}: {row.command}, cold then cached "
                       "(minutes) ...", highlight=False)
-        tabled.append(measure_table(row, sglang_cache_root()))
+        tabled.append(measure_table(row, sglang_cache_root(), Path(args.table_report) if args.table_report else None))
     console = output_console()
     if measurements:
         console.print(table(measurements, args.budget))
