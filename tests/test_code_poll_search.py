@@ -31,12 +31,14 @@ def test_a_small_two_rank_poll_search_is_exhaustive_and_the_unreduced_search_fin
 
 
 def test_0_5_1s_small_two_rank_search_finds_the_early_acceptance_with_and_without_the_reduction():
+    """Both searches, each cut at 1,000 runs, find 0.5.1's early acceptance at this size (the
+    reduced one is exhaustive here after 28,049 runs, about 40 s: docs/executor.md; the 0.5.18
+    test above is the exhaustive one the suite runs)."""
     srt = release_srt("0.5.1")
-    reduced = check_tree(srt, SMALL, CodeLimits(max_seconds=300))
-    assert reduced.exhaustive and not reduced.not_modelled, reduced.bound
-    full = check_tree(srt, SMALL, CodeLimits(max_runs=1_000, max_seconds=300, reduce=False))
-    violated = {p for p, v in reduced.verdicts.items() if v == "VIOLATED"}
-    assert violated == {p for p, v in full.verdicts.items() if v == "VIOLATED"} == {"no_early_acceptance"}
+    for reduce in (True, False):
+        result = check_tree(srt, SMALL, CodeLimits(max_runs=1_000, max_seconds=300, reduce=reduce))
+        assert not result.not_modelled
+        assert result.verdicts["no_early_acceptance"] == "VIOLATED", (reduce, result.verdicts)
 
 
 def test_0_5_1_accepts_a_prefetch_before_its_page_list_is_published_with_two_ranks_voting():

@@ -71,7 +71,7 @@ def explored(config, predicate, workers, **options):
 
 
 def test_ids_parents_and_edges_do_not_depend_on_the_number_of_workers():
-    config = uniform_config(ranks=3, requests=2, pages=1)
+    config = uniform_config(ranks=2, requests=2, pages=2)
     two, three = explored(config, "buggy", 2), explored(config, "buggy", 3)
     assert isinstance(two.states, PackedStates)
     model = two.model

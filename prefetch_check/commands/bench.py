@@ -214,7 +214,7 @@ def sampling_table(measurements: list) -> Table:
 
 STARTUP_NOTE = (
     "startup rows (issue 23): wall seconds of the installed command in a fresh process each time (as a shell runs "
-    "it), median and fastest of the runs; run checks scenarios/release-seed.toml (667 states over buggy and fixed). "
+    "it), median and fastest of the runs; run checks scenarios/release-seed.toml (552 states over buggy and fixed). "
 )
 
 
