@@ -184,7 +184,7 @@ def _conformance_line(row: ReleaseCheck, notes: Notes, width: int) -> str:
     full = conformance_text(row)
     if len(candidates) == 1 and candidates[0] == full and len(full) <= width:
         return full
-    mark = notes.add(Note(full if "conformance" in full else f"conformance: {full}"))
+    mark = notes.add(Note(full))
     return _fitting([f"{c} {mark}" for c in candidates], width)
 
 
