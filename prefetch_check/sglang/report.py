@@ -209,7 +209,7 @@ def conformance_headlines(row: ReleaseCheck) -> list[str]:
     fits its line; conformance_text says all of it)."""
     c = row.conformance
     if not c.planned:
-        return [c.note or "not checked"]
+        return [c.note, "no conformance check"] if c.note else ["not checked"]
     if c.error:
         return ["could not run"]
     if c.answers is None:

@@ -23,7 +23,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
+from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VIOLATED
 from prefetch_check.sglang import layout
 from prefetch_check.sglang.checks import CHECKED, DROPPED, NOT_ASKED, UPSTREAM, TRANSCRIPTION, PropertyVerdict, ReleaseCheck
 from prefetch_check.sglang.code_checks import NOT_JUDGED
@@ -111,8 +111,7 @@ def verdict_cell(v: Optional[PropertyVerdict], notes: Notes, case: str = "") -> 
             lines.append("".join(extra).strip())
         return "\n".join(lines)
     if v.verdict == BOUNDED:
-        return f"BOUNDED\n{v.case} " + notes.add(Note(f"{v.case}: {v.reason}")) if v.reason else "BOUNDED"
-
+        return f"BOUNDED\n{v.case} {notes.add(Note(f'{v.case}: {v.reason}'))}" if v.reason else "BOUNDED"
     if v.verdict == NOT_APPLICABLE:
         return "n/a"
     if v.verdict == NOT_JUDGED:
@@ -164,8 +163,7 @@ def header(row: ReleaseCheck, notes: Notes, width: int) -> list[tuple[str, str]]
         out.append(("predicate", _short(row.predicate)))
     if row.release is not None and row.release.settings:
         settled = "; ".join(s.describe() for s in row.release.settings)
-        options = ", ".join(f"{s.name}={str(s.value).lower() if isinstance(s.value, bool) else s.value}"
-                            for s in row.release.settings)
+        options = ", ".join(s.assignment() for s in row.release.settings)
         out.append(("options", f"{options} " + notes.add(Note(f"the options and the detections that settled them "
                                                                f"(file:line in --json): {settled}"))))
     conformance = _conformance_line(row, notes, value_width)
@@ -182,7 +180,7 @@ def _conformance_line(row: ReleaseCheck, notes: Notes, width: int) -> str:
         return ""
     candidates = conformance_headlines(row)
     full = conformance_text(row)
-    if len(candidates) == 1 and candidates[0] == full and len(full) <= width:
+    if candidates[0] == full and len(full) <= width:  # all of it fits: no footnote
         return full
     mark = notes.add(Note(full))
     return _fitting([f"{c} {mark}" for c in candidates], width)
