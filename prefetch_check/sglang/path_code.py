@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import ast
 import copy
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
@@ -337,10 +339,49 @@ class _Walk:
         return dict(sorted(self.found.items(), key=lambda p: (p[1].whole, p[0])))
 
 
+def path_files(files: Mapping[str, str], cache_class: str) -> tuple[set[str], dict[str, PathFunction]]:
+    """(the files the path of `cache_class` reads (parses) in these files: all it needs of the tree,
+    the path)."""
+    walk = _walk(files, cache_class)
+    return walk.srt.parsed(), walk.found
+
+
+# The paths last computed, by (cache class, digest of the files): a tree's path is asked for by
+# reading the tree (locate.read_path_files), by its shape and by the report, and takes seconds.
+# A pure function's results keyed by the content itself: an edit is a different key.
+_RECENT: "OrderedDict[tuple[str, str], dict[str, PathFunction]]" = OrderedDict()
+_RECENT_SIZE = 8
+
+
+def _key(files: Mapping[str, str], cache_class: str) -> tuple[str, str]:
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        h.update(rel.encode() + b"\0" + files[rel].encode("utf-8", "replace") + b"\0")
+    return cache_class, h.hexdigest()
+
+
+def remember(files: Mapping[str, str], cache_class: str, path: dict[str, PathFunction]) -> None:
+    """Record the path of these files (computed over a lazy tree whose reach they are)."""
+    _RECENT[_key(files, cache_class)] = path
+    while len(_RECENT) > _RECENT_SIZE:
+        _RECENT.popitem(last=False)
+
+
 def prefetch_path(files: Mapping[str, str], cache_class: str) -> dict[str, PathFunction]:
     """Every piece of the prefetch path of `cache_class` in these files (path below sglang/srt ->
     text; any srt file the path reaches, protocol files or not), by ident: the specific pieces
     first, then the whole files."""
+    if isinstance(files, dict):
+        key = _key(files, cache_class)
+        if key in _RECENT:
+            return dict(_RECENT[key])
+        path = _walk(files, cache_class).found
+        remember(files, cache_class, path)
+        return dict(path)
+    return _walk(files, cache_class).found
+
+
+def _walk(files: Mapping[str, str], cache_class: str) -> _Walk:
     walk = _Walk(files, cache_class)
     cache_file = CACHE_FILES.get(cache_class)
     cache_module = walk.srt.module(cache_file)
@@ -367,4 +408,5 @@ def prefetch_path(files: Mapping[str, str], cache_class: str) -> dict[str, PathF
         for name in WHOLE_CLASSES:
             if module is not None and name in module.classes:
                 walk.add_class(Sym("class", rel, name))
-    return walk.run()
+    walk.found = walk.run()
+    return walk

@@ -116,6 +116,10 @@ class Srt:
                 self._modules[rel] = None
         return self._modules[rel]
 
+    def parsed(self) -> set[str]:
+        """The files read and parsed so far (those present in the tree)."""
+        return {rel for rel, module in self._modules.items() if rel in self.files}
+
     def module_file(self, dotted: Optional[str], level: int, importer: str) -> Optional[str]:
         """The srt file an import names (`sglang.srt.a.b` -> a/b.py or a/b/__init__.py), if it is one."""
         if level:
