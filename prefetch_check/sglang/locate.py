@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
 from prefetch_check.sglang.errors import SglangSourceError
+from prefetch_check.sglang.path_code import path_files, remember
+from prefetch_check.sglang.srt_index import (  # noqa: F401  (where the callers find them)
+    CACHE_FILES, CONTROLLER, HIRADIX, REGISTRY, SCHEDULER, UNIFIED)
 
 # Below sglang/srt/: the files the prefetch protocol lives in, and the ones that build the cache.
 PROTOCOL_FILES = (
@@ -25,13 +28,6 @@ PROTOCOL_FILES = (
     "mem_cache/unified_cache/component_type.py",
 )
 SRT = ("sglang", "srt")
-# the files that hold the cache classes and the controller (below sglang/srt/)
-HIRADIX = "mem_cache/hiradix_cache.py"
-UNIFIED = "mem_cache/unified_radix_cache.py"
-CONTROLLER = "managers/cache_controller.py"
-REGISTRY = "mem_cache/registry.py"
-SCHEDULER = "managers/scheduler.py"
-CACHE_FILES = {"HiRadixCache": HIRADIX, "UnifiedRadixCache": UNIFIED}
 
 
 def _is_srt(folder: Path) -> bool:
@@ -99,8 +95,6 @@ def read_protocol_files(srt: Path) -> dict[str, str]:
 def read_path_files(tree: Mapping[str, str]) -> dict[str, str]:
     """The protocol files and the files the prefetch paths reach, out of all the tree's files: what
     the path of every cache class, computed again from this dict alone, reads the same."""
-    from prefetch_check.sglang.path_code import path_files, remember  # path_code builds on this module
-
     out = {rel: tree[rel] for rel in PROTOCOL_FILES if rel in tree}
     paths = {}
     for cls, rel in sorted(CACHE_FILES.items()):

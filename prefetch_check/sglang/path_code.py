@@ -48,9 +48,8 @@ from typing import Mapping, Optional
 
 from prefetch_check.sglang.builtin_methods import BUILTIN_METHODS
 from prefetch_check.sglang.code_digest import digest
-from prefetch_check.sglang.locate import CACHE_FILES, CONTROLLER, SCHEDULER
 from prefetch_check.sglang.path_types import Scope, Ty, TypeReader, Types
-from prefetch_check.sglang.srt_index import Srt, Sym
+from prefetch_check.sglang.srt_index import CACHE_FILES, CONTROLLER, SCHEDULER, Srt, Sym
 
 HYBRID_CONTROLLER = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
 CONTROLLER_FILES = (CONTROLLER, HYBRID_CONTROLLER)

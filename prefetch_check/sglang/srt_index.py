@@ -16,6 +16,13 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping, Optional
 
 PACKAGE = "sglang.srt."
+# the files that hold the cache classes, the controller, the factory and the scheduler (below sglang/srt/)
+HIRADIX = "mem_cache/hiradix_cache.py"
+UNIFIED = "mem_cache/unified_radix_cache.py"
+CONTROLLER = "managers/cache_controller.py"
+REGISTRY = "mem_cache/registry.py"
+SCHEDULER = "managers/scheduler.py"
+CACHE_FILES = {"HiRadixCache": HIRADIX, "UnifiedRadixCache": UNIFIED}
 # a class statement and its bases, for finding subclasses without parsing every file
 _CLASS_HEAD = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.MULTILINE)
 
