@@ -113,6 +113,8 @@ def model_path(model, ids: list[str]) -> tuple[list, list]:
 def replay(executor, model, states: list, actions: list, fam: Optional[Family] = None) -> Replayed:
     fam = fam or family()
     protocol = model.protocol
+    if getattr(executor, "tracer", None) is not None:  # coverage: a schedule starts
+        executor.tracer.next_run()
     run = fam.make_run(executor, protocol)
     views = [fam.refinement.model_view(protocol, s) for s in states]
     threads = {m.name: m for m in run.baton.threads}

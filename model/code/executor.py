@@ -58,6 +58,7 @@ class Executor:
         self.srt, self.config = Path(srt).resolve(), config
         self.roots = (str(self.srt) + "/",)
         self.holder = _Holder()
+        self.tracer = None  # coverage (coverage_tracer.Tracer): told where each run starts, when the child traces
         torch = make_torch(self.holder, stubs.not_modelled_factory(self.roots))
         if config.world == "poll":  # HiRadixCache 0.5.1-0.5.18 (poll_harness.py)
             from prefetch_check.model.code import poll_harness
@@ -73,6 +74,8 @@ class Executor:
         identity.install(self.modules[loader.CACHE].UnifiedRadixCache, op_mod.PrefetchOperation, self.holder)
 
     def run(self, prefix: list[str], seen: Optional[set], max_depth: int, reduce: bool = True) -> RunOutcome:
+        if self.tracer is not None:  # coverage: a schedule starts
+            self.tracer.next_run()
         run = self.run_class(self.modules, self.config, self.holder, self.roots)
         closes_cycle = getattr(run, "closes_cycle", None)  # the poll world: a scheduler polling forever
         baton = run.baton
