@@ -57,6 +57,6 @@ def test_the_executor_modules_are_kept_and_an_older_cache_is_completed(tmp_path)
 
 
 def test_every_file_the_executor_runs_is_kept_by_a_fetch():
-    from prefetch_check.model.code.loader import REAL
+    from prefetch_check.model.code.rt.loader import REAL
 
     assert set(REAL) <= set(PROTOCOL_FILES)

@@ -16,8 +16,8 @@ import pytest
 
 from prefetch_check.cli import main
 from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
-from prefetch_check.model.code.conformance import reachable_schedules
-from prefetch_check.model.code.conformance_configs import BUDGETS, budget_config, config_to_json, unsupported
+from prefetch_check.model.code.conformance.check import reachable_schedules
+from prefetch_check.model.code.worlds.ack_drain.conformance_configs import BUDGETS, budget_config, config_to_json, unsupported
 from prefetch_check.model.code.runner import conform
 from prefetch_check.model.engine.readable import ReadableModel
 from prefetch_check.model.protocols.ack_drain import refinement

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from prefetch_check.cli import main
-from prefetch_check.model.code import conformance_poll
-from prefetch_check.model.code.conformance import family, reachable_schedules
-from prefetch_check.model.code.conformance_poll import (BUDGETS, Budget, budget_config, config_from_json, config_to_json,
+from prefetch_check.model.code.worlds.predicate_poll import conformance_configs as conformance_poll
+from prefetch_check.model.code.conformance.check import family, reachable_schedules
+from prefetch_check.model.code.worlds.predicate_poll.conformance_configs import (BUDGETS, Budget, budget_config, config_from_json, config_to_json,
                                                         unsupported)
 from prefetch_check.model.code.runner import conform
 from prefetch_check.model.engine.readable import ReadableModel

@@ -35,8 +35,8 @@ def main() -> int:
 
     logging.disable(logging.CRITICAL)  # the path's logging is inert (class c); thousands of runs
     from prefetch_check.model.code.config import CodeConfig, CodeLimits
-    from prefetch_check.model.code.executor import Executor
-    from prefetch_check.model.code.search import explore
+    from prefetch_check.model.code.rt.executor import Executor
+    from prefetch_check.model.code.rt.search import explore
 
     config = CodeConfig.from_json(request["config"])
     limits = CodeLimits(**{k: tuple(v) if isinstance(v, list) else v for k, v in request.get("limits", {}).items()})
@@ -49,7 +49,7 @@ def main() -> int:
                   "traceback": traceback.format_exc(limit=-6)}
     else:
         if "conform" in request:  # the conformance check (conformance.py)
-            from prefetch_check.model.code.conformance import serve
+            from prefetch_check.model.code.conformance.check import serve
 
             answer = serve(executor, request["conform"])
         elif "replay" in request:

@@ -30,7 +30,7 @@ from typing import Optional
 import prefetch_check.model.code as executor_package
 from prefetch_check.explorer.result import BOUNDED, VERIFIED, VIOLATED
 from prefetch_check.model.code import CodeConfig, CodeLimits, ExecutorError, check_tree
-from prefetch_check.model.code.loader import REAL, REAL_POLL, module_name
+from prefetch_check.model.code.rt.loader import REAL, REAL_POLL, module_name
 from prefetch_check.sglang import verdict_cache
 from prefetch_check.sglang.code_world import world_of
 from prefetch_check.sglang.locate import PROTOCOL_FILES

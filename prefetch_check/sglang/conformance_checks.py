@@ -3,7 +3,7 @@
 Why: the model may answer for a tree only where its code has been shown to do what the model
 does (issue 22). For each tree the executor runs (the ack-drain UnifiedRadixCache of 0.5.19 on,
 the predicate-poll HiRadixCache of 0.5.1-0.5.18, each with its protocol's budget), the conformance
-check (prefetch_check.model.code.conformance, in the executor's sandboxed child) replays model
+check (prefetch_check.model.code.conformance.check, in the executor's sandboxed child) replays model
 schedules on the tree's own code: the counterexamples of the chosen scenario cases the
 executor's world can build, and every step between the reachable states of a few small
 configurations up to a budget. A tree that diverges gets the divergence and its code's verdicts
@@ -19,8 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional
 
-from prefetch_check.model.code import CodeLimits, ExecutorError, conformance_poll
-from prefetch_check.model.code.conformance_configs import BUDGETS, Budget, budget_config, config_to_json, unsupported
+from prefetch_check.model.code import CodeLimits, ExecutorError
+from prefetch_check.model.code.worlds.predicate_poll import conformance_configs as conformance_poll
+from prefetch_check.model.code.worlds.ack_drain.conformance_configs import BUDGETS, Budget, budget_config, config_to_json, unsupported
 from prefetch_check.model.code.runner import conform
 from prefetch_check.model.protocols.ack_drain.config import AckConfig
 from prefetch_check.sglang import verdict_cache

@@ -11,7 +11,7 @@ class bodies stay as written:
 
 from __future__ import annotations
 
-from prefetch_check.model.code.world.errors import NotModelled, caller_site
+from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
 
 EARLY = "a prefetch lost: the scheduler accepts it before any page was listed, so nothing is loaded (slower, correct output)"
 

@@ -27,7 +27,7 @@ class Strict:
     def __getattr__(self, name: str):
         if name.startswith("__") or name.startswith("_pc"):
             raise AttributeError(name)
-        from prefetch_check.model.code.world.errors import NotModelled, caller_site
+        from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
 
         raise NotModelled(f"{self._pc_what}.{name}", caller_site(self.__dict__["world"].baton.roots))
 
@@ -73,7 +73,7 @@ class World:
 
     def not_modelled(self, callee: str):
         """The exception for a call the model does not cover, carrying the caller's file:line."""
-        from prefetch_check.model.code.world.errors import NotModelled, caller_site
+        from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
 
         return NotModelled(callee, caller_site(self.baton.roots, skip=3))
 

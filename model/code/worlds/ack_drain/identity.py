@@ -5,7 +5,7 @@ took from the hit or ACK queue. Acting on an entry that holds another operation 
 
 from __future__ import annotations
 
-from prefetch_check.model.code.world.errors import caller_site
+from prefetch_check.model.code.stand_ins.errors import caller_site
 
 ACTING = ("_handle_prefetch_result", "revoke_pending_prefetch", "_retire_ongoing_prefetch")
 DRAINED = (".prefetch_hit_queue", ".ack_prefetch_queue")

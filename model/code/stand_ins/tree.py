@@ -4,11 +4,11 @@ data_integrity (each page handed to it was written by IO with that page's data).
 
 from __future__ import annotations
 
-from prefetch_check.model.code.world.context import Strict
+from prefetch_check.model.code.stand_ins.context import Strict
 
 from dataclasses import dataclass, field
 
-from prefetch_check.model.code.world.radix import storage_hashes
+from prefetch_check.model.code.stand_ins.radix import storage_hashes
 
 
 @dataclass
@@ -90,7 +90,7 @@ class TreeCore(Strict):
         is the room a prefetch gets, with no eviction."""
         self.world.baton.point(f"host eviction of {num_tokens} tokens (rank {self.rank})")
         if any(self.held.values()):
-            from prefetch_check.model.code.world.errors import NotModelled, caller_site
+            from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
 
             raise NotModelled("tree_core.drive_host_eviction of host pages the tree holds",
                               caller_site(self.world.baton.roots))

@@ -25,9 +25,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Optional
 
-from prefetch_check.model.code import conformance_configs
-from prefetch_check.model.code.conformance_configs import RELEASE_STORAGE_BATCH_SIZE, Unsupported, code_config, unsupported
-from prefetch_check.model.code.conformance_run import ConformRun
+from prefetch_check.model.code.worlds.ack_drain import conformance_configs
+from prefetch_check.model.code.worlds.ack_drain.conformance_configs import RELEASE_STORAGE_BATCH_SIZE, Unsupported, code_config, unsupported
+from prefetch_check.model.code.worlds.ack_drain.conformance_run import ConformRun
 from prefetch_check.model.engine.readable import ReadableModel
 from prefetch_check.model.protocols.ack_drain import refinement
 from prefetch_check.model.protocols.ack_drain.config import AckConfig
@@ -55,7 +55,7 @@ class Family:
 def family(name: str = "ack-drain") -> Family:
     """The protocol family a conformance item names ("ack-drain", the default, or "poll")."""
     if name == "poll":
-        from prefetch_check.model.code import conformance_poll as poll
+        from prefetch_check.model.code.worlds.predicate_poll import conformance_configs as poll
         from prefetch_check.model.protocols.poll import refinement as poll_refinement
 
         return Family("poll", poll_refinement, poll.make_run, poll.in_transit, poll.config_from_json,

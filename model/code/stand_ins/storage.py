@@ -5,10 +5,10 @@ Only that rank's prefetch and IO threads call it, so its calls are not schedulin
 
 from __future__ import annotations
 
-from prefetch_check.model.code.world.context import Strict
+from prefetch_check.model.code.stand_ins.context import Strict
 
-from prefetch_check.model.code.world.errors import WorldFault
-from prefetch_check.model.code.world.radix import page_of
+from prefetch_check.model.code.stand_ins.errors import WorldFault
+from prefetch_check.model.code.stand_ins.radix import page_of
 
 
 class StorageUnavailable(ConnectionError, WorldFault):

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from queue import Empty
 
-from prefetch_check.model.code.world.collectives import Group
-from prefetch_check.model.code.world.context import Strict
-from prefetch_check.model.code.world.host_pool import HostPool
-from prefetch_check.model.code.world.queues import Queue
-from prefetch_check.model.code.world.radix import RadixKey, storage_hashes
-from prefetch_check.model.code.world.sync import Event, Lock, make_threading
+from prefetch_check.model.code.stand_ins.collectives import Group
+from prefetch_check.model.code.stand_ins.context import Strict
+from prefetch_check.model.code.stand_ins.host_pool import HostPool
+from prefetch_check.model.code.stand_ins.queues import Queue
+from prefetch_check.model.code.stand_ins.radix import RadixKey, storage_hashes
+from prefetch_check.model.code.stand_ins.sync import Event, Lock, make_threading
 
 
 class HostNode(Strict):
@@ -76,7 +76,7 @@ def make_poll_threading(world, started: Started, not_modelled):
     mod.Lock = lambda: Lock(world, rank_name(world, "lock"))
     mod.RLock = mod.Lock
     mod.Event = lambda: Event(world, rank_name(world, "event"))
-    from prefetch_check.model.code.world.errors import NotModelled, caller_site
+    from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
 
     class Thread:
         def __init__(self, target=None, daemon=None, name=None, args=(), kwargs=None):
@@ -120,7 +120,7 @@ class PollHostPool(HostPool):
 
     def set_from_flat_data_page(self, index, data) -> None:
         if data is None:  # a failed read the code writes anyway: what real torch does is not ours to say
-            from prefetch_check.model.code.world.errors import NotModelled, caller_site
+            from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
 
             raise NotModelled("mem_pool_host.set_from_flat_data_page with no page data (a failed read)",
                               caller_site(self.world.baton.roots))

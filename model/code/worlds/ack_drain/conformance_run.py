@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Optional
 
 from prefetch_check.model.code.config import CodeConfig
-from prefetch_check.model.code.harness import ROOT_NODE, Run
+from prefetch_check.model.code.worlds.ack_drain.harness import ROOT_NODE, Run
 from prefetch_check.model.protocols.ack_drain import refinement
 from prefetch_check.model.protocols.ack_drain.config import AckConfig
 

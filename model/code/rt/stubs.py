@@ -9,9 +9,9 @@ import enum
 import types
 from typing import Callable
 
-from prefetch_check.model.code.world import radix
-from prefetch_check.model.code.world.errors import NotModelled, caller_site
-from prefetch_check.model.code.world.tree import InsertResult
+from prefetch_check.model.code.stand_ins import radix
+from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
+from prefetch_check.model.code.stand_ins.tree import InsertResult
 
 
 class _PlaceholderMeta(type):

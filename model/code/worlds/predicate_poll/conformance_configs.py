@@ -123,7 +123,7 @@ def protocol_class(spec: str):
 
 
 def make_run(executor, protocol):
-    from prefetch_check.model.code.conformance_poll_run import ConformPollRun
+    from prefetch_check.model.code.worlds.predicate_poll.conformance_run import ConformPollRun
 
     return ConformPollRun(executor.modules, protocol.config, code_config(protocol.config), executor.holder,
                           executor.roots)

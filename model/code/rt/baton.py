@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 import greenlet
 
-from prefetch_check.model.code.world.errors import Abandon, NotModelled, WorldFault, caller_site
+from prefetch_check.model.code.stand_ins.errors import Abandon, NotModelled, WorldFault, caller_site
 
 
 @dataclass
@@ -158,7 +158,7 @@ def _raised_in_stand_in(exc: BaseException) -> bool:
     return bool(frames) and _HERE in frames[-1][0].f_code.co_filename
 
 
-_HERE = __file__.rsplit("/", 1)[0] + "/"
+_HERE = __file__.rsplit("/", 2)[0] + "/"  # model/code/: the stand-ins, the worlds and the engine
 
 
 def _raise_site(exc: BaseException, roots: tuple[str, ...]) -> str:

@@ -37,7 +37,7 @@ class Collectives:
 
     def barrier(self, group: Optional[Group] = None, **kwargs):
         """A barrier is a rendezvous without values (0.5.1's IO thread waits in one per operation)."""
-        from prefetch_check.model.code.world.torch_stub import Tensor
+        from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 
         return self.all_reduce(Tensor([0]), op="BARRIER", group=group)
 

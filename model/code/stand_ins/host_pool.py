@@ -5,11 +5,11 @@ what IO wrote into each slot for data_integrity."""
 
 from __future__ import annotations
 
-from prefetch_check.model.code.world.context import Strict
+from prefetch_check.model.code.stand_ins.context import Strict
 
 import contextlib
 
-from prefetch_check.model.code.world.torch_stub import Tensor
+from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 
 FREE, HELD, TREE = "free", "held", "tree"
 

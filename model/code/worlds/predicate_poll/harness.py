@@ -13,15 +13,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefetch_check.model.code import hooks, loader, poll_probes, stubs
-from prefetch_check.model.code.harness import GATE, ROOT_NODE, Rank, Run
-from prefetch_check.model.code.world.clock import make_time
-from prefetch_check.model.code.world.poll import (EmptyAcks, HostNode, PollHostPool, RankQueueFactory, RelativeGroup,
+from prefetch_check.model.code.rt import hooks, loader, stubs
+from prefetch_check.model.code.worlds.predicate_poll import probes as poll_probes
+from prefetch_check.model.code.worlds.ack_drain.harness import GATE, ROOT_NODE, Rank, Run
+from prefetch_check.model.code.stand_ins.clock import make_time
+from prefetch_check.model.code.worlds.predicate_poll.stand_ins import (EmptyAcks, HostNode, PollHostPool, RankQueueFactory, RelativeGroup,
                                                   Started, make_poll_threading, page_hashes)
-from prefetch_check.model.code.world.queues import Empty
-from prefetch_check.model.code.world.radix import RadixKey
-from prefetch_check.model.code.world.sync import Event
-from prefetch_check.model.code.world.tree import TreeCore
+from prefetch_check.model.code.stand_ins.queues import Empty
+from prefetch_check.model.code.stand_ins.radix import RadixKey
+from prefetch_check.model.code.stand_ins.sync import Event
+from prefetch_check.model.code.stand_ins.tree import TreeCore
 
 # queues the controller's __init__ / attach creates (the prefetch thread makes prefetch_buffer itself)
 QUEUES = ("prefetch_queue", "prefetch_revoke_queue", "prefetch_hit_queue", "backup_queue", "ack_backup_queue",

@@ -8,9 +8,9 @@ operation each storage thread holds, the pages written, each operation's allocat
 
 from __future__ import annotations
 
-from prefetch_check.model.code import conformance_run as recorders
-from prefetch_check.model.code.poll_harness import PollRun
-from prefetch_check.model.code.world.queues import QueueFactory
+from prefetch_check.model.code.worlds.ack_drain import conformance_run as recorders
+from prefetch_check.model.code.worlds.predicate_poll.harness import PollRun
+from prefetch_check.model.code.stand_ins.queues import QueueFactory
 from prefetch_check.model.protocols.poll.config import Config
 from prefetch_check.model.protocols.poll.refinement import CODE_QUEUES
 

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from prefetch_check.model.code import hooks, identity, loader, stubs, verdicts
+from prefetch_check.model.code.rt import hooks, loader, stubs, verdicts
+from prefetch_check.model.code.worlds.ack_drain import identity
 from prefetch_check.model.code.config import CodeConfig
-from prefetch_check.model.code.harness import Run
-from prefetch_check.model.code.world.torch_stub import make_torch
+from prefetch_check.model.code.worlds.ack_drain.harness import Run
+from prefetch_check.model.code.stand_ins.torch_stub import make_torch
 
 
 class _Holder:
@@ -60,7 +61,7 @@ class Executor:
         self.holder = _Holder()
         torch = make_torch(self.holder, stubs.not_modelled_factory(self.roots))
         if config.world == "poll":  # HiRadixCache 0.5.1-0.5.18 (poll_harness.py)
-            from prefetch_check.model.code import poll_harness
+            from prefetch_check.model.code.worlds.predicate_poll import harness as poll_harness
 
             self.modules = poll_harness.load(self.srt, torch, self.holder, self.roots)
             self.run_class = poll_harness.PollRun

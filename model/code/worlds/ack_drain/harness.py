@@ -8,17 +8,17 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 
-from prefetch_check.model.code import loader, stubs
+from prefetch_check.model.code.rt import loader, stubs
 from prefetch_check.model.code.config import CodeConfig
-from prefetch_check.model.code.scheduler import Baton
-from prefetch_check.model.code.world.clock import Clock, make_time
-from prefetch_check.model.code.world.collectives import Collectives, Group
-from prefetch_check.model.code.world.context import World
-from prefetch_check.model.code.world.host_pool import HostPool
-from prefetch_check.model.code.world.queues import Empty, Queue, QueueFactory
-from prefetch_check.model.code.world.storage import StorageBackend
-from prefetch_check.model.code.world.sync import Event, Lock, make_threading
-from prefetch_check.model.code.world.tree import TreeCore
+from prefetch_check.model.code.rt.baton import Baton
+from prefetch_check.model.code.stand_ins.clock import Clock, make_time
+from prefetch_check.model.code.stand_ins.collectives import Collectives, Group
+from prefetch_check.model.code.stand_ins.context import World
+from prefetch_check.model.code.stand_ins.host_pool import HostPool
+from prefetch_check.model.code.stand_ins.queues import Empty, Queue, QueueFactory
+from prefetch_check.model.code.stand_ins.storage import StorageBackend
+from prefetch_check.model.code.stand_ins.sync import Event, Lock, make_threading
+from prefetch_check.model.code.stand_ins.tree import TreeCore
 
 ROOT_NODE = 0
 GATE = "scheduler round"
@@ -144,7 +144,7 @@ class Run:
         return getattr(ct.ComponentType, name) if ct is not None else name
 
     def _hashes(self, key, prior):
-        from prefetch_check.model.code.world.radix import storage_hashes
+        from prefetch_check.model.code.stand_ins.radix import storage_hashes
         return storage_hashes(key, prior, self.config.page_size)
 
     def tokens(self, q: int) -> list[int]:

@@ -11,8 +11,8 @@ import sys
 import types
 from pathlib import Path
 
-from prefetch_check.model.code import stubs
-from prefetch_check.model.code.world import msgspec_stub
+from prefetch_check.model.code.rt import stubs
+from prefetch_check.model.code.stand_ins import msgspec_stub
 
 # Below sglang/srt: the files run as written (those a release lacks are stubbed like the rest).
 REAL = (

@@ -9,7 +9,7 @@ import resource
 import time
 
 from prefetch_check.model.code.config import CodeLimits, CodeResult, Step, Violation
-from prefetch_check.model.code.verdicts import PROPERTIES, not_judged
+from prefetch_check.model.code.rt.verdicts import PROPERTIES, not_judged
 
 
 def explore(executor, limits: CodeLimits) -> CodeResult:
