@@ -48,7 +48,7 @@ def main() -> int:
         answer = {"error": f"the tree does not load under the executor's stubs: {type(exc).__name__}: {exc}",
                   "traceback": traceback.format_exc(limit=-6)}
     else:
-        if "conform" in request:  # the conformance check (conformance.py)
+        if "conform" in request:  # the conformance check (conformance/check.py)
             from prefetch_check.model.code.conformance.check import serve
 
             answer = serve(executor, request["conform"])

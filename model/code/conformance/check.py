@@ -1,21 +1,21 @@
-"""The conformance check: does the tree's code do what the ack-drain model does? Runs in the
+"""The conformance check: does the tree's code do what its protocol's model does? Runs in the
 executor's sandboxed child.
 
 Model schedules are replayed on the code, and after every code step the refinement mapping's
-view of the code (model/protocols/ack_drain/refinement.py, or model/protocols/poll/refinement.py
-for the predicate-poll protocol: `Family` says which) is compared with the model's: for a
-model step by thread T of rank r, the code's T of rank r runs until the code's view equals the
-model's state after the step. A model step that changes nothing of the view needs no code step;
-a code step that changes nothing of it is a stuttering step; in between, a field the model step
-leaves alone must not change. The first divergence is reported: the model step, the code's
-file:line (with the tree's call stack), and the fields that differ.
+view of the code (the protocol's refinement.py, which its world pack's `ConformanceKit` names)
+is compared with the model's: for a model step by thread T of rank r, the code's T of rank r
+runs until the code's view equals the model's state after the step. A model step that changes
+nothing of the view needs no code step; a code step that changes nothing of it is a stuttering
+step; in between, a field the model step leaves alone must not change. The first divergence is
+reported: the model step, the code's file:line (with the tree's call stack), and the fields
+that differ.
 
 The schedules: given ones (counterexamples of the shipped scenarios), and the model's reachable
 states up to a budget, found breadth-first, each new rank-local view reached through the code by
 replaying its path (paths that are prefixes of others are replayed as part of the longer one).
 
-The run itself is conformance_run.py (the model's scheduler loop over the tree's cache methods),
-the configurations and the budget conformance_configs.py.
+The run itself is the world's conformance_run.py (the model's scheduler loop over the tree's
+cache methods), the configurations and the budget its conformance_configs.py.
 """
 
 from __future__ import annotations
@@ -25,49 +25,19 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Optional
 
-from prefetch_check.model.code.worlds.ack_drain import conformance_configs
-from prefetch_check.model.code.worlds.ack_drain.conformance_configs import RELEASE_STORAGE_BATCH_SIZE, Unsupported, code_config, unsupported
-from prefetch_check.model.code.worlds.ack_drain.conformance_run import ConformRun
+from prefetch_check.model.code.pack import ConformanceKit, Unsupported, pack
 from prefetch_check.model.engine.readable import ReadableModel
-from prefetch_check.model.protocols.ack_drain import refinement
-from prefetch_check.model.protocols.ack_drain.config import AckConfig
 
 CODE_THREAD = {"S": "S", "P": "P", "I": "IO", "Y": "Y"}
 STEP_CAP = 400  # code steps one model step may take
 
 
-@dataclass(frozen=True)
-class Family:
-    """What the one replay loop needs of a protocol: its refinement mapping (model_view,
-    model_rank_view, code_view), the conformance run of a model protocol on the executor, the
-    fields one model step may change and change back, and its configurations' JSON, support and
-    model classes (a mutant by name)."""
-
-    name: str
-    refinement: object
-    make_run: object  # (executor, protocol) -> a run with a baton
-    in_transit: object  # (action, field) -> bool
-    config_from_json: object
-    unsupported: object
-    protocol_class: object  # (mutant name or "") -> the model's class
-
-
-def family(name: str = "ack-drain") -> Family:
-    """The protocol family a conformance item names ("ack-drain", the default, or "poll")."""
-    if name == "poll":
-        from prefetch_check.model.code.worlds.predicate_poll import conformance_configs as poll
-        from prefetch_check.model.protocols.poll import refinement as poll_refinement
-
-        return Family("poll", poll_refinement, poll.make_run, poll.in_transit, poll.config_from_json,
-                      poll.unsupported, poll.protocol_class)
-    if name != "ack-drain":
-        raise ValueError(f"no conformance check for protocol {name!r}")
-    return Family("ack-drain", refinement, _ack_run, _in_transit, conformance_configs.config_from_json,
-                  unsupported, protocol_class)
-
-
-def _ack_run(executor, protocol):
-    return ConformRun(executor.modules, protocol.config, code_config(protocol.config), executor.holder, executor.roots)
+def conformance_kit(protocol: str) -> ConformanceKit:
+    """What the replay loop needs of a registered protocol (its world pack's conformance side)."""
+    found = pack(protocol).conformance
+    if found is None:
+        raise ValueError(f"no conformance check for protocol {protocol!r}")
+    return found
 
 
 # ---------------------------------------------------------------- replaying one schedule
@@ -110,11 +80,10 @@ def model_path(model, ids: list[str]) -> tuple[list, list]:
     return states, actions
 
 
-def replay(executor, model, states: list, actions: list, fam: Optional[Family] = None) -> Replayed:
-    fam = fam or family()
+def replay(executor, model, states: list, actions: list, kit: ConformanceKit) -> Replayed:
     protocol = model.protocol
-    run = fam.make_run(executor, protocol)
-    views = [fam.refinement.model_view(protocol, s) for s in states]
+    run = kit.make_run(executor, protocol)
+    views = [kit.refinement.model_view(protocol, s) for s in states]
     threads = {m.name: m for m in run.baton.threads}
     out = Replayed(0, 0)
     at = {"k": 0, "running": None, "count": 0, "stack": [], "site": "", "started": False, "placed": None}
@@ -128,7 +97,7 @@ def replay(executor, model, states: list, actions: list, fam: Optional[Family] =
             [a.id for a in actions[: k + 1]], why)
 
     def decide():
-        cur = fam.refinement.code_view(protocol, run)
+        cur = kit.refinement.code_view(protocol, run)
         if not at["started"]:
             at["started"] = True
             if cur != views[0]:
@@ -156,7 +125,7 @@ def replay(executor, model, states: list, actions: list, fam: Optional[Family] =
                     at["placed"] = (cur, at["site"], at["stack"])
                 bad = sorted(f for f in set(pre) | set(target) | set(cur)
                              if pre.get(f) == target.get(f) and cur.get(f) != pre.get(f)
-                             and not fam.in_transit(actions[k], f))
+                             and not kit.in_transit(actions[k], f))
                 if bad:
                     diverge("the code changed what this model step leaves alone", cur, target, bad)
                     return None
@@ -210,13 +179,6 @@ def _changed(a: dict, b: dict) -> list[str]:
     return sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
 
 
-def _in_transit(action, f: str) -> bool:
-    """Fields one drain may change and change back (the tail it queues for release, the entries
-    it frees): the model's drain is one step, the code's a run of pops and frees."""
-    return action.thread == "S" and action.step == "drain" and (
-        f.endswith(".host_mem_release_queue") or f.endswith(".slots"))
-
-
 def _stack(m, roots) -> list[str]:
     """The tree's frames of a parked thread, innermost first: file:line (function)."""
     out, frame = [], m.thread.gr_frame if m.thread is not None else None
@@ -232,15 +194,15 @@ def _stack(m, roots) -> list[str]:
 # ---------------------------------------------------------------- the schedules
 
 
-def reachable_schedules(model, budget: int, cover: str = "local", near: Optional[int] = None,
-                        fam: Optional[Family] = None) -> tuple[list[list[str]], int, int]:
+def reachable_schedules(model, budget: int, cover: str, near: Optional[int],
+                        kit: ConformanceKit) -> tuple[list[list[str]], int, int]:
     """Breadth-first over the model's states, up to `budget` states: the action-id paths that
     reach every rank-local view found ("local"); every view of all ranks together ("global");
     every state within the first `near` (default: all, "states"); every step out of those
     ("near"), and out of every state with a view of all ranks not seen before ("steps"); none a
     prefix of another. Returns the paths, the states seen and the rank-local views."""
     protocol = model.protocol
-    mapping = (fam or family()).refinement
+    mapping = kit.refinement
     near = budget if near is None else near
     start = model.initial_states()[0]
     parent = {start: None}
@@ -341,16 +303,14 @@ class Conformance:
         return dict(self.__dict__)
 
 
-def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedules: list[list[str]] = (),
-          cover: str = "local", near: Optional[int] = None, fam: Optional[Family] = None,
-          predicate="fixed") -> Conformance:
+def check(executor, name: str, protocol_cls, cfg, budget: int, schedules: list[list[str]], cover: str,
+          near: Optional[int], kit: ConformanceKit, predicate="fixed") -> Conformance:
     """Replay the given schedules, then the paths to the model's rank-local views up to
     `budget` states (0: none), or with cover "runs" `budget` whole runs (greedy_schedules), the
     model under `predicate`; stop at the first divergence."""
-    fam = fam or family()
     start = time.monotonic()
     result = Conformance(name, cover, counterexamples=len(schedules))
-    why = fam.unsupported(cfg)
+    why = kit.unsupported(cfg)
     if why:
         result.unsupported = why
         return result
@@ -359,12 +319,12 @@ def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedu
     if budget and cover == "runs":
         todo += greedy_schedules(model, budget)
     elif budget:
-        paths, result.model_states, result.local_views = reachable_schedules(model, budget, cover, near, fam)
+        paths, result.model_states, result.local_views = reachable_schedules(model, budget, cover, near, kit)
         todo += paths
     compared: set = set()
     for ids in todo:
         states, actions = model_path(model, ids)
-        out = replay(executor, model, states, actions, fam)
+        out = replay(executor, model, states, actions, kit)
         result.schedules += 1
         result.code_steps += out.code_steps
         compared.update(states[: out.matched + 1])
@@ -379,18 +339,7 @@ def check(executor, name: str, protocol_cls, cfg: AckConfig, budget: int, schedu
     return result
 
 
-def protocol_class(spec: str):
-    """The model to conform to: "" (the ack-drain protocol) or a mutant's name (mutants.py)."""
-    from prefetch_check.model.protocols.ack_drain.protocol import AckDrainProtocol
-
-    if not spec:
-        return AckDrainProtocol
-    from prefetch_check.model.protocols.ack_drain.mutants import BY_NAME
-
-    return BY_NAME[spec]
-
-
-def counterexample_schedules(protocol_cls, cfg: AckConfig, predicate="fixed") -> list[list[str]]:
+def counterexample_schedules(protocol_cls, cfg, predicate="fixed") -> list[list[str]]:
     """The model's counterexamples of every property in this configuration (lassos: prefix and
     one pass of the cycle), searched on the readable model."""
     from prefetch_check.explorer.check import check as search
@@ -407,20 +356,20 @@ def counterexample_schedules(protocol_cls, cfg: AckConfig, predicate="fixed") ->
 
 def serve(executor, request: dict) -> dict:
     """The child's side: {"configs": [{"name", "config", "budget", "cover", "near", "counterexamples",
-    "mutant", "protocol" ("ack-drain", the default, or "poll"), "predicate" ("": the fixed one, or
+    "mutant", "protocol" (a registered protocol's name; default: the executor's world), "predicate" ("": the fixed one, or
     the tree's own as "FILE.py:Class.method" below its srt folder, read from source)}]}."""
     answers, originals = [], {}
     for item in request["configs"]:
-        fam = family(item.get("protocol", "ack-drain"))
-        cfg = fam.config_from_json(item["config"])
-        cls = fam.protocol_class(item.get("mutant", ""))
+        kit = conformance_kit(item.get("protocol", executor.config.world))
+        cfg = kit.config_from_json(item["config"])
+        cls = kit.protocol_class(item.get("mutant", ""))
         predicate = tree_predicate(executor, item.get("predicate", ""))
-        _batch_size(executor, cfg.storage_batch_size, originals)
+        _batch_size(executor, cfg.storage_batch_size, kit.release_batch_size, originals)
         schedules = []
-        if item.get("counterexamples") and not fam.unsupported(cfg):
+        if item.get("counterexamples") and not kit.unsupported(cfg):
             schedules = counterexample_schedules(cls, cfg, predicate)
         answers.append(check(executor, item["name"], cls, cfg, item.get("budget", 0), schedules,
-                             item.get("cover", "local"), item.get("near"), fam, predicate).to_json())
+                             item.get("cover", "local"), item.get("near"), kit, predicate).to_json())
     return {"conformance": answers}
 
 
@@ -435,16 +384,16 @@ def tree_predicate(executor, spec: str):
     return load_source_predicate(f"{executor.srt / rel}:{qualname}")[1]
 
 
-def _batch_size(executor, size: int, originals: dict) -> None:
+def _batch_size(executor, size: int, release_size: int, originals: dict) -> None:
     """The tree's STORAGE_BATCH_SIZE as this configuration needs it. The model's size is the
-    followed releases' constant (RELEASE_STORAGE_BATCH_SIZE, hicache_storage.py) unless the
+    releases' constant (`release_size`, the kit's, hicache_storage.py) unless the
     configuration sets another; only then is the tree's constant replaced (a smaller world that
     says nothing of the constant). Otherwise the tree keeps its own, so an edited constant
     shows as a divergence. `originals` keeps the tree's values across configurations."""
     for name, mod in executor.modules.items():
         if "STORAGE_BATCH_SIZE" in mod.__dict__:
             originals.setdefault(name, mod.__dict__["STORAGE_BATCH_SIZE"])
-            mod.__dict__["STORAGE_BATCH_SIZE"] = size if size != RELEASE_STORAGE_BATCH_SIZE else originals[name]
+            mod.__dict__["STORAGE_BATCH_SIZE"] = size if size != release_size else originals[name]
 
 
 def _plain(v):

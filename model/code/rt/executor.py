@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from prefetch_check.model.code.rt import hooks, loader, stubs, verdicts
-from prefetch_check.model.code.worlds.ack_drain import identity
 from prefetch_check.model.code.config import CodeConfig
-from prefetch_check.model.code.worlds.ack_drain.harness import Run
+from prefetch_check.model.code.pack import pack
+from prefetch_check.model.code.rt import stubs
 from prefetch_check.model.code.stand_ins.torch_stub import make_torch
 
 
@@ -59,19 +58,10 @@ class Executor:
         self.srt, self.config = Path(srt).resolve(), config
         self.roots = (str(self.srt) + "/",)
         self.holder = _Holder()
+        self.pack = pack(config.world)  # the protocol's world: what to import, which harness
         torch = make_torch(self.holder, stubs.not_modelled_factory(self.roots))
-        if config.world == "poll":  # HiRadixCache 0.5.1-0.5.18 (poll_harness.py)
-            from prefetch_check.model.code.worlds.predicate_poll import harness as poll_harness
-
-            self.modules = poll_harness.load(self.srt, torch, self.holder, self.roots)
-            self.run_class = poll_harness.PollRun
-            return
-        self.run_class = Run
-        self.modules = loader.load_tree(self.srt, torch)
-        ctrl = self.modules[loader.CONTROLLER]
-        op_mod = self.modules.get(loader.HYBRID) if hasattr(self.modules.get(loader.HYBRID), "PrefetchOperation") else ctrl
-        hooks.install(op_mod.PrefetchOperation, ctrl.PrefetchAck, self.holder)
-        identity.install(self.modules[loader.CACHE].UnifiedRadixCache, op_mod.PrefetchOperation, self.holder)
+        self.modules = self.pack.load(self.srt, torch, self.holder, self.roots)
+        self.run_class = self.pack.run
 
     def run(self, prefix: list[str], seen: Optional[set], max_depth: int, reduce: bool = True) -> RunOutcome:
         run = self.run_class(self.modules, self.config, self.holder, self.roots)
@@ -83,7 +73,7 @@ class Executor:
         def decide():
             depth = len(nodes)
             replaying = depth < len(prefix)
-            enabled = [m.name for m in baton.enabled()] if replaying or not reduce else run.rank_ample()
+            enabled = [m.name for m in baton.enabled()] if replaying or not reduce else run.ample()
             key = b"" if replaying else hashlib.blake2b(repr(run.key()).encode(), digest_size=16).digest()
             if not enabled:
                 nodes.append(Node(key, [], None))
@@ -112,7 +102,7 @@ class Executor:
 
         try:
             baton.run(decide)
-            findings = verdicts.judge(run, ending[0] == "terminal")
+            findings = self.pack.judge(run, ending[0] == "terminal")
         finally:
             baton.abandon()
         nm = sorted({f.message for f in findings if f.prop == "not_modelled"})

@@ -1,5 +1,5 @@
 """Loading the tree's own prefetch-path files in the child process: a meta-path finder serves
-`sglang.*` from the tree for the files in REAL and a stub module for everything else, and
+`sglang.*` from the tree for the files a world runs as written (its pack's `files`) and a stub module for everything else, and
 `torch`/`msgspec` from the stand-ins. After loading, each real module's bindings of Queue,
 Empty, threading and time are pointed at the run's stand-ins (the files bind them at import)."""
 
@@ -14,28 +14,13 @@ from pathlib import Path
 from prefetch_check.model.code.rt import stubs
 from prefetch_check.model.code.stand_ins import msgspec_stub
 
-# Below sglang/srt: the files run as written (those a release lacks are stubbed like the rest).
-REAL = (
-    "mem_cache/unified_cache/component_type.py",
-    "utils/poll_timer.py",
-    "mem_cache/storage_prefetch.py",
-    "mem_cache/hicache_storage.py",
-    "managers/cache_controller.py",
-    "mem_cache/hybrid_cache/hybrid_cache_controller.py",
-    "mem_cache/unified_radix_cache.py",
-)
-# The predicate-poll releases (0.5.1-0.5.18): HiRadixCache and HiCacheController.
-REAL_POLL = ("mem_cache/hicache_storage.py", "managers/cache_controller.py", "mem_cache/hiradix_cache.py")
-HIRADIX = "mem_cache/hiradix_cache.py"
-CACHE, CONTROLLER, HYBRID = "mem_cache/unified_radix_cache.py", "managers/cache_controller.py", "mem_cache/hybrid_cache/hybrid_cache_controller.py"
-
 
 def module_name(rel: str) -> str:
     return "sglang.srt." + rel[:-3].replace("/", ".")
 
 
 class TreeFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def __init__(self, srt: Path, extra: dict[str, types.ModuleType], real: tuple[str, ...] = REAL):
+    def __init__(self, srt: Path, extra: dict[str, types.ModuleType], real: tuple[str, ...]):
         self.srt, self.extra = srt, extra
         self.roots = (str(srt) + "/",)
         self.real = {module_name(rel): srt / rel for rel in real if (srt / rel).is_file()}
@@ -57,17 +42,19 @@ class TreeFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
 
-def load_tree(srt: Path, torch_module: types.ModuleType, real: tuple[str, ...] = REAL,
+def load_tree(srt: Path, torch_module: types.ModuleType, real: tuple[str, ...], first: str = "",
               known_extra: dict | None = None) -> dict[str, types.ModuleType]:
-    """Import the tree's real files (`real`) under stubs; {rel: module} of those present.
-    `known_extra`: more stand-in names per stub module (a world's own, e.g. the poll world's)."""
+    """Import the tree's real files (`real`, a world's: below sglang/srt, those a release lacks are
+    stubbed like the rest) under stubs; {rel: module} of those present. `first`: a file of `real`
+    imported before the stubs are made, whose module the stubs' known names are taken from (the
+    ack-drain world's component types); `known_extra`: more stand-in names per stub module."""
     srt = Path(srt).resolve()
     finder = TreeFinder(srt, {"torch": torch_module, "torch.distributed": torch_module.distributed,
                               "msgspec": msgspec_stub.make_msgspec()}, real)
     sys.meta_path.insert(0, finder)
     ct = None
-    if module_name(REAL[0]) in finder.real:
-        ct = importlib.import_module(module_name(REAL[0]))
+    if first and module_name(first) in finder.real:
+        ct = importlib.import_module(module_name(first))
     finder.known = stubs.known(ct)
     for name, names in (known_extra or {}).items():
         finder.known[name] = {**finder.known.get(name, {}), **names}

@@ -9,7 +9,7 @@ import resource
 import time
 
 from prefetch_check.model.code.config import CodeLimits, CodeResult, Step, Violation
-from prefetch_check.model.code.rt.verdicts import PROPERTIES, not_judged
+from prefetch_check.model.code.rt.verdicts import not_judged
 
 
 def explore(executor, limits: CodeLimits) -> CodeResult:
@@ -61,8 +61,9 @@ def explore(executor, limits: CodeLimits) -> CodeResult:
     if not_modelled and not bound:
         bound = "a path not modelled"
     verdicts = {}
-    skipped = not_judged(executor.config)
-    for p in PROPERTIES:
+    world, config = executor.pack, executor.config
+    skipped = not_judged(config, world.not_judged(config))
+    for p in world.properties:
         if p in violations:
             verdicts[p] = "VIOLATED"
         elif p in skipped:
@@ -71,4 +72,4 @@ def explore(executor, limits: CodeLimits) -> CodeResult:
             verdicts[p] = "VERIFIED" if exhaustive else "BOUNDED"
     return CodeResult(verdicts, violations, runs, len(seen), round(time.monotonic() - start, 3), exhaustive,
                       bound, sorted(not_modelled), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                      {p: skipped[p] for p in PROPERTIES if p in skipped and p not in violations})
+                      {p: skipped[p] for p in world.properties if p in skipped and p not in violations})

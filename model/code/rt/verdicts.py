@@ -9,10 +9,7 @@ from dataclasses import dataclass
 
 PROPERTIES = ("no_early_acceptance", "wait_complete_delivers", "tp_agreement", "host_memory", "data_integrity",
               "no_crash", "operation_identity", "progress", "deadlock_freedom")
-NOT_JUDGED = {
-    "no_early_acceptance": "the executor's policies (wait_complete, best_effort) have no acceptance predicate to race",
-    "operation_identity": "needs a re-issued request: CodeConfig(reissue=True)",
-}
+NOT_JUDGED = {"operation_identity": "needs a re-issued request: CodeConfig(reissue=True)"}
 
 CRASH = "a thread of the serving process died: the scheduler crashes or the rank stops prefetching"
 HANG = "the request hangs: it is never admitted"
@@ -31,14 +28,10 @@ class Finding:
     step: int
 
 
-def not_judged(config) -> dict[str, str]:
-    """The properties a configuration cannot judge, with the reason."""
-    out = dict(NOT_JUDGED)
-    if config.world == "poll":  # the predicate-poll releases race their predicate (poll_probes.py)
-        if config.policy == "wait_complete":
-            out.pop("no_early_acceptance")
-        else:
-            out["no_early_acceptance"] = "best_effort never waits: terminating at the first check is its contract"
+def not_judged(config, world: dict[str, str]) -> dict[str, str]:
+    """The properties a configuration cannot judge, with the reason: what no world judges there,
+    and `world`, what its world cannot (its pack's `not_judged(config)`)."""
+    out = {**NOT_JUDGED, **world}
     if config.reissue:
         out.pop("operation_identity")
     if config.policy != "wait_complete" or not config.undisturbed() or config.pool_pages() < config.needed_pages():

@@ -34,7 +34,7 @@ class Strict:
 
 @dataclass
 class World:
-    baton: Any  # scheduler.Baton
+    baton: Any  # rt.baton.Baton
     parts: list = field(default_factory=list)  # objects with .snapshot() -> hashable
     faults: list[Fault] = field(default_factory=list)
     labels: dict[int, str] = field(default_factory=dict)  # id(object) -> stable label

@@ -7,11 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from prefetch_check.model.code.config import CodeConfig
+from prefetch_check.model.code.pack import Unsupported
 from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request, uniform_ack_config
 
-
-class Unsupported(ValueError):
-    """A model configuration the executor's world cannot build."""
+PROTOCOL = "ack-drain"
 
 
 def config_to_json(cfg: AckConfig) -> dict:
@@ -42,7 +41,7 @@ def code_config(cfg: AckConfig) -> CodeConfig:
         ranks=cfg.ranks, requests=cfg.num_requests, pages=first.pages, page_size=cfg.page_size, policy=cfg.policy,
         hits=tuple(first.hits), failing=tuple(tuple(sorted(f)) for f in first.failing),
         query_raises=tuple(first.query_raises), threshold_pages=cfg.prefetch_threshold // cfg.page_size,
-        reissue=any(q.readmits for q in cfg.requests), driven_clock=cfg.policy == "timeout", host_pages=cfg.host_pages[0] if cfg.host_pages else None,
+        reissue=any(q.readmits for q in cfg.requests), world=PROTOCOL, driven_clock=cfg.policy == "timeout", host_pages=cfg.host_pages[0] if cfg.host_pages else None,
         raising_reads=tuple(tuple(sorted(b * cfg.storage_batch_size for b in raising)) for raising in first.batch_raises)
         if any(first.batch_raises) else None)
 
@@ -77,7 +76,7 @@ def unsupported(cfg: AckConfig) -> str:
 E = frozenset()
 # STORAGE_BATCH_SIZE as every followed release has it (mem_cache/hicache_storage.py, 0.5.19-0.5.23);
 # the model's default (AckConfig.storage_batch_size). A configuration with another size replaces the
-# tree's constant; one with this size leaves the tree its own (conformance._batch_size).
+# tree's constant; one with this size leaves the tree its own (conformance/check.py's _batch_size).
 RELEASE_STORAGE_BATCH_SIZE = AckConfig.__dataclass_fields__["storage_batch_size"].default
 
 
@@ -133,3 +132,28 @@ def budget_config(budget: Budget, options: dict) -> AckConfig:
         reqs = kwargs.pop("requests")
         return AckConfig(ranks=len(reqs[0].hits), requests=reqs, **{k: v for k, v in kwargs.items() if k != "ranks"})
     return uniform_ack_config(**kwargs)
+
+
+def protocol_class(spec: str):
+    """The model to conform to: "" (the ack-drain protocol) or a mutant's name (mutants.py)."""
+    from prefetch_check.model.protocols.ack_drain.protocol import AckDrainProtocol
+
+    if not spec:
+        return AckDrainProtocol
+    from prefetch_check.model.protocols.ack_drain.mutants import BY_NAME
+
+    return BY_NAME[spec]
+
+
+def make_run(executor, protocol):
+    """The conformance run of a model protocol on the executor (conformance_run.py)."""
+    from prefetch_check.model.code.worlds.ack_drain.conformance_run import ConformRun
+
+    return ConformRun(executor.modules, protocol.config, code_config(protocol.config), executor.holder, executor.roots)
+
+
+def in_transit(action, f: str) -> bool:
+    """Fields one drain may change and change back (the tail it queues for release, the entries
+    it frees): the model's drain is one step, the code's a run of pops and frees."""
+    return action.thread == "S" and action.step == "drain" and (
+        f.endswith(".host_mem_release_queue") or f.endswith(".slots"))

@@ -6,8 +6,7 @@ where each scheduler step of the model ends, and what the refinement mapping rea
 
 from __future__ import annotations
 
-from typing import Optional
-
+from prefetch_check.model.code.conformance import recorders
 from prefetch_check.model.code.config import CodeConfig
 from prefetch_check.model.code.worlds.ack_drain.harness import ROOT_NODE, Run
 from prefetch_check.model.protocols.ack_drain import refinement
@@ -40,17 +39,17 @@ class ConformRun(Run):
             q.get = _taking(q.get, rank, role, baton)
         for role, name in HANDS_ON.items():
             q = getattr(cc, name)
-            q.put = _handing_on(q.put, rank, role, baton)
+            q.put = recorders.handing_on(q.put, rank, role, baton)
         for name in S_QUEUES:
             q = getattr(cc, name)
             q.qsize = _sizing(q.qsize, rank, name, baton)
         release = cc.host_mem_release_queue
-        release.get = _releasing(release.get, rank)
+        release.get = recorders.releasing(release.get, rank)
         pool = rank.pool
-        pool.set_from_flat_data_page = _writing(pool.set_from_flat_data_page, rank, self)
+        pool.set_from_flat_data_page = recorders.writing(pool.set_from_flat_data_page, rank, self, _owner)
         if len(self.ranks) == 1:
             rank.cache._all_reduce = _voting_alone(rank.cache._all_reduce, rank, baton)
-        pool.free = _freeing(pool.free, rank)
+        pool.free = recorders.freeing(pool.free, rank)
 
     # ---- the model's scheduler loop (scheduler.py), calling the tree's cache methods
     def _at(self, rank, pos: tuple, what: str = "") -> None:
@@ -102,15 +101,10 @@ class ConformRun(Run):
         return None, checked
 
 
-def _role(baton) -> Optional[str]:
-    me = baton.current()
-    return me.role if me is not None else None
-
-
 def _taking(get, rank, role, baton):
     def taking(*args, **kwargs):
         item = get(*args, **kwargs)
-        if _role(baton) == role:
+        if recorders.role_of(baton) == role:
             rank.holding[role] = item
             rank.decided = rank.decided and role != "prefetch"
         return item
@@ -145,25 +139,17 @@ def _voting_alone(all_reduce, rank, baton):
     """One rank has no collective to arrive at (_all_reduce reduces nothing): the vote's
     arrival is the call from the walk, with the verdict already computed."""
     def voting_alone(data, *args, **kwargs):
-        if _role(baton) == "scheduler" and rank.pos[0] == "walk":
+        if recorders.role_of(baton) == "scheduler" and rank.pos[0] == "walk":
             rank.pos = ("vote", rank.pos[1])
             baton.point("conformance: the timeout vote (one rank: no collective)")
         return all_reduce(data, *args, **kwargs)
     return voting_alone
 
 
-def _handing_on(put, rank, role, baton):
-    def handing_on(item, *args, **kwargs):
-        put(item, *args, **kwargs)
-        if _role(baton) == role and (role != "io" or item.__dict__.get("completed_req")):
-            rank.holding[role] = None
-    return handing_on
-
-
 def _sizing(qsize, rank, name, baton):
     def sizing(*args, **kwargs):
         n = qsize(*args, **kwargs)
-        if _role(baton) == "scheduler" and rank.in_drain:
+        if recorders.role_of(baton) == "scheduler" and rank.in_drain:
             rank.sizes_read.add(name)
             if len(rank.sizes_read) == len(S_QUEUES):  # the model's drain_arrive ends here
                 rank.pos = ("drain",)
@@ -172,28 +158,6 @@ def _sizing(qsize, rank, name, baton):
     return sizing
 
 
-def _releasing(get, rank):
-    """Slots the drain took off host_mem_release_queue stay given back until it frees them."""
-    def releasing(*args, **kwargs):
-        item = get(*args, **kwargs)
-        rank.releasing.update(item.data)
-        return item
-    return releasing
-
-
-def _freeing(free, rank):
-    def freeing(indices, *args, **kwargs):
-        free(indices, *args, **kwargs)
-        rank.releasing.difference_update(indices.data)
-    return freeing
-
-
-def _writing(write, rank, run):
-    def writing(index, data, *args, **kwargs):
-        write(index, data, *args, **kwargs)
-        slot = index.item() if hasattr(index, "item") else int(index)
-        op = refinement.owner(refinement.operations(run, rank.index), slot)
-        if op is not None:
-            page = op.__dict__["host_indices"].data.index(slot) // run.config.page_size
-            rank.writes.setdefault(op.__dict__["_pc_label"], set()).add(page)
-    return writing
+def _owner(run, rank: int, slot: int):
+    """The operation a host slot is allocated to (the mapping's own reading)."""
+    return refinement.owner(refinement.operations(run, rank), slot)

@@ -6,73 +6,34 @@ Y (the real thread functions)."""
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
 
-from prefetch_check.model.code.rt import loader, stubs
-from prefetch_check.model.code.config import CodeConfig
-from prefetch_check.model.code.rt.baton import Baton
-from prefetch_check.model.code.stand_ins.clock import Clock, make_time
-from prefetch_check.model.code.stand_ins.collectives import Collectives, Group
-from prefetch_check.model.code.stand_ins.context import World
-from prefetch_check.model.code.stand_ins.host_pool import HostPool
-from prefetch_check.model.code.stand_ins.queues import Empty, Queue, QueueFactory
-from prefetch_check.model.code.stand_ins.storage import StorageBackend
-from prefetch_check.model.code.stand_ins.sync import Event, Lock, make_threading
-from prefetch_check.model.code.stand_ins.tree import TreeCore
+from prefetch_check.model.code.rt import stubs
+from prefetch_check.model.code.stand_ins.sync import Event, Lock
+from prefetch_check.model.code.worlds.common import GATE, ROOT_NODE, Rank, WorldRun
 
-ROOT_NODE = 0
-GATE = "scheduler round"
+# Below sglang/srt: the files this world runs as written (those a release lacks are stubbed like the rest).
+COMPONENT_TYPES = "mem_cache/unified_cache/component_type.py"
+CACHE, CONTROLLER = "mem_cache/unified_radix_cache.py", "managers/cache_controller.py"
+HYBRID = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
+FILES = (COMPONENT_TYPES, "utils/poll_timer.py", "mem_cache/storage_prefetch.py", "mem_cache/hicache_storage.py",
+         CONTROLLER, HYBRID, CACHE)
 S_QUEUES = ("prefetch_hit_queue", "ack_prefetch_queue", "host_mem_release_queue")  # what the drain pops
 QUEUES = ("prefetch_queue", "prefetch_buffer", "prefetch_sync_queue", "backup_queue", "ack_backup_queue",
           "pp_prefetch_command_queue") + S_QUEUES
 
 
-@dataclass
-class Rank:
-    """The objects of one rank, and what its scheduler loop saw."""
-
-    index: int
-    cache: object
-    cc: object
-    pool: HostPool
-    tree: TreeCore
-    handles: list
-    waiting: list
-    resolved: dict = field(default_factory=dict)  # request -> tokens its tree held when it was admitted
-    admitted_round: dict = field(default_factory=dict)  # request -> the round check_prefetch_progress said True
-    rounds: int = 0
-
-
-class Run:
-    """Builds one run's world and ranks; `rounds_enabled` is the scheduler loop's gate."""
+class Run(WorldRun):
+    """Builds one run's world and ranks; `round_enabled` is the scheduler loop's gate."""
 
     PER_RANK = 4  # threads per rank, spawned in this order: S, P, IO, Y
     DRAINED = S_QUEUES  # the queues the scheduler's drain pops
-    GROUP = Group  # the collective group stand-in
-
-    def __init__(self, modules: dict, config: CodeConfig, holder, roots: tuple[str, ...]):
-        self.config, self.modules = config, modules
-        self.baton = Baton(roots)
-        self.world = World(self.baton)
-        holder.world = self.world
-        holder.collectives = Collectives(self.world, lambda: self.baton.current().rank)
-        not_modelled = stubs.not_modelled_factory(roots)
-        self.clock = Clock(self.baton)  # moves only where the conformance check fires it (timeout policy)
-        loader.bind_world(modules, QueueFactory(self.world), Empty, make_threading(self.world, not_modelled),
-                          make_time(not_modelled, clock=self.clock))
-        r = config.ranks
-        everyone = tuple(range(r))
-        self.groups = {name: self.GROUP(self.world, name, everyone) for name in ("S-tp", "P-hits", "Y-completion")}
-        self.ranks = [self._build(i) for i in range(r)]
-        for rank in self.ranks:
-            self._spawn(rank)
 
     # ---- building
     def _build(self, i: int) -> Rank:
         cfg, w = self.config, self.world
-        urc_cls = self.modules[loader.CACHE].UnifiedRadixCache
-        hcc_mod = self.modules.get(loader.HYBRID) or self.modules[loader.CONTROLLER]
-        hcc_cls = getattr(hcc_mod, "HybridCacheController", None) or self.modules[loader.CONTROLLER].HiCacheController
+        urc_cls = self.modules[CACHE].UnifiedRadixCache
+        hcc_mod = self.modules.get(HYBRID) or self.modules[CONTROLLER]
+        hcc_cls = getattr(hcc_mod, "HybridCacheController", None) or self.modules[CONTROLLER].HiCacheController
         page = cfg.page_size
         pool, tree, storage = self._rank_world(i)
         multi = cfg.ranks > 1
@@ -127,28 +88,13 @@ class Run:
         handles = [stubs.CacheRequestHandle(f"req{q}", 0) if by_handle else f"req{q}" for q in range(cfg.requests)]
         return Rank(i, cache, cc, pool, tree, handles, list(range(cfg.requests)))
 
-    def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
-        """Rank i's host pool, host tree and storage backend, as the configuration says."""
-        cfg, page = self.config, self.config.page_size
-        pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
-        storage = StorageBackend(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page,
-                                 cfg.raising_reads_of(i))
-        return pool, TreeCore(self.world, i, pool, page), storage
-
-    def _queues(self, cc, i: int, names: tuple[str, ...]) -> None:
-        for q in names:
-            setattr(cc, q, Queue(self.world, f"r{i}.{q}"))
-
     def _component(self, name: str):
-        ct = self.modules.get(loader.REAL[0])
+        ct = self.modules.get(COMPONENT_TYPES)
         return getattr(ct.ComponentType, name) if ct is not None else name
 
     def _hashes(self, key, prior):
         from prefetch_check.model.code.stand_ins.radix import storage_hashes
         return storage_hashes(key, prior, self.config.page_size)
-
-    def tokens(self, q: int) -> list[int]:
-        return [q * 1000 + t for t in range(self.config.pages * self.config.page_size)]
 
     # ---- the threads
     def _spawn(self, rank: Rank) -> None:
@@ -193,7 +139,7 @@ class Run:
         its round start and there is something to drain on every rank (MIN > 0), or a policy other
         than wait_complete still has a request to check. Rounds with nothing to drain are stuttering
         steps under wait_complete; asking every scheduler to be at its round start makes this gate
-        depend on no step but the other gates (rank_ample relies on it)."""
+        depend on no step but the other gates (`ample` relies on it)."""
         most = max(r.rounds for r in self.ranks)
         if rank.rounds < most:
             return True
@@ -203,38 +149,6 @@ class Run:
             if min(getattr(r.cc, q).peek_size() for r in self.ranks) > 0:
                 return True
         return self.config.policy != "wait_complete" and any(r.waiting for r in self.ranks)
-
-    def _at_gate(self, rank: Rank) -> bool:
-        m = self.baton.threads[self.PER_RANK * rank.index]
-        return m.status == "parked" and m.point.label == GATE
-
-    def rank_ample(self) -> list[str]:
-        """A persistent set: the enabled threads of the first rank whose next steps no other rank
-        can interfere with. Ranks share only collectives and the round gate; a step of another rank
-        can reach this rank only by enabling one of its threads parked at a collective's leave, or
-        its scheduler parked at the round gate while it has something queued to drain. A rank with
-        neither qualifies; when none does, every enabled thread is explored."""
-        enabled = self.baton.enabled()
-        for rank in self.ranks:
-            mine = [m for m in enabled if m.rank == rank.index]
-            if not mine:
-                continue
-            ok = True
-            for m in self.baton.threads[self.PER_RANK * rank.index: self.PER_RANK * (rank.index + 1)]:
-                if m.status != "parked" or m in mine:
-                    continue
-                if "leave" in m.point.label:
-                    ok = False
-                elif m.point.label == GATE and self._gate_may_open(rank):
-                    ok = False
-            if ok:
-                return [m.name for m in mine]
-        return [m.name for m in enabled]
-
-    def _gate_may_open(self, rank: Rank) -> bool:
-        """Whether another rank's steps can open this rank's closed round gate (round_enabled):
-        only with something queued here for the drain's MIN."""
-        return any(getattr(rank.cc, q).peek_size() for q in self.DRAINED)
 
     def key(self) -> tuple:
         ranks = tuple((r.rounds, tuple(r.waiting), tuple(sorted(r.resolved.items())),

@@ -1,6 +1,6 @@
 """The predicate-poll side of the conformance check (conformance.py holds the one replay loop
 for both protocols): how a poll model configuration travels to the executor's child as JSON,
-the poll world it needs (CodeConfig, world "poll"), what that world cannot build, the budget
+the poll world it needs (CodeConfig, world "predicate-poll"), what that world cannot build, the budget
 `prefetch-check sglang` uses for 0.5.1-0.5.18, and the protocol's pieces the loop asks for."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from prefetch_check.model.code.config import CodeConfig
+from prefetch_check.model.code.pack import Unsupported
 from prefetch_check.model.protocols.poll.config import Config, RequestSpec, uniform_config
 
-PROTOCOL = "poll"
-
-
-class Unsupported(ValueError):
-    """A poll model configuration the executor's poll world cannot build."""
+PROTOCOL = "predicate-poll"
+# STORAGE_BATCH_SIZE as the releases that have it set it (mem_cache/hicache_storage.py, 0.5.13-0.5.18):
+# a configuration with another size replaces the tree's constant (conformance/check.py's _batch_size)
+RELEASE_STORAGE_BATCH_SIZE = 128
 
 
 def config_to_json(cfg: Config) -> dict:
@@ -72,7 +72,7 @@ def code_config(cfg: Config) -> CodeConfig:
     first = cfg.requests[0]
     return CodeConfig(ranks=cfg.ranks, requests=cfg.num_requests, pages=first.pages, page_size=cfg.page_size,
                       policy=cfg.policy, hits=tuple(first.hits), failing=tuple(tuple(sorted(f)) for f in first.failing),
-                      threshold_pages=cfg.prefetch_threshold // cfg.page_size, world="poll")
+                      threshold_pages=cfg.prefetch_threshold // cfg.page_size, world=PROTOCOL)
 
 
 @dataclass(frozen=True)

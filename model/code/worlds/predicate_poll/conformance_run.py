@@ -1,5 +1,5 @@
 """One poll conformance run of a tree's code (0.5.1-0.5.18): the poll world's run
-(poll_harness.PollRun) with the model's own scheduler loop (model/protocols/poll/scheduler.py:
+(worlds/predicate_poll/harness.py's PollRun) with the model's own scheduler loop (model/protocols/poll/scheduler.py:
 issue in order, then rounds of the drain and a walk that checks every request not yet ready),
 calling the tree's check_hicache_events and check_prefetch_progress, with a scheduling point
 where each scheduler step of the model ends, and what the refinement mapping reads recorded
@@ -8,10 +8,11 @@ operation each storage thread holds, the pages written, each operation's allocat
 
 from __future__ import annotations
 
-from prefetch_check.model.code.worlds.ack_drain import conformance_run as recorders
+from prefetch_check.model.code.conformance import recorders
 from prefetch_check.model.code.worlds.predicate_poll.harness import PollRun
 from prefetch_check.model.code.stand_ins.queues import QueueFactory
 from prefetch_check.model.protocols.poll.config import Config
+from prefetch_check.model.protocols.poll import refinement
 from prefetch_check.model.protocols.poll.refinement import CODE_QUEUES
 
 
@@ -44,14 +45,14 @@ class ConformPollRun(PollRun):
         q.get = _taking(q.get, rank, "prefetch", baton)
         for name in ("prefetch_revoke_queue", "prefetch_hit_queue"):
             q = getattr(cc, name)
-            q.put = recorders._handing_on(q.put, rank, "prefetch", baton)
+            q.put = recorders.handing_on(q.put, rank, "prefetch", baton)
         for name in drained:
             q = getattr(cc, name)
             q.qsize = _sizing(q.qsize, rank, name, len(drained), baton)
         release = cc.host_mem_release_queue
-        release.get = recorders._releasing(release.get, rank)
-        rank.pool.set_from_flat_data_page = recorders._writing(rank.pool.set_from_flat_data_page, rank, self)
-        rank.pool.free = recorders._freeing(rank.pool.free, rank)
+        release.get = recorders.releasing(release.get, rank)
+        rank.pool.set_from_flat_data_page = recorders.writing(rank.pool.set_from_flat_data_page, rank, self, _owner)
+        rank.pool.free = recorders.freeing(rank.pool.free, rank)
         cache.can_terminate_prefetch = _phased(cache.can_terminate_prefetch, rank, "voting", "voted", baton)
         cc.terminate_prefetch = _phased(cc.terminate_prefetch, rank, "", "terminated", baton)
         if not drained:  # a drain with nothing to agree on reads its sizes at once
@@ -106,14 +107,14 @@ class _RecordingQueues(QueueFactory):
         if me is not None and me.role == "prefetch":
             rank = self.run.ranks[me.rank]
             queue.get = _taking(queue.get, rank, "io", self.world.baton)
-            queue.put = recorders._handing_on(queue.put, rank, "prefetch", self.world.baton)
+            queue.put = recorders.handing_on(queue.put, rank, "prefetch", self.world.baton)
         return queue
 
 
 def _taking(get, rank, role, baton):
     """The thread holds what it took; the IO thread holds it until it asks for the next one."""
     def taking(*args, **kwargs):
-        mine = recorders._role(baton) == role
+        mine = recorders.role_of(baton) == role
         if mine and role == "io":
             rank.holding[role] = None
         item = get(*args, **kwargs)
@@ -139,7 +140,7 @@ def _deciding(observe, baton, ranks):
 def _sizing(qsize, rank, name, count, baton):
     def sizing(*args, **kwargs):
         n = qsize(*args, **kwargs)
-        if recorders._role(baton) == "scheduler" and rank.in_drain and rank.sizes_read is not None:
+        if recorders.role_of(baton) == "scheduler" and rank.in_drain and rank.sizes_read is not None:
             rank.sizes_read.add(name)
             if len(rank.sizes_read) == count and rank.pos != ("drain",):  # the model's drain_arrive ends here
                 rank.pos = ("drain",)
@@ -159,3 +160,8 @@ def _phased(method, rank, before: str, after: str, baton):
         baton.point(f"conformance: {after}")
         return out
     return phased
+
+
+def _owner(run, rank: int, slot: int):
+    """The operation a host slot is allocated to (the mapping's own reading)."""
+    return refinement.owner(refinement.operations_by_rank(run)[rank], slot)

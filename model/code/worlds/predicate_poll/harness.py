@@ -4,49 +4,34 @@ run's stand-ins; the threads S (our scheduler loop calling the real check_hicach
 check_prefetch_progress), P (the real prefetch_thread_func) and IO (the thread P starts itself:
 the executor's IO thread runs the target P hands to threading.Thread).
 
-What differs from the ack-drain world (harness.py): the scheduler polls a predicate, so a round
+What differs from the ack-drain world (worlds/ack_drain/harness.py): the scheduler polls a predicate, so a round
 may start whenever a request waits (a round that changes nothing leads back to a state already
 seen); a state where only the schedulers can move and a whole round of them changes nothing is a
 request waiting forever, judged as the end of the run (`closes_cycle`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from prefetch_check.model.code.rt import hooks, loader, stubs
-from prefetch_check.model.code.worlds.predicate_poll import probes as poll_probes
-from prefetch_check.model.code.worlds.ack_drain.harness import GATE, ROOT_NODE, Rank, Run
+from prefetch_check.model.code.rt import loader, stubs
 from prefetch_check.model.code.stand_ins.clock import make_time
-from prefetch_check.model.code.worlds.predicate_poll.stand_ins import (EmptyAcks, HostNode, PollHostPool, RankQueueFactory, RelativeGroup,
-                                                  Started, make_poll_threading, page_hashes)
 from prefetch_check.model.code.stand_ins.queues import Empty
 from prefetch_check.model.code.stand_ins.radix import RadixKey
 from prefetch_check.model.code.stand_ins.sync import Event
 from prefetch_check.model.code.stand_ins.tree import TreeCore
+from prefetch_check.model.code.worlds.common import GATE, ROOT_NODE, Rank, WorldRun
+from prefetch_check.model.code.worlds.predicate_poll.stand_ins import (EmptyAcks, HostNode, PollHostPool, RankQueueFactory,
+                                                                      RelativeGroup, Started, make_poll_threading,
+                                                                      page_hashes)
 
+# Below sglang/srt: the files this world runs as written, HiRadixCache and HiCacheController.
+HIRADIX, CONTROLLER = "mem_cache/hiradix_cache.py", "managers/cache_controller.py"
+FILES = ("mem_cache/hicache_storage.py", CONTROLLER, HIRADIX)
 # queues the controller's __init__ / attach creates (the prefetch thread makes prefetch_buffer itself)
 QUEUES = ("prefetch_queue", "prefetch_revoke_queue", "prefetch_hit_queue", "backup_queue", "ack_backup_queue",
           "host_mem_release_queue")
 DRAINED = ("prefetch_revoke_queue", "prefetch_hit_queue", "ack_backup_queue", "host_mem_release_queue")
-OBSERVED = frozenset({"_terminated_flag", "_done_flag"})  # 0.5.1-0.5.1.post3 call it _done_flag
 
 
-def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
-    """Import the tree's HiRadixCache and HiCacheController files and install the probes."""
-    modules = loader.load_tree(srt, torch, loader.REAL_POLL)
-    ctrl, cache_mod = modules[loader.CONTROLLER], modules[loader.HIRADIX]
-    hooks.install(ctrl.PrefetchOperation, None, holder, OBSERVED)
-
-    def revoked(rank: int, request_id) -> bool:
-        return request_id in holder.run.ranks[rank].cc.prefetch_revoke_queue.items
-
-    poll_probes.install_acceptance(cache_mod.HiRadixCache, holder, revoked)
-    poll_probes.install_strict(cache_mod.HiRadixCache, "HiRadixCache", roots)
-    poll_probes.install_strict(ctrl.HiCacheController, "HiCacheController", roots)
-    return modules
-
-
-class PollRun(Run):
+class PollRun(WorldRun):
     PER_RANK = 3  # S, P, IO
     DRAINED = DRAINED
     GROUP = RelativeGroup
@@ -68,8 +53,8 @@ class PollRun(Run):
         if self.started is None:
             self.started = Started(w)
             self.groups["IO-tp"] = RelativeGroup(w, "IO-tp", tuple(range(cfg.ranks)))
-        cache_cls = self.modules[loader.HIRADIX].HiRadixCache
-        cc_cls = self.modules[loader.CONTROLLER].HiCacheController
+        cache_cls = self.modules[HIRADIX].HiRadixCache
+        cc_cls = self.modules[CONTROLLER].HiCacheController
         page = cfg.page_size
         pool, tree, storage = self._rank_world(i, PollHostPool)
         multi = cfg.ranks > 1
@@ -172,7 +157,7 @@ class PollRun(Run):
             return True
         return any(min(getattr(r.cc, q).peek_size() for r in self.ranks) > 0 for q in self.DRAINED)
 
-    def rank_ample(self) -> list[str]:
+    def ample(self) -> list[str]:
         """A thread about to arrive at or leave a collective goes alone: that step touches only its
         group (arrivals at one call commute; a leave is enabled once all arrived and reads only
         their values), so it is independent of every other thread's next step. Otherwise the
@@ -180,7 +165,7 @@ class PollRun(Run):
         for m in self.baton.enabled():
             if m.point.label.startswith("all_reduce("):
                 return [m.name]
-        return super().rank_ample()
+        return super().ample()
 
     def _gate_may_open(self, rank: Rank) -> bool:
         """Here a waiting request on any rank opens the gate too, once every scheduler is there."""
@@ -204,7 +189,7 @@ class PollRun(Run):
         the stand-ins' contents in a canonical order, and the ranks' loop state with round counts
         relative to the rank furthest behind. Sound because nothing the code under test can read
         is left out or made equal: the stand-ins' names (per rank, in that rank's creation order:
-        world/poll.rank_name), the order of their snapshots and the collective call numbers the
+        stand_ins.py's rank_name), the order of their snapshots and the collective call numbers the
         threads observe (counted from the rank behind: RelativeGroup.rebase) are the executor's own
         bookkeeping, which the code never sees; two runs that differ only in them have the same
         next steps, the same findings and the same ends."""

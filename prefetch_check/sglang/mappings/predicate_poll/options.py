@@ -1,6 +1,6 @@
 """Which predicate-poll options a release's own source settles (SGLang 0.5.1 to 0.5.18).
 
-The counterpart of ack_drain_options.py for the predicate-poll protocol.
+The counterpart of mappings/ack_drain/options.py for the predicate-poll protocol.
 Each rule below maps a detected feature value to options of `poll.config.Config`. A rule
 whose option the Config does not have (yet) makes the row "not modelled yet" instead of a
 verdict on late2025's steps; the rules already name the options of the release shapes the
