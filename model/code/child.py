@@ -37,6 +37,7 @@ def main() -> int:
     from prefetch_check.model.code.config import CodeConfig, CodeLimits
     from prefetch_check.model.code.rt.executor import Executor
     from prefetch_check.model.code.rt.search import explore
+    from prefetch_check.model.code.strategies.replay import replay_strategy
 
     config = CodeConfig.from_json(request["config"])
     limits = CodeLimits(**{k: tuple(v) if isinstance(v, list) else v for k, v in request.get("limits", {}).items()})
@@ -53,7 +54,7 @@ def main() -> int:
 
             answer = serve(executor, request["conform"])
         elif "replay" in request:
-            out = executor.run(request["replay"], None, limits.max_depth)
+            out = executor.run(replay_strategy(request["replay"], limits))
             answer = {"replay": {"end": out.end, "steps": [vars(s) for s in out.steps],
                                  "findings": [vars(f) for f in out.faults]}}
         else:

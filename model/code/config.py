@@ -80,16 +80,27 @@ class CodeConfig:
 
 @dataclass(frozen=True)
 class CodeLimits:
-    """Search bounds: runs (schedules started), seconds, steps per run; memory and CPU of the child."""
+    """Search bounds: runs (schedules started), seconds, steps per run; memory and CPU of the child;
+    and the search strategy: "dfs" (every schedule, up to the bounds: VERIFIED possible) or a
+    sample, "random" (a seeded random walk) or "pct" (PCT with `pct_depth`), never exhaustive."""
 
     max_runs: int = 200_000
     max_seconds: float = 120.0
     max_depth: int = 2_000
     stop_on_first: bool = False
     stop_on: tuple[str, ...] = ()  # stop once every one of these properties is violated
-    reduce: bool = True  # the rank-level persistent set (off: every enabled thread at every state)
+    reduce: bool = True  # the world's persistent set (off: every enabled thread at every state)
+    strategy: str = "dfs"  # dfs, random or pct (model/code/strategies/)
+    seed: int = 0  # of a sampling strategy: the same seed, the same runs
+    pct_depth: int = 3  # PCT's bug depth d: d - 1 priority change points per run
     child_cpu_seconds: int = 900
     child_memory_bytes: int = 2 << 30
+
+    def __post_init__(self):
+        from prefetch_check.model.code.strategies import SAMPLING
+
+        if self.strategy not in ("dfs",) + SAMPLING:
+            raise ValueError(f"strategy {self.strategy!r}: the executor has dfs, {', '.join(SAMPLING)}")
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

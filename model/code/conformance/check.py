@@ -14,7 +14,8 @@ The schedules: given ones (counterexamples of the shipped scenarios), and the mo
 states up to a budget, found breadth-first, each new rank-local view reached through the code by
 replaying its path (paths that are prefixes of others are replayed as part of the longer one).
 
-The run itself is the world's conformance_run.py (the model's scheduler loop over the tree's
+The replay of one path is strategies/guided.py (the model guides which code thread runs); the
+run itself is the world's conformance_run.py (the model's scheduler loop over the tree's
 cache methods), the configurations and the budget its conformance_configs.py.
 """
 
@@ -25,11 +26,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Optional
 
-from prefetch_check.model.code.pack import ConformanceKit, Unsupported, pack
+from prefetch_check.model.code.pack import ConformanceKit, pack
+from prefetch_check.model.code.rt.executor import drive
+from prefetch_check.model.code.strategies.guided import ModelGuided, Replayed
 from prefetch_check.model.engine.readable import ReadableModel
-
-CODE_THREAD = {"S": "S", "P": "P", "I": "IO", "Y": "Y"}
-STEP_CAP = 400  # code steps one model step may take
 
 
 def conformance_kit(protocol: str) -> ConformanceKit:
@@ -41,29 +41,6 @@ def conformance_kit(protocol: str) -> ConformanceKit:
 
 
 # ---------------------------------------------------------------- replaying one schedule
-
-
-@dataclass
-class Divergence:
-    step: int  # 1-based model step
-    action: str
-    description: str
-    site: str  # the code's file:line where it showed
-    stack: list[str]
-    fields: dict  # field -> {"model": ..., "code": ...}
-    schedule: list[str]
-    why: str
-
-    def to_json(self) -> dict:
-        return {k: _plain(v) for k, v in self.__dict__.items()}
-
-
-@dataclass
-class Replayed:
-    matched: int  # model steps matched
-    code_steps: int
-    divergence: Optional[Divergence] = None
-    not_modelled: str = ""
 
 
 def model_path(model, ids: list[str]) -> tuple[list, list]:
@@ -81,114 +58,14 @@ def model_path(model, ids: list[str]) -> tuple[list, list]:
 
 
 def replay(executor, model, states: list, actions: list, kit: ConformanceKit) -> Replayed:
-    protocol = model.protocol
-    run = kit.make_run(executor, protocol)
-    views = [kit.refinement.model_view(protocol, s) for s in states]
-    threads = {m.name: m for m in run.baton.threads}
-    out = Replayed(0, 0)
-    at = {"k": 0, "running": None, "count": 0, "stack": [], "site": "", "started": False, "placed": None}
-
-    def diverge(why, cur, target, fields=None):
-        k = at["k"]
-        keys = fields if fields is not None else sorted(f for f in set(cur) | set(target) if cur.get(f) != target.get(f))
-        out.divergence = Divergence(
-            k + 1, actions[k].id, model.describe(states[k], actions[k], states[k + 1]), at["site"], at["stack"],
-            {f: {"model": target.get(f, "-"), "code": cur.get(f, "-")} for f in keys},
-            [a.id for a in actions[: k + 1]], why)
-
-    def decide():
-        cur = kit.refinement.code_view(protocol, run)
-        if not at["started"]:
-            at["started"] = True
-            if cur != views[0]:
-                at["k"] = -1
-                out.divergence = Divergence(0, "", "the initial state", "", [], {
-                    f: {"model": views[0].get(f, "-"), "code": cur.get(f, "-")}
-                    for f in sorted(set(cur) | set(views[0])) if cur.get(f) != views[0].get(f)}, [], "initial states differ")
-                return None
-        if at["running"] is not None:
-            k = at["k"]
-            pre, target = views[k], views[k + 1]
-            place = f"r{actions[k].rank}.{CODE_THREAD[actions[k].thread]}"
-            if cur == target:
-                at["running"] = None
-                at["k"] += 1
-                out.matched += 1
-            elif at["placed"] is not None and cur.get(place) != target.get(place):
-                # the thread reached the model's place after the step with other fields not as the
-                # model has them, and went on: the divergence is what it left behind there
-                cur, at["site"], at["stack"] = at["placed"]
-                diverge("the code's step ends with fields the model's step does not leave", cur, target)
-                return None
-            else:
-                if cur.get(place) == target.get(place) != pre.get(place) and at["placed"] is None:
-                    at["placed"] = (cur, at["site"], at["stack"])
-                bad = sorted(f for f in set(pre) | set(target) | set(cur)
-                             if pre.get(f) == target.get(f) and cur.get(f) != pre.get(f)
-                             and not kit.in_transit(actions[k], f))
-                if bad:
-                    diverge("the code changed what this model step leaves alone", cur, target, bad)
-                    return None
-        while at["running"] is None:
-            k = at["k"]
-            if k == len(actions):
-                return None
-            a = actions[k]
-            if views[k] == views[k + 1] and a.thread != "C":  # the model step changes nothing the mapping sees
-                at["k"] += 1
-                out.matched += 1
-                continue
-            if a.thread == "C":  # the model's timeout clock fires: so does the rank's clock in the code
-                run.clock.fire(a.rank)
-                if views[k] != views[k + 1]:  # the mapping leaves timed_out out: a clock step is the world's
-                    out.not_modelled = (f"not modelled: model step {a.id} changes what the mapping sees "
-                                        f"({', '.join(_changed(views[k], views[k + 1]))}) at conformance.replay")
-                    return None
-                at["k"] += 1
-                out.matched += 1
-                continue
-            if a.thread not in CODE_THREAD:
-                raise Unsupported(f"model step {a.id}: the executor has no thread {a.thread}")
-            at["running"], at["count"], at["placed"] = threads[f"{CODE_THREAD[a.thread]}{a.rank}"], 0, None
-        m = at["running"]
-        if m.status == "dead" and m.error and m.error[0].startswith("not modelled"):
-            out.not_modelled = m.error[0]
-            return None
-        if m.status != "parked" or not m.point.enabled():
-            where = f"{m.point.label} at {m.point.site}" if m.status == "parked" else m.status
-            if m.status == "dead" and m.error:
-                at["site"], where = m.error[1], f"dead: {m.error[0]}"
-            diverge(f"the code's {m.name} cannot go on ({where}) before it reaches the model's step", cur, views[at["k"] + 1])
-            return None
-        at["count"] += 1
-        if at["count"] > STEP_CAP:
-            diverge(f"the code's {m.name} took {STEP_CAP} steps without reaching the model's step", cur, views[at["k"] + 1])
-            return None
-        at["site"], at["stack"] = m.point.site, _stack(m, executor.roots)
-        out.code_steps += 1
-        return m
-
+    """One model path replayed on a fresh conformance run of the tree's code (strategies/guided.py)."""
+    run = kit.make_run(executor, model.protocol)
+    guided = ModelGuided(model, states, actions, kit, run, executor.roots)
     try:
-        run.baton.run(decide)
+        drive(run, guided)
     finally:
         run.baton.abandon()
-    return out
-
-
-def _changed(a: dict, b: dict) -> list[str]:
-    return sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
-
-
-def _stack(m, roots) -> list[str]:
-    """The tree's frames of a parked thread, innermost first: file:line (function)."""
-    out, frame = [], m.thread.gr_frame if m.thread is not None else None
-    while frame is not None:
-        name = frame.f_code.co_filename
-        for root in roots:
-            if name.startswith(root):
-                out.append(f"{name[len(root):].lstrip('/')}:{frame.f_lineno} ({frame.f_code.co_name})")
-        frame = frame.f_back
-    return out
+    return guided.out
 
 
 # ---------------------------------------------------------------- the schedules
@@ -394,11 +271,3 @@ def _batch_size(executor, size: int, release_size: int, originals: dict) -> None
         if "STORAGE_BATCH_SIZE" in mod.__dict__:
             originals.setdefault(name, mod.__dict__["STORAGE_BATCH_SIZE"])
             mod.__dict__["STORAGE_BATCH_SIZE"] = size if size != release_size else originals[name]
-
-
-def _plain(v):
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    return v

@@ -1,20 +1,16 @@
-"""The child-side engine: load the tree once, then run schedules, each in fresh objects.
-
-`run(prefix, seen)` replays `prefix` (a list of thread names), then keeps choosing the first
-enabled thread until the run ends, hits a state already in `seen`, or exceeds `max_depth`; it
-returns every node it passed (state key, enabled choices, the choice taken) and how it ended.
-"""
+"""The child-side engine: load the tree once (its world's pack says what and how), then run
+executions, each in fresh objects, with a strategy choosing the thread at every scheduling point
+(strategies/): `run(strategy)` builds the world's run, drives it and judges how it ended."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from prefetch_check.model.code.config import CodeConfig
 from prefetch_check.model.code.pack import pack
 from prefetch_check.model.code.rt import stubs
+from prefetch_check.model.code.rt.decision import TERMINAL, Decision, Stop
 from prefetch_check.model.code.stand_ins.torch_stub import make_torch
 
 
@@ -38,19 +34,31 @@ class _Holder:
 
 
 @dataclass
-class Node:
-    key: bytes
-    enabled: list[str]
-    chosen: Optional[str]
-
-
-@dataclass
 class RunOutcome:
-    nodes: list[Node]
-    end: str  # terminal, seen, depth
+    schedule: list[str]  # the choices made, in order: the run, replayable
+    end: str  # terminal, seen, depth (rt/decision.py)
     faults: list  # verdicts.Finding
-    steps: list  # scheduler.StepRecord
+    steps: list  # baton.StepRecord
     not_modelled: list[str] = field(default_factory=list)
+
+
+def drive(run, strategy) -> str:
+    """Run `run`'s threads one at a time, `strategy` choosing each step, until it says stop;
+    how the run ended. The caller abandons the run (judging first needs it as it stands)."""
+    threads = {m.name: m for m in run.baton.threads}
+    steps = run.baton.steps
+    decision = Decision(run)
+    ending = [TERMINAL]
+
+    def decide():
+        choice = strategy.choose(decision.at(len(steps)))
+        if isinstance(choice, Stop):
+            ending[0] = choice.end
+            return None
+        return threads[choice]
+
+    run.baton.run(decide)
+    return ending[0]
 
 
 class Executor:
@@ -63,47 +71,17 @@ class Executor:
         self.modules = self.pack.load(self.srt, torch, self.holder, self.roots)
         self.run_class = self.pack.run
 
-    def run(self, prefix: list[str], seen: Optional[set], max_depth: int, reduce: bool = True) -> RunOutcome:
-        run = self.run_class(self.modules, self.config, self.holder, self.roots)
-        closes_cycle = getattr(run, "closes_cycle", None)  # the poll world: a scheduler polling forever
-        baton = run.baton
-        nodes: list[Node] = []
-        ending = ["terminal"]
+    def new_run(self):
+        """A fresh run of the world: its stand-ins, ranks and threads, nothing run yet."""
+        return self.run_class(self.modules, self.config, self.holder, self.roots)
 
-        def decide():
-            depth = len(nodes)
-            replaying = depth < len(prefix)
-            enabled = [m.name for m in baton.enabled()] if replaying or not reduce else run.ample()
-            key = b"" if replaying else hashlib.blake2b(repr(run.key()).encode(), digest_size=16).digest()
-            if not enabled:
-                nodes.append(Node(key, [], None))
-                return None
-            if not replaying and closes_cycle is not None and closes_cycle(key):
-                nodes.append(Node(key, enabled, None))  # only the schedulers move, and nothing changes:
-                return None  # the run ends here, judged as a terminal state (a request that waits forever)
-            if replaying:
-                choice = prefix[depth]
-                if choice not in enabled:
-                    raise RuntimeError(f"replay diverged at step {depth}: {choice} not among {enabled}")
-            else:
-                if seen is not None:
-                    if key in seen:
-                        nodes.append(Node(key, enabled, None))
-                        ending[0] = "seen"
-                        return None
-                    seen.add(key)
-                if depth >= max_depth:
-                    nodes.append(Node(key, enabled, None))
-                    ending[0] = "depth"
-                    return None
-                choice = enabled[0]
-            nodes.append(Node(key, enabled, choice))
-            return next(m for m in baton.threads if m.name == choice)
-
+    def run(self, strategy) -> RunOutcome:
+        """One execution chosen by `strategy`, judged by the world's properties."""
+        run = self.new_run()
         try:
-            baton.run(decide)
-            findings = self.pack.judge(run, ending[0] == "terminal")
+            end = drive(run, strategy)
+            findings = self.pack.judge(run, end == TERMINAL)
         finally:
-            baton.abandon()
+            run.baton.abandon()
         nm = sorted({f.message for f in findings if f.prop == "not_modelled"})
-        return RunOutcome(nodes, ending[0], findings, baton.steps, nm)
+        return RunOutcome([s.choice for s in run.baton.steps], end, findings, run.baton.steps, nm)

@@ -1,7 +1,8 @@
-"""Stateless model checking over schedules: depth-first over choice prefixes, each run replayed
-from scratch in fresh objects; a state (key) already expanded is not expanded again, which is
-sound because the key (what every thread observed, plus the stand-ins' contents) determines the
-future. VERIFIED needs every prefix explored; a limit makes the verdicts BOUNDED."""
+"""The search loop: executions of the tree's code, one after another, each chosen by a strategy
+(strategies/: by default depth-first over choice prefixes with the state cache, which is
+stateless model checking), until the strategy has no more or a limit cuts it; the violations
+found, each with its shortest schedule. VERIFIED needs an exhaustive strategy that ran out of
+executions; a limit, a path not modelled or a sampling strategy makes the verdicts BOUNDED."""
 
 from __future__ import annotations
 
@@ -12,27 +13,30 @@ from prefetch_check.model.code.config import CodeLimits, CodeResult, Step, Viola
 from prefetch_check.model.code.rt.verdicts import not_judged
 
 
-def explore(executor, limits: CodeLimits) -> CodeResult:
+def explore(executor, limits: CodeLimits, strategy=None) -> CodeResult:
+    """Search the executor's tree with `strategy` (default: the one `limits` names)."""
+    if strategy is None:
+        from prefetch_check.model.code.strategies import make
+
+        strategy = make(limits)
     start = time.monotonic()
-    seen: set = set()
-    stack: list[list[str]] = [[]]
     runs = 0
     bound = ""
     violations: dict[str, Violation] = {}
     not_modelled: set[str] = set()
-    while stack:
+    while strategy.more():
         if runs >= limits.max_runs:
             bound = f"{limits.max_runs} runs"
             break
         if time.monotonic() - start > limits.max_seconds:
             bound = f"{limits.max_seconds:g} s"
             break
-        prefix = stack.pop()
-        out = executor.run(prefix, seen, limits.max_depth, limits.reduce)
+        strategy.start()
+        out = executor.run(strategy)
         runs += 1
         if out.end == "depth":
             bound = bound or f"runs longer than {limits.max_depth} steps"
-        schedule = [n.chosen for n in out.nodes if n.chosen is not None]
+        schedule = out.schedule
         for f in out.faults:
             if f.prop == "not_modelled":
                 not_modelled.add(f.message)
@@ -48,18 +52,12 @@ def explore(executor, limits: CodeLimits) -> CodeResult:
         if limits.stop_on and all(p in violations for p in limits.stop_on):
             bound = f"stopped once {', '.join(limits.stop_on)} were violated"
             break
-        # alternatives at every node this run expanded (those past the replayed prefix), the
-        # deepest on top: depth-first
-        for depth in range(len(prefix), len(out.nodes)):
-            node = out.nodes[depth]
-            if node.chosen is None:
-                continue
-            for alt in reversed(node.enabled):
-                if alt != node.chosen:
-                    stack.append(schedule[:depth] + [alt])
-    exhaustive = not stack and not bound and not not_modelled
+        strategy.finish(out)
+    exhaustive = strategy.exhaustive and not strategy.more() and not bound and not not_modelled
     if not_modelled and not bound:
         bound = "a path not modelled"
+    if not strategy.exhaustive:  # a sample says so, whatever else cut it
+        bound = f"sampled by {strategy.describe()} ({bound or f'{runs} runs'}): sampling is never exhaustive"
     verdicts = {}
     world, config = executor.pack, executor.config
     skipped = not_judged(config, world.not_judged(config))
@@ -70,6 +68,6 @@ def explore(executor, limits: CodeLimits) -> CodeResult:
             verdicts[p] = "NOT JUDGED"
         else:
             verdicts[p] = "VERIFIED" if exhaustive else "BOUNDED"
-    return CodeResult(verdicts, violations, runs, len(seen), round(time.monotonic() - start, 3), exhaustive,
+    return CodeResult(verdicts, violations, runs, strategy.states, round(time.monotonic() - start, 3), exhaustive,
                       bound, sorted(not_modelled), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                       {p: skipped[p] for p in world.properties if p in skipped and p not in violations})
