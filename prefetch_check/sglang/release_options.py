@@ -25,9 +25,13 @@ class Setting:
     evidence: tuple[Evidence, ...]
     why: str = ""
 
+    def assignment(self) -> str:
+        """`name=value`, as `--set` takes it."""
+        return f"{self.name}={_text(self.value)}"
+
     def describe(self) -> str:
-        seen = ", ".join(self.features)
-        return f"{self.name}={_text(self.value)} ({seen})"
+        """`name=value (the features that settled it)`."""
+        return f"{self.assignment()} ({', '.join(self.features)})"
 
 
 @dataclass(frozen=True)
