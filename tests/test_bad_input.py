@@ -258,3 +258,35 @@ def test_the_locator_follows_toml(keypath, line):
 
     tomllib.loads(text)  # the text is valid TOML
     assert locate(text, keypath) == line
+
+
+# ---- `unreached`: actions a scenario is not meant to reach ----
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ('pages = 1\nunreached = ["S.insrt"]\n', 2, ["unreached: unknown action 'S.insrt'", "did you mean 'S.insert'?"]),
+    ('pages = 1\nunreached = "S.insert"\n', 2, ["unreached must be a list of action names"]),
+    ('pages = 1\nunreached = [1]\n', 2, ["unreached must be a list of action names (strings)"]),
+    ('pages = 1\n[unreached]\n"ranks=1" = ["S.insert"]\n', 3, ["this scenario has no [matrix]"]),
+    ('pages = 1\n[matrix]\nranks = [1, 2]\n[unreached]\n"ranks=3" = ["S.insert"]\n', 5,
+     ["ranks=3 is not a value of the matrix (it sweeps ranks over 1, 2)"]),
+    ('pages = 1\n[matrix]\nranks = [1, 2]\n[unreached]\n"rank=1" = ["S.insert"]\n', 5,
+     ["'rank' is not swept by this scenario's [matrix]", "did you mean 'ranks'?"]),
+    ('pages = 1\n[matrix]\nranks = [1, 2]\n[unreached]\n"ranks=1" = ["Y.take"]\n', 5,
+     ['unreached."ranks=1": unknown action \'Y.take\'']),
+])
+def test_an_unreached_key_that_cannot_be_used_names_file_line_and_key(tmp_path, capsys, text, line, words):
+    (tmp_path / "u.toml").write_text(text)
+    code, _, err = run(capsys, "run", tmp_path / "u.toml", "-q")
+    assert code == 2
+    one_paragraph(err, f"u.toml, line {line}:", *words)
+
+
+def test_unreached_names_are_the_scenario_protocols_actions(tmp_path, capsys):
+    """S.ready is an ack-drain step; predicate-poll has none of that name."""
+    (tmp_path / "poll.toml").write_text('pages = 1\nunreached = ["Y.take"]\n')
+    (tmp_path / "ack.toml").write_text('protocol = "ack-drain"\npages = 1\nunreached = ["Y.take"]\n')
+    assert load_scenario(tmp_path / "ack.toml").cases[0].unreached == ("Y.take",)
+    code, _, err = run(capsys, "run", tmp_path / "poll.toml", "-q")
+    assert code == 2
+    one_paragraph(err, "poll.toml, line 2:", "unknown action 'Y.take'")

@@ -5,6 +5,7 @@ race found in an edited release, the trace command that reproduces it, the verdi
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -167,7 +168,8 @@ def test_a_footnote_says_which_options_of_its_case_the_release_replaced(tmp_path
     assert violated["case_options_replaced"] == "with this release's ack_match=operation for its rid"
     assert "--set ack_match=operation" in violated["command"]
     assert main(["sglang", "--engine", "model", str(edited), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--scenarios", str(rid)]) == 1
-    assert "[1] by-rid (with this release's ack_match=operation for its rid): prefetch-check trace" in capsys.readouterr().out
+    assert re.search(r"^\[\d+\] by-rid \(with this release's ack_match=operation for its rid\): prefetch-check trace",
+                     capsys.readouterr().out, re.M)
 
 
 def test_a_second_run_comes_from_the_cache(tmp_path, capsys):

@@ -35,9 +35,10 @@ def main() -> int:
 
     logging.disable(logging.CRITICAL)  # the path's logging is inert (class c); thousands of runs
     from prefetch_check.model.code.config import CodeConfig, CodeLimits
-    from prefetch_check.model.code.executor import Executor
-    from prefetch_check.model.code.search import explore
-    from prefetch_check.model.code import coverage_tracer
+    from prefetch_check.model.code.rt.executor import Executor
+    from prefetch_check.model.code.rt.search import explore
+    from prefetch_check.model.code.strategies.replay import replay_strategy
+    from prefetch_check.model.code.rt import tracer as coverage_tracer
 
     tracer = coverage_tracer.started(request)  # coverage: None unless asked; before the tree is imported
     config = CodeConfig.from_json(request["config"])
@@ -51,12 +52,12 @@ def main() -> int:
         answer = {"error": f"the tree does not load under the executor's stubs: {type(exc).__name__}: {exc}",
                   "traceback": traceback.format_exc(limit=-6)}
     else:
-        if "conform" in request:  # the conformance check (conformance.py)
-            from prefetch_check.model.code.conformance import serve
+        if "conform" in request:  # the conformance check (conformance/check.py)
+            from prefetch_check.model.code.conformance.check import serve
 
             answer = serve(executor, request["conform"])
         elif "replay" in request:
-            out = executor.run(request["replay"], None, limits.max_depth)
+            out = executor.run(replay_strategy(request["replay"], limits))
             answer = {"replay": {"end": out.end, "steps": [vars(s) for s in out.steps],
                                  "findings": [vars(f) for f in out.faults]}}
         else:

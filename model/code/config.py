@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 POLICIES = ("wait_complete", "best_effort", "timeout")  # timeout only with driven_clock (below)
-WORLDS = ("ack-drain", "poll")  # ack-drain: UnifiedRadixCache 0.5.19+; poll: HiRadixCache 0.5.1-0.5.18
 
 
 @dataclass(frozen=True)
@@ -29,15 +28,17 @@ class CodeConfig:
     reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
     abort_round: Optional[int] = None  # in this scheduler round every waiting request is aborted instead of checked
     driven_clock: bool = False  # something moves the clock (the conformance check); else it stands still
-    world: str = "ack-drain"  # which world the tree's classes run in (chosen by the tree's shape, see WORLDS)
+    world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise ValueError(f"policy {self.policy!r}: the executor runs {', '.join(POLICIES)}")
         if self.policy == "timeout" and not self.driven_clock:
             raise ValueError("policy 'timeout': the executor's clock stands still unless the conformance check moves it")
-        if self.world not in WORLDS:
-            raise ValueError(f"world {self.world!r}: the executor has {', '.join(WORLDS)}")
+        from prefetch_check.model.code.pack import worlds
+
+        if self.world not in worlds():
+            raise ValueError(f"world {self.world!r}: the executor has {', '.join(worlds())}")
         for name in ("hits", "failing", "query_raises", "raising_reads"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
@@ -79,16 +80,27 @@ class CodeConfig:
 
 @dataclass(frozen=True)
 class CodeLimits:
-    """Search bounds: runs (schedules started), seconds, steps per run; memory and CPU of the child."""
+    """Search bounds: runs (schedules started), seconds, steps per run; memory and CPU of the child;
+    and the search strategy: "dfs" (every schedule, up to the bounds: VERIFIED possible) or a
+    sample, "random" (a seeded random walk) or "pct" (PCT with `pct_depth`), never exhaustive."""
 
     max_runs: int = 200_000
     max_seconds: float = 120.0
     max_depth: int = 2_000
     stop_on_first: bool = False
     stop_on: tuple[str, ...] = ()  # stop once every one of these properties is violated
-    reduce: bool = True  # the rank-level persistent set (off: every enabled thread at every state)
+    reduce: bool = True  # the world's persistent set (off: every enabled thread at every state)
+    strategy: str = "dfs"  # dfs, random or pct (model/code/strategies/)
+    seed: int = 0  # of a sampling strategy: the same seed, the same runs
+    pct_depth: int = 3  # PCT's bug depth d: d - 1 priority change points per run
     child_cpu_seconds: int = 900
     child_memory_bytes: int = 2 << 30
+
+    def __post_init__(self):
+        from prefetch_check.model.code.strategies import SAMPLING
+
+        if self.strategy not in ("dfs",) + SAMPLING:
+            raise ValueError(f"strategy {self.strategy!r}: the executor has dfs, {', '.join(SAMPLING)}")
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

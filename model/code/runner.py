@@ -56,17 +56,24 @@ def replay(srt_path, config: CodeConfig, schedule: list[str], limits: CodeLimits
     return _child(request, limits.max_seconds + GRACE_SECONDS)["replay"]
 
 
-def conform(srt_path, configs: list[dict], limits: CodeLimits = CodeLimits(), world: str = "ack-drain") -> list[dict]:
-    """The conformance check (conformance.py) of a tree against model configurations, each
-    {"name", "config" (conformance.config_to_json), "budget", "counterexamples", "mutant", "protocol"};
-    `world` the executor's world the tree runs in ("poll" for the predicate-poll protocol)."""
-    return conform_traced(srt_path, configs, limits, world)[0]
+def conform(srt_path, configs: list[dict], limits: CodeLimits = CodeLimits()) -> list[dict]:
+    """The conformance check (conformance/check.py) of a tree against model configurations, each
+    {"name", "config" (its kit's config_to_json), "budget", "counterexamples", "mutant", "protocol"};
+    "protocol" names the registered protocol whose world the tree runs in (one for every item;
+    without it, CodeConfig's default world)."""
+    return conform_traced(srt_path, configs, limits)[0]
 
 
-def conform_traced(srt_path, configs: list[dict], limits: CodeLimits = CodeLimits(), world: str = "ack-drain",
+def conform_traced(srt_path, configs: list[dict], limits: CodeLimits = CodeLimits(),
                    coverage: Optional[dict] = None) -> tuple[list[dict], Optional[dict]]:
     """`conform`, and with `coverage` (as check_tree's) the lines of the tree its replays ran."""
-    request = {"srt": str(Path(srt_path).resolve()), "config": CodeConfig(world=world).to_json(), "limits": limits.to_json(),
-               "conform": {"configs": configs}, **({"coverage": coverage} if coverage is not None else {})}
+    if not configs:
+        return [], None
+    protocols = {item.get("protocol", CodeConfig().world) for item in configs}
+    if len(protocols) != 1:
+        raise ValueError(f"one conformance check runs one protocol's world; the configurations name {sorted(protocols)}")
+    request = {"srt": str(Path(srt_path).resolve()), "config": CodeConfig(world=protocols.pop()).to_json(),
+               "limits": limits.to_json(), "conform": {"configs": configs},
+               **({"coverage": coverage} if coverage is not None else {})}
     answer = _child(request, limits.max_seconds + GRACE_SECONDS)
     return answer["conformance"], answer.get("coverage")

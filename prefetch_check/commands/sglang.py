@@ -29,7 +29,7 @@ from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
 from prefetch_check.scenario.runner import Interrupted
 from prefetch_check.scenario.shipped import shipped_scenarios
-from prefetch_check.sglang import coverage_report, report
+from prefetch_check.sglang import coverage_report, report, terminal
 from prefetch_check.sglang.baseline import from_report, from_row, is_report
 from prefetch_check.sglang.cache import CACHE_ENV, cache_root
 from prefetch_check.sglang.code_checks import run_code
@@ -38,7 +38,7 @@ from prefetch_check.sglang.checks import CHECKED, ENGINES, choose_cases, exit_st
 from prefetch_check.sglang.errors import SglangSourceError
 from prefetch_check.sglang.history import changes, commit_trees
 from prefetch_check.sglang.index import list_releases
-from prefetch_check.sglang.spec import PathSpec, expand, parse_spec
+from prefetch_check.sglang.spec import PathSpec, Range, expand, parse_spec
 from prefetch_check.sglang.trees import Tree, read_trees
 
 HELP = COMMANDS["sglang"]
@@ -123,20 +123,15 @@ def execute(args) -> int:
     found = changes(rows) if args.commits else []
     status = exit_status(rows, base)
     console = _table_console(outputs)
-    for note in notes:
-        console.print(f"note: {note}")
-    if base is not None:
-        console.print(report.baseline_line(base))
-    table, footnotes = report.table(rows, base)
-    console.print(table)
-    for line in footnotes + ([""] if footnotes else []) + report.change_lines(found) + report.left_out(rows):
-        console.print(line, soft_wrap=True)
+    terminal.lines(console, [f"note: {note}" for note in notes] + ([report.baseline_line(base)] if base is not None else []))
+    terminal.show(console, rows, base, as_summary=bool(args.commits) or _names_a_range(args.specs))
+    terminal.lines(console, report.change_lines(found) + report.left_out(rows))
     if args.code_trace:
         for line in report.code_trace_lines(rows, args.code_trace):
             console.print(line, soft_wrap=True, highlight=False)
-    console.print(_summary(rows, from_cache, searched, cache) + f"; the code: {executed} case(s) executed, "
-                  f"{code_cached} from the cache; conformance: {conformed} tree(s) checked, {conformed_cached} "
-                  "from the cache")
+    terminal.lines(console, [_summary(rows, from_cache, searched, cache) + f"; the code: {executed} case(s) executed, "
+                             f"{code_cached} from the cache; conformance: {conformed} tree(s) checked, "
+                             f"{conformed_cached} from the cache"])
     _write(outputs, rows, found, status, searched, from_cache, base)
     return status
 
@@ -145,6 +140,11 @@ def _default_scenarios() -> list:
     """scenarios/ where there is one; else the scenarios shipped with the package."""
     shipped = shipped_scenarios()
     return [DEFAULT_SCENARIOS] if Path(DEFAULT_SCENARIOS).exists() or not shipped else shipped
+
+
+def _names_a_range(specs: list[str]) -> bool:
+    """A range of releases gets the compact summary table; trees named one by one a block each."""
+    return any(isinstance(parse_spec(spec), Range) for spec in specs)
 
 
 def _cores() -> int:

@@ -20,6 +20,7 @@ from prefetch_check.scenario.parameters import ValueProblem
 from prefetch_check.scenario.protocol_schema import every_parameter, schema_for
 from prefetch_check.scenario.schema import META, REQUESTS
 from prefetch_check.scenario.source import Source, read_source
+from prefetch_check.scenario.unreached import KEY as UNREACHED, parse_unreached
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Case:
     config: object  # the configuration of the case's protocol
     protocol: str | type | None = None  # the scenario's protocol key, or --protocol's (None: the default protocol)
     note: str = ""  # how the case was changed after loading, e.g. "at ranks=32" (part of its name)
+    unreached: tuple[str, ...] = ()  # actions the scenario declares this case is not meant to reach (unreached.py)
 
     @property
     def name(self) -> str:
@@ -136,8 +138,10 @@ def _build(source: Source, doc: dict, stem: str) -> Scenario:
     top = {k: v for k, v in doc.items() if k in schema.parameters}
     matrix = check_matrix(doc.get("matrix", {}), top, bool(requests), schema)
     name = doc.get("name", stem)
+    choices = expand(matrix)
+    unreached = parse_unreached(doc.get(UNREACHED), matrix, choices, load_protocol(protocol).action_kinds())
     cases = []
-    for choice in expand(matrix):
+    for choice, not_reached in zip(choices, unreached):
         values = {**top, **choice}
         where = lambda key, choice=choice: ("matrix", key) if key in choice else (key,)  # noqa: E731
         try:
@@ -148,7 +152,7 @@ def _build(source: Source, doc: dict, stem: str) -> Scenario:
                 label = label if len(label) <= 80 else label[:77] + "..."
                 problem.message += f" (in the matrix case {label})"
             raise
-        cases.append(Case(name, case_label(choice), config, protocol))
+        cases.append(Case(name, case_label(choice), config, protocol, unreached=not_reached))
     return Scenario(
         name=name,
         path=source.path,

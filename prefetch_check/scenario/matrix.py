@@ -49,12 +49,13 @@ def expand(matrix: dict) -> list[dict]:
 
 def case_label(choice: dict) -> str:
     """`ranks=2, policy=timeout`: how a case is named in reports."""
-    return ", ".join(f"{k}={_short(v)}" for k, v in choice.items())
+    return ", ".join(f"{k}={value_text(v)}" for k, v in choice.items())
 
 
-def _short(value) -> str:
+def value_text(value) -> str:
+    """A matrix value as a case's label writes it: `true`, `2`, `unified`."""
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k}: {value_text(v)}" for k, v in value.items()) + "}"
     return str(value)

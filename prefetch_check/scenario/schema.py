@@ -134,6 +134,8 @@ TABLES = {
     "matrix": "[matrix]: parameter -> list of values; one run per combination",
     "limits": "[limits]: max_states, max_depth, time_limit, max_memory (and [limits.<predicate>])",
     "expect": "[expect.<predicate>]: violates, verifies, not_applicable, why",
+    "unreached": "the actions the scenario is not meant to reach (a list, or [unreached] keyed by matrix values): "
+                 "`run` does not warn that they never fired, and warns if one does",
 }
 TOP_LEVEL = tuple(META) + tuple(PARAMETERS) + tuple(TABLES)
 

@@ -33,6 +33,7 @@ from prefetch_check.sglang.consequence import consequence
 from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.code_checks import CodeCheck, plan_code
 from prefetch_check.sglang.conformance_checks import ConformanceCheck, plan_conformance
+from prefetch_check.sglang.mappings import conformed
 from prefetch_check.sglang.followed import Followed
 from prefetch_check.sglang.settings import non_default_settings
 from prefetch_check.sglang.versions import is_version
@@ -122,7 +123,6 @@ class PropertyVerdict:
 # the runs a verdict is taken over: all, those under upstream's stated assumptions, those of the
 # scenarios that give one up (Scenario.drops_assumption)
 ALL, UPSTREAM, DROPPED = "all", "upstream", "dropped"
-CONFORMED = ("ack-drain", "predicate-poll")  # the protocols with a refinement mapping (conformance_checks.py)
 
 
 @dataclass
@@ -212,11 +212,11 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     if not release.modelled and taken.nearest is not None:
         nearest, near_shape = taken.nearest
         compared = release_protocol(near_shape, classify(near_shape))
-    if CODE in engines and row.code.ran and compared.modelled and compared.protocol in CONFORMED:
+    if CODE in engines and row.code.ran and compared.modelled and conformed(compared.protocol):
         cases = [(case.name, config) for case, config in _applied(scenarios.get(compared.protocol, []), compared)]
         row.conformance = plan_conformance(tree.srt, compared.options, cases, compared.protocol,
                                            shape.predicate.value or "", row.changed.spans() if row.changed else None)
-    elif release.protocol in CONFORMED:
+    elif release.protocol and conformed(release.protocol):
         row.conformance.note = ("no conformance check: " + (row.code.note or "the code engine was not asked")
                                 if not row.code.ran else "no conformance check: the release's options are not modelled")
     if shape.predicate.value:

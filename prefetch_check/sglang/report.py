@@ -1,10 +1,11 @@
-"""The verdicts of `prefetch-check sglang` as a terminal table, JSON and Markdown.
+"""The verdicts of `prefetch-check sglang` as JSON and Markdown, and the texts the terminal report
+(terminal.py) shares with them.
 
-One group of lines per tree: the release, the file:Class.method of its predicate, its shape
-(family and protocol, then each option the source settled with the features that settled
-it), and per property the verdict of the release's own predicate and of our transcription.
-A violation shows the length of its shortest counterexample and a footnote with the
-`prefetch-check trace` command line that shows it. A tree without verdicts says why.
+Per tree: the release, the file:Class.method of its predicate, its shape (family and protocol,
+then each option the source settled with the features that settled it), per property the
+verdict of the release's own predicate and of our transcription, and the verdicts of its code,
+executed. A violation has the length of its shortest counterexample and the `prefetch-check
+trace` command line that shows it. A tree without verdicts says why.
 """
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ import json
 import shlex
 from typing import Optional
 
-from rich.table import Table
-
 from prefetch_check import __version__
-from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VERIFIED, VIOLATED
+from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VIOLATED
 from prefetch_check.sglang.families import UNKNOWN
 from prefetch_check.sglang.checks import (
     ALL, CHECKED, DROPPED, TRANSCRIPTION, UPSTREAM, Finding, PropertyVerdict, ReleaseCheck,
@@ -205,24 +204,49 @@ def conformance_text(row: ReleaseCheck) -> str:
     return f"{head}: {figures}" + (f"; the verdicts below: {rests}" if rests else "")
 
 
+def conformance_headlines(row: ReleaseCheck) -> list[str]:
+    """The conformance of a tree in a few words, longest first (the terminal takes the longest that
+    fits its line; conformance_text says all of it)."""
+    c = row.conformance
+    if not c.planned:
+        return [c.note, "no conformance check"] if c.note else ["not checked"]
+    if c.error:
+        return ["could not run"]
+    if c.answers is None:
+        return ["not run"]
+    d = c.divergence
+    if d is not None:
+        return [f"DIVERGES in {d['case']} at model step {d['step']} ({d['action']}): the model's verdicts withheld",
+                f"DIVERGES at model step {d['step']} ({d['action']}): the model's verdicts withheld",
+                f"DIVERGES at model step {d['step']}", "DIVERGES"]
+    f = c.figures()
+    head = "conforms" if not c.not_modelled() else "conforms as far as modelled"
+    return [f"{head}: {f['schedules']:,} model schedules replayed on its code, {f['states']:,} states compared",
+            f"{head}: {f['schedules']:,} schedules replayed, {f['states']:,} states compared", head]
+
+
+def code_rests_on(code) -> str:
+    """What a tree's code verdicts rest on: its cases, their ranks, how many were searched whole."""
+    ranks = sorted({run.config.ranks for run in code.runs})
+    span = f"{ranks[0]} rank{'s' if ranks[0] > 1 else ''}" if len(ranks) == 1 else f"{ranks[0]}-{ranks[-1]} ranks"
+    whole = sum(1 for run in code.runs if run.result and run.result.get("exhaustive"))
+    failed = sum(1 for run in code.runs if run.result is None)
+    if failed == len(code.runs):
+        return f"{len(code.runs)} case(s) of {span}: none could run"
+    cut: dict[str, int] = {}
+    for run in code.runs:
+        if run.result and not run.result.get("exhaustive"):
+            cut[run.result.get("bound") or "a limit"] = cut.get(run.result.get("bound") or "a limit", 0) + 1
+    parts = [f"{whole} exhaustive"] + [f"{n} cut ({why})" for why, n in cut.items()]
+    parts += [f"{failed} could not run"] if failed else []
+    return f"{len(code.runs)} case(s) of {span}: " + ", ".join(parts)
+
+
 def baseline_line(base) -> str:
     """What the run is compared with: the baseline tree and what fails in it."""
     failing = [f"{p} {v}" for p, v in base.verdicts.items() if v in FAILING]
     return (f"baseline: {base.label}: {', '.join(failing) or 'every property holds'}; only a violation it does not "
             "have fails the run")
-
-
-def table(rows: list[ReleaseCheck], base=None) -> tuple[Table, list[str]]:
-    """The rich table and its footnotes."""
-    notes = Footnotes()
-    t = Table(title="prefetch-check sglang")
-    for column in COLUMNS:
-        t.add_column(column, overflow="fold")
-    for row in rows:
-        lines = rows_of(row, notes, base)
-        for i, cells in enumerate(lines):
-            t.add_row(*cells, end_section=(i == len(lines) - 1))
-    return t, notes.lines()
 
 
 CHANGES_HEAD = "verdict changes (each commit compared with the last one judged):"
@@ -293,6 +317,7 @@ def _conformance_json(row: ReleaseCheck) -> dict:
     out = {"checked": c.planned and c.answers is not None, "conforms": c.conforms, "note": c.note or c.error,
            "model_verdicts": "withheld: the code diverges" if row.withheld else
            ("shown" if row.properties() else "none"), "rests_on": row.sizes(), "budget": c.budget_text(),
+           "summary": conformance_headlines(row)[0],
            "skipped": [{"case": n, "why": w} for n, w in c.skipped], "not_modelled": c.not_modelled(), "cached": c.cached}
     if c.answers is not None:
         out.update(c.figures())
@@ -303,8 +328,7 @@ def _conformance_json(row: ReleaseCheck) -> dict:
 
 def code_trace_lines(rows: list[ReleaseCheck], prop: str) -> list[str]:
     """`--code-trace PROPERTY`: per tree, the steps of its code's shortest counterexample of it."""
-    from prefetch_check.model.code import CodeResult
-    from prefetch_check.model.code.render import render
+    from prefetch_check.model.code import CodeResult, render
 
     out = []
     for row in rows:
@@ -338,6 +362,7 @@ def _code_json(row: ReleaseCheck, base=None) -> dict:
         "ran": row.code.ran,
         "note": row.code.note,
         "not_modelled": row.code.not_modelled(),
+        "rests_on": code_rests_on(row.code) if row.code.ran else "",
         "cases": [{"case": run.case, "config": run.config.to_json(), "judges": list(run.judges) or "all",
                    "cached": run.cached, "error": run.error,
                    **({k: run.result[k] for k in ("runs", "states", "seconds", "exhaustive", "bound")}
