@@ -38,11 +38,14 @@ def main() -> int:
     from prefetch_check.model.code.rt.executor import Executor
     from prefetch_check.model.code.rt.search import explore
     from prefetch_check.model.code.strategies.replay import replay_strategy
+    from prefetch_check.model.code.rt import tracer as coverage_tracer
 
+    tracer = coverage_tracer.started(request)  # coverage: None unless asked; before the tree is imported
     config = CodeConfig.from_json(request["config"])
     limits = CodeLimits(**{k: tuple(v) if isinstance(v, list) else v for k, v in request.get("limits", {}).items()})
     try:
         executor = Executor(request["srt"], config)
+        executor.tracer = tracer  # coverage: told where each schedule starts
     except Exception as exc:  # the tree does not load under the stubs: say where
         import traceback
 
@@ -59,6 +62,7 @@ def main() -> int:
                                  "findings": [vars(f) for f in out.faults]}}
         else:
             answer = {"result": explore(executor, limits).to_json()}
+        coverage_tracer.finish(tracer, answer)  # coverage: the lines it executed travel with the answer
     sys.stdout.write(json.dumps(answer))
     sys.stdout.flush()
     os._exit(0)  # leftover daemon threads of an abandoned run must not delay the exit

@@ -141,6 +141,7 @@ class CodeResult:
     not_modelled: list[str]
     peak_rss_kib: int = 0
     not_judged: dict = field(default_factory=dict)  # property -> why this configuration cannot judge it
+    coverage: Optional[dict] = None  # the lines of the tree the check ran, when asked (coverage_tracer.py)
 
     @classmethod
     def from_json(cls, data: dict) -> "CodeResult":

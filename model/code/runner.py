@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 from prefetch_check.model.code.config import CodeConfig, CodeLimits, CodeResult
 
@@ -37,11 +38,15 @@ def _child(request: dict, wall_seconds: float) -> dict:
     return answer
 
 
-def check_tree(srt_path, config: CodeConfig = CodeConfig(), limits: CodeLimits = CodeLimits()) -> CodeResult:
-    """Run the tree's own prefetch path under every schedule (up to `limits`) and judge it."""
-    request = {"srt": str(Path(srt_path).resolve()), "config": config.to_json(), "limits": limits.to_json()}
+def check_tree(srt_path, config: CodeConfig = CodeConfig(), limits: CodeLimits = CodeLimits(),
+               coverage: Optional[dict] = None) -> CodeResult:
+    """Run the tree's own prefetch path under every schedule (up to `limits`) and judge it.
+    `coverage`: None, or {"count": {file: [[first, last], ...]}} to trace which lines of the tree
+    ran (coverage_tracer.py), counting the runs of those spans; `result.coverage` has the answer."""
+    request = {"srt": str(Path(srt_path).resolve()), "config": config.to_json(), "limits": limits.to_json(),
+               **({"coverage": coverage} if coverage is not None else {})}
     answer = _child(request, limits.max_seconds + GRACE_SECONDS)
-    return CodeResult.from_json(answer["result"])
+    return CodeResult.from_json({**answer["result"], "coverage": answer.get("coverage")})
 
 
 def replay(srt_path, config: CodeConfig, schedule: list[str], limits: CodeLimits = CodeLimits()) -> dict:
@@ -56,11 +61,19 @@ def conform(srt_path, configs: list[dict], limits: CodeLimits = CodeLimits()) ->
     {"name", "config" (its kit's config_to_json), "budget", "counterexamples", "mutant", "protocol"};
     "protocol" names the registered protocol whose world the tree runs in (one for every item;
     without it, CodeConfig's default world)."""
+    return conform_traced(srt_path, configs, limits)[0]
+
+
+def conform_traced(srt_path, configs: list[dict], limits: CodeLimits = CodeLimits(),
+                   coverage: Optional[dict] = None) -> tuple[list[dict], Optional[dict]]:
+    """`conform`, and with `coverage` (as check_tree's) the lines of the tree its replays ran."""
     if not configs:
-        return []
+        return [], None
     protocols = {item.get("protocol", CodeConfig().world) for item in configs}
     if len(protocols) != 1:
         raise ValueError(f"one conformance check runs one protocol's world; the configurations name {sorted(protocols)}")
     request = {"srt": str(Path(srt_path).resolve()), "config": CodeConfig(world=protocols.pop()).to_json(),
-               "limits": limits.to_json(), "conform": {"configs": configs}}
-    return _child(request, limits.max_seconds + GRACE_SECONDS)["conformance"]
+               "limits": limits.to_json(), "conform": {"configs": configs},
+               **({"coverage": coverage} if coverage is not None else {})}
+    answer = _child(request, limits.max_seconds + GRACE_SECONDS)
+    return answer["conformance"], answer.get("coverage")

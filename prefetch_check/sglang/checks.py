@@ -27,6 +27,8 @@ from prefetch_check.model.source.predicate import builtin_protocol, load_source_
 from prefetch_check.scenario.loader import Case, Scenario
 from prefetch_check.scenario.runner import Task, run_tasks
 from prefetch_check.sglang import followed, verdict_cache
+from prefetch_check.sglang.cache import cache_root
+from prefetch_check.sglang.changed import Changes, nearest_changes
 from prefetch_check.sglang.consequence import consequence
 from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.code_checks import CodeCheck, plan_code
@@ -45,6 +47,7 @@ from prefetch_check.sglang.trees import Tree
 
 TRANSCRIPTION = "fixed"  # our transcription of the releases' predicate, in each protocol
 CHECKED, NO_SCENARIOS, NOT_READ, NOT_MODELLED = "checked", "no scenarios", "not read", "not modelled"
+NOT_CHECKED = "not checked"  # coverage: a changed statement no case of the code engine ran (coverage_report.py)
 NOT_ASKED = "model not asked"
 MODEL, CODE = "model", "code"  # the engines: our protocol model, the tree's own code executed
 ENGINES = (MODEL, CODE)
@@ -139,6 +142,8 @@ class ReleaseCheck:
     code: CodeCheck = field(default_factory=CodeCheck)  # the tree's own code, executed (code_checks.py)
     conformance: ConformanceCheck = field(default_factory=ConformanceCheck)  # conformance_checks.py
     srt: Optional[Path] = None  # the tree's sglang/srt folder
+    changed: Optional[Changes] = None  # coverage: its statements that differ from the nearest followed release
+    coverage: Optional[object] = None  # coverage: what its code checks ran (coverage_report.TreeCoverage)
 
     @property
     def protocol(self) -> Optional[str]:
@@ -175,11 +180,13 @@ class ReleaseCheck:
 
 
 def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cache_class: Optional[str],
-         limit_defaults: dict, follows: Optional[Followed] = None, engines: tuple[str, ...] = ENGINES) -> ReleaseCheck:
+         limit_defaults: dict, follows: Optional[Followed] = None, engines: tuple[str, ...] = ENGINES,
+         releases: Optional[Path] = None) -> ReleaseCheck:
     """Everything about one tree short of running the searches. `scenarios` maps a protocol name
     to its chosen (scenario, case index, case) triples; `follows` the releases the model follows
     (default: the fingerprints shipped with prefetch-check); `engines` which engines answer
-    (MODEL: the scenarios on the model, for trees it follows; CODE: the executor on the tree)."""
+    (MODEL: the scenarios on the model, for trees it follows; CODE: the executor on the tree);
+    `releases` where a followed release an edited tree is compared with is fetched (changed.py)."""
     row = ReleaseCheck(tree.label, srt=tree.srt)
     if tree.srt is None:
         row.note = tree.error
@@ -192,8 +199,9 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     taken = tree_shape(files, cache_class, follows)
     shape, row.path, row.path_differs = taken.shape, taken.path, taken.differing
     row.shape, row.family = shape, classify(shape)
-    if CODE in engines:
-        row.code = plan_code(tree.srt, shape)
+    if CODE in engines:  # coverage: the statements an edit changed, whose runs the child counts
+        row.changed = nearest_changes(files, row.path, follows, [r for r in (releases, cache_root()) if r])
+        row.code = plan_code(tree.srt, shape, row.changed.spans() if row.changed else None)
     if MODEL not in engines:
         row.status, row.note = NOT_ASKED, "the model was not asked (--engine code)"
         return row
@@ -207,7 +215,7 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     if CODE in engines and row.code.ran and compared.modelled and conformed(compared.protocol):
         cases = [(case.name, config) for case, config in _applied(scenarios.get(compared.protocol, []), compared)]
         row.conformance = plan_conformance(tree.srt, compared.options, cases, compared.protocol,
-                                           shape.predicate.value or "")
+                                           shape.predicate.value or "", row.changed.spans() if row.changed else None)
     elif release.protocol and conformed(release.protocol):
         row.conformance.note = ("no conformance check: " + (row.code.note or "the code engine was not asked")
                                 if not row.code.ran else "no conformance check: the release's options are not modelled")
@@ -390,6 +398,9 @@ def exit_status(rows: list[ReleaseCheck], baseline=None) -> int:
         # a tree whose code diverges from the model: the model's verdicts are withheld (not judged)
         verdicts = [] if row.withheld else [(prop, v.verdict) for prop, v in row.verdicts("own").items()]
         verdicts += [(CODE_PREFIX + prop, v.verdict) for prop, v in row.code.verdicts().items()]
+        if row.status == NOT_CHECKED:  # coverage: no verdict of either engine, never the release's
+            unjudged = True
+            continue
         for prop, verdict in verdicts:
             if verdict not in (VIOLATED, BOUNDED):
                 continue

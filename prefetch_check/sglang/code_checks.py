@@ -67,6 +67,7 @@ class CodeRun:
     result: Optional[dict] = None  # CodeResult.to_json()
     cached: bool = False
     error: str = ""  # the executor could not run the tree at all
+    count: dict = field(default_factory=dict)  # coverage: file -> spans whose runs the child counts (changed.py)
 
     def verdict_of(self, prop: str) -> str:
         if self.judges and prop not in self.judges:
@@ -93,6 +94,7 @@ class CodeCheck:
 
     runs: list[CodeRun] = field(default_factory=list)
     note: str = ""  # why the executor did not run (another protocol, a class it does not run)
+    withheld: str = ""  # coverage: why its verdicts are not given (a changed statement no case ran)
 
     @property
     def ran(self) -> bool:
@@ -109,6 +111,8 @@ class CodeCheck:
 
     def verdicts(self) -> dict[str, CodeVerdict]:
         """Per property, the worst verdict over the cases (a case that could not run: BOUNDED)."""
+        if self.withheld:  # coverage: code it did not run gets no verdict (coverage_report.py)
+            return {}
         names: list[str] = []
         for run in self.runs:
             for name in (run.result or {}).get("verdicts", {}):
@@ -183,17 +187,19 @@ def tree_digest(srt: Path, files: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
-def plan_code(srt: Path, shape) -> CodeCheck:
-    """The executor's runs for one tree (not run yet), or why there are none."""
+def plan_code(srt: Path, shape, count: Optional[dict] = None) -> CodeCheck:
+    """The executor's runs for one tree (not run yet), or why there are none. `count`: the spans
+    of lines whose runs the child counts (coverage: the statements an edit changed, changed.py)."""
     world, why = world_for(srt, shape)
     if why:
         return CodeCheck(note=why)
     tree = tree_digest(srt, pack(world).files)
     runs = []
     for case in mapping(world).cases:
-        text = json.dumps([executor_fingerprint(), tree, case.config.to_json(), case.limits.to_json()], sort_keys=True)
+        parts = [executor_fingerprint(), tree, case.config.to_json(), case.limits.to_json()] + ([count] if count else [])
+        text = json.dumps(parts, sort_keys=True)
         runs.append(CodeRun(hashlib.sha256(text.encode()).hexdigest(), case.name, case.config, case.limits,
-                            case.judges))
+                            case.judges, count=dict(count or {})))
     return CodeCheck(runs)
 
 
@@ -219,7 +225,8 @@ def run_code(checks: list[tuple[Path, CodeCheck]], cache: Path, jobs: int, progr
             result, error = None, failed[srt]
         else:
             try:
-                result, error = check_tree(srt, first.config, first.limits).to_json(), ""
+                # coverage: every check traces the lines it runs (coverage_tracer.py)
+                result, error = check_tree(srt, first.config, first.limits, {"count": first.count}).to_json(), ""
             except ExecutorError as exc:
                 result, error = None, f"the executor could not run it: {str(exc).splitlines()[0]}"
                 failed[srt] = error

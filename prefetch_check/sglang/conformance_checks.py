@@ -21,7 +21,7 @@ from typing import Optional
 
 from prefetch_check.model.code import CodeLimits, ExecutorError
 from prefetch_check.model.code.pack import pack
-from prefetch_check.model.code.runner import conform
+from prefetch_check.model.code.runner import conform_traced
 from prefetch_check.sglang import verdict_cache
 from prefetch_check.sglang.code_checks import executor_fingerprint, tree_digest
 from prefetch_check.sglang.mappings import mapping
@@ -43,6 +43,8 @@ class ConformanceCheck:
     cached: bool = False
     error: str = ""
     note: str = ""  # why there is no check
+    count: dict = field(default_factory=dict)  # coverage: file -> spans whose runs the child counts (changed.py)
+    coverage: Optional[dict] = None  # coverage: the lines of the tree its replays ran (coverage_tracer.py)
 
     @property
     def planned(self) -> bool:
@@ -100,7 +102,7 @@ class ConformanceCheck:
 
 
 def plan_conformance(srt, options: dict, cases: list[tuple[str, object]], protocol: str,
-                     predicate: str = "") -> ConformanceCheck:
+                     predicate: str = "", count: Optional[dict] = None) -> ConformanceCheck:
     """The conformance check of a tree under the release's `options`: the budget configurations
     of its protocol (its world pack's conformance kit) and the counterexamples of `cases` (name,
     model configuration with the options applied) the executor's world can build. The model runs
@@ -125,8 +127,9 @@ def plan_conformance(srt, options: dict, cases: list[tuple[str, object]], protoc
             continue
         items.append({"name": name, "config": kit.config_to_json(cfg), "budget": 0, "counterexamples": True, **tag})
     parts = [executor_fingerprint(), tree_digest(srt, pack(protocol).files), items, LIMITS.to_json(), protocol]
-    text = json.dumps(parts, sort_keys=True)
-    return ConformanceCheck(hashlib.sha256(text.encode()).hexdigest(), items, skipped, protocol=protocol)
+    text = json.dumps(parts + ([count] if count else []), sort_keys=True)  # coverage: the spans counted
+    return ConformanceCheck(hashlib.sha256(text.encode()).hexdigest(), items, skipped, protocol=protocol,
+                            count=dict(count or {}))
 
 
 def run_conformance(checks: list[tuple[object, ConformanceCheck]], cache, jobs: int) -> tuple[int, int]:
@@ -137,7 +140,7 @@ def run_conformance(checks: list[tuple[object, ConformanceCheck]], cache, jobs: 
     for srt, check in checks:
         stored = verdict_cache.read(cache, check.key, FOLDER)
         if stored is not None:
-            check.answers, check.cached = stored["answers"], True
+            check.answers, check.cached, check.coverage = stored["answers"], True, stored.get("coverage")
             cached += 1
         else:
             todo.append((srt, check))
@@ -145,11 +148,11 @@ def run_conformance(checks: list[tuple[object, ConformanceCheck]], cache, jobs: 
     def execute(entry):
         srt, check = entry
         try:
-            check.answers = conform(srt, check.items, LIMITS)
+            check.answers, check.coverage = conform_traced(srt, check.items, LIMITS, {"count": check.count})
         except ExecutorError as exc:
             check.error = f"the conformance check could not run: {str(exc).splitlines()[0]}"
             return
-        verdict_cache.store(cache, check.key, {"answers": check.answers}, FOLDER)
+        verdict_cache.store(cache, check.key, {"answers": check.answers, "coverage": check.coverage}, FOLDER)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(execute, todo))

@@ -22,7 +22,7 @@ from prefetch_check.sglang.checks import (
 )
 from prefetch_check.sglang.code_checks import NOT_JUDGED
 from prefetch_check.sglang.history import Change
-from prefetch_check.sglang import verdict_cache
+from prefetch_check.sglang import coverage_report, verdict_cache
 
 COLUMNS = ("release", "predicate (file:Class.method)", "shape", "property", "model, all schedules",
            "only without an upstream assumption", f"ours ({TRANSCRIPTION})", "its code, executed")
@@ -147,7 +147,7 @@ def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, .
                     "-", why, "", "", code_note(row)))
         for prop in code:
             out.append(("", "", "", prop, "", "", "", code_text(row, prop, notes, code_marks.get(prop, ""))))
-        return out
+        return out + coverage_report.table_rows(row)  # coverage: what its code checks ran
     own, dropped = row.verdicts("own", UPSTREAM), row.verdicts("own", DROPPED)
     ours = row.verdicts("ours", UPSTREAM)
     marks = base.marks(row) if base is not None else {}
@@ -176,7 +176,7 @@ def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, .
             verdict_text(ours.get(prop), notes, same_as=own.get(prop)),
             code or (note if i == 0 else ""),
         ))
-    return out
+    return out + coverage_report.table_rows(row)  # coverage: what its code checks ran
 
 
 def conformance_text(row: ReleaseCheck) -> str:
@@ -395,6 +395,8 @@ def row_json(row: ReleaseCheck, base=None) -> dict:
             "differing": [{"piece": p.name, "file": p.file, "line": p.line} for p in row.path_differs],
         }
     out["code"] = _code_json(row, base)
+    if row.coverage is not None:  # coverage: per function of the path, per changed statement (coverage_report.py)
+        out["coverage"] = coverage_report.to_json(row)
     out["conformance"] = _conformance_json(row)
     if row.status == CHECKED:
         out["properties"] = _properties_json(row)

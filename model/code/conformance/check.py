@@ -59,6 +59,7 @@ def model_path(model, ids: list[str]) -> tuple[list, list]:
 
 def replay(executor, model, states: list, actions: list, kit: ConformanceKit) -> Replayed:
     """One model path replayed on a fresh conformance run of the tree's code (strategies/guided.py)."""
+    executor.starting()
     run = kit.make_run(executor, model.protocol)
     guided = ModelGuided(model, states, actions, kit, run, executor.roots)
     try:

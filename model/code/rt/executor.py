@@ -70,9 +70,17 @@ class Executor:
         torch = make_torch(self.holder, stubs.not_modelled_factory(self.roots))
         self.modules = self.pack.load(self.srt, torch, self.holder, self.roots)
         self.run_class = self.pack.run
+        self.tracer = None  # rt/tracer.py, when the child measures coverage: told where each run starts
+
+    def starting(self) -> None:
+        """A schedule starts (a search's run, a replay, a conformance replay): the coverage tracer
+        counts the runs that execute each line asked for."""
+        if self.tracer is not None:
+            self.tracer.next_run()
 
     def new_run(self):
         """A fresh run of the world: its stand-ins, ranks and threads, nothing run yet."""
+        self.starting()
         return self.run_class(self.modules, self.config, self.holder, self.roots)
 
     def run(self, strategy) -> RunOutcome:
