@@ -8,6 +8,7 @@ compare the explorer against.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 
 import pytest
@@ -15,6 +16,12 @@ import pytest
 from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
 from prefetch_check.explorer.replay import replay
 from models import readable
+
+# pytest-xdist hands each worker the controller's terminal width as COLUMNS; the commands read
+# COLUMNS as the user's choice of width, so each worker drops it and sees what a serial run sees
+# (off a terminal: the commands' fixed report width). A test that wants a width sets its own.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
 
 
 class Proto:
