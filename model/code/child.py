@@ -39,6 +39,11 @@ def main() -> int:
     from prefetch_check.model.code.rt.search import explore
     from prefetch_check.model.code.strategies.replay import replay_strategy
 
+    if "protocol" in request:  # a protocol registered at run time in the parent (runner._registered)
+        from prefetch_check.model.protocols import registry
+
+        sys.path.extend(request["protocol"]["paths"])
+        registry.register(registry.Descriptor(**request["protocol"]["descriptor"]))
     config = CodeConfig.from_json(request["config"])
     limits = CodeLimits(**{k: tuple(v) if isinstance(v, list) else v for k, v in request.get("limits", {}).items()})
     try:
