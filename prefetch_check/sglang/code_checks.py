@@ -33,7 +33,7 @@ from prefetch_check.model.code import CodeConfig, CodeLimits, ExecutorError, che
 from prefetch_check.model.code.pack import pack
 from prefetch_check.model.code.rt.loader import module_name
 from prefetch_check.sglang import verdict_cache
-from prefetch_check.sglang.code_world import world_of
+from prefetch_check.sglang.code_world import own_class, world_of
 from prefetch_check.sglang.mappings import mapping
 
 FOLDER = "code-verdicts"
@@ -139,10 +139,13 @@ class CodeCheck:
 
 def world_for(srt: Path, shape) -> tuple[Optional[str], str]:
     """The protocol whose executor world runs this tree's judged class (code_world.py), or why
-    there is none."""
-    if shape is None or shape.judged_class.value is None:
+    there is none. A tree the detector finds no class in may hold a class a mapping names the
+    file of (`own_class`)."""
+    judged = shape.judged_class.value if shape is not None else None
+    judged = judged or own_class(srt)
+    if judged is None:
         return None, "the executor needs the cache class to run (none found)"
-    world, why = world_of(srt, shape.judged_class.value)
+    world, why = world_of(srt, judged)
     if world is not None:
         why = missing_module(srt, pack(world).files)
     return (world if not why else None), why
