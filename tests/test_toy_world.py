@@ -25,6 +25,8 @@ FIXED = "return operation.completed_pages == operation.pages"
 EDITS = {  # name -> the predicate's line as the edit has it
     "accept_one_page_early": "return operation.completed_pages >= operation.pages - 1",
     "never_accepts": "return operation.completed_pages == operation.pages + 1",
+    "asks_an_env_var": ("from sglang.srt.utils import get_bool_env_var\n\n"
+                        "        return get_bool_env_var('SGLANG_TOY') or operation.completed_pages == operation.pages"),
 }
 
 
@@ -102,3 +104,61 @@ def test_the_conformance_check_of_the_fixture_and_of_an_edit(tmp_path):
     assert differs is not None and differs["action"] == "S0.accept.q0", differs
     assert differs["fields"] == {"r0.accepted": {"model": True, "code": False}}
     assert "cannot go on" in differs["why"]
+
+
+# ---- issue 28's one result vocabulary: the code's results in the explorer's words, its
+# counterexamples drawn by the model's viewers
+
+
+def test_a_code_counterexample_from_the_sglang_report_renders_in_every_viewer(capsys, tmp_path):
+    tree = edited(tmp_path, "accept_one_page_early")
+    report = tmp_path / "report.json"
+    run(capsys, "sglang", tree, "--engine", "code", "--cache-dir", tmp_path / "cache", "--json", report, "-q")
+    steps = json.loads(report.read_text())["releases"][0]["code"]["properties"]["complete_on_accept"]["trace"]
+    assert [s["choice"] for s in steps] == ["W0", "W0", "S0", "S0"] and steps[1]["site"] == "managers/toy_controller.py:21"
+
+    code, out, err = run(capsys, "trace", "--code", report, "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["format"] == "explorer-trace/1" and doc["schedule"] == "W0 W0 S0 S0"
+    assert doc["property"] == {"name": "complete_on_accept", "verdict": VIOLATED,
+                               "description": "a request served before its pages are loaded: wrong KV data",
+                               "reason": "rank 0 accepted req0 with 1 of 2 pages written"}
+    assert [(s["actor"], s["action_id"], s["decisive"]) for s in doc["steps"]] == [
+        ([0, "W"], "W0", False), ([0, "W"], "W0", False), ([0, "S"], "S0", False), ([0, "S"], "S0", True)]
+    assert doc["steps"][1]["changed"]["W0.at"]["new"] == "managers/toy_controller.py:21"
+
+    code, out, err = run(capsys, "trace", "--code", report, "--property", "complete_on_accept", "--format", "itf")
+    assert code == 0, err
+    itf = json.loads(out)
+    assert itf["#meta"]["status"] == "violation" and itf["#meta"]["schedule"] == "W0 W0 S0 S0"
+    assert [s["mbt::actionTaken"] for s in itf["states"]] == ["init", "W0", "W0", "S0", "S0"]
+
+    code, out, err = run(capsys, "trace", "--code", report, "--format", "html", "--out", tmp_path / "t.html")
+    assert code == 0, err
+    html = (tmp_path / "t.html").read_text()
+    assert "complete_on_accept" in html and "rank 0 accepted req0 with 1 of 2 pages written" in html
+    assert "managers/toy_controller.py:21" in html
+
+    code, out, _ = run(capsys, "trace", "--code", report, "--property", "accepted")
+    assert code == 1 and "no counterexample of accepted" in out
+
+
+def test_the_code_results_speak_the_explorers_words(tmp_path):
+    from prefetch_check.explorer.result import BOUNDED, NOT_MODELLED
+    from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
+    from prefetch_check.model.code.config import Bound
+
+    srt = TREE / "sglang" / "srt"
+    whole = check_tree(srt, CodeConfig(world="toy", ranks=1, pages=2))
+    assert whole.status == VERIFIED and whole.limit is None and whole.bound == ""
+    cut = check_tree(srt, CodeConfig(world="toy", ranks=2, pages=2), CodeLimits(max_runs=3))
+    assert cut.status == BOUNDED and set(cut.verdicts.values()) == {BOUNDED}
+    assert cut.cut == Bound("runs", 3) and cut.bound == "3 runs"
+    sample = check_tree(srt, CodeConfig(world="toy", ranks=2, pages=2), CodeLimits(strategy="random", seed=1, max_runs=5))
+    assert sample.cut == Bound("sampled", ["a random walk, seed 1", 5], "runs") and not sample.exhaustive
+    assert sample.bound == "sampled by a random walk, seed 1 (5 runs): sampling is never exhaustive"
+    outside = check_tree(edited(tmp_path, "asks_an_env_var") / "sglang" / "srt", CodeConfig(world="toy", ranks=1, pages=2))
+    assert outside.status == NOT_MODELLED and outside.cut == Bound("not_modelled") and not outside.exhaustive
+    assert outside.not_modelled == ["not modelled: sglang.srt.utils.get_bool_env_var at mem_cache/toy_cache.py:18"]
+    assert VERIFIED not in outside.verdicts.values()

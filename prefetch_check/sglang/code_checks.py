@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Optional
 
 import prefetch_check.model.code as executor_package
-from prefetch_check.explorer.result import BOUNDED, VERIFIED, VIOLATED
+from prefetch_check.explorer.result import BOUNDED, NOT_JUDGED, VERIFIED, VIOLATED
 from prefetch_check.model.code import CodeConfig, CodeLimits, ExecutorError, check_tree
+from prefetch_check.model.code.config import Bound
 from prefetch_check.model.code.pack import pack
 from prefetch_check.model.code.rt.loader import module_name
 from prefetch_check.sglang import verdict_cache
@@ -37,7 +38,6 @@ from prefetch_check.sglang.code_world import own_class, world_of
 from prefetch_check.sglang.mappings import mapping
 
 FOLDER = "code-verdicts"
-NOT_JUDGED = "NOT JUDGED"
 LIMITS = CodeLimits(max_seconds=120)
 
 
@@ -250,7 +250,7 @@ def _deterministic_bound(run: CodeRun, result: dict) -> bool:
     """A search cut by something other than the clock may be stored: the search is deterministic,
     so the same key gives the same result. At the violation it was run for, at its number of
     runs, at a path not modelled (the search goes on past it, without VERIFIED), at its depth."""
-    if result.get("bound") in (f"{run.limits.max_runs} runs", "a path not modelled",
-                               f"runs longer than {run.limits.max_depth} steps"):
+    cut = Bound(**result["limit"]) if result.get("limit") else None
+    if cut is not None and cut.kind in ("runs", "not_modelled", "depth"):
         return True
     return bool(run.limits.stop_on) and all(result["verdicts"].get(p) == VIOLATED for p in run.limits.stop_on)

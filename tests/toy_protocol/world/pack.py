@@ -30,8 +30,10 @@ def judge(run, terminal: bool) -> list[Finding]:
     for m in run.baton.threads:
         if m.status == "dead":
             message, site, _ = m.error
-            prop = "not_modelled" if message.startswith("not modelled:") else "no_crash"
-            out.append(Finding(prop, f"{m.name} died: {message}", CRASH, site, steps))
+            if message.startswith("not modelled:"):
+                out.append(Finding("not_modelled", message, "the executor cannot judge this path", site, steps))
+            else:
+                out.append(Finding("no_crash", f"{m.name} died: {message}", CRASH, site, steps))
     if terminal and not any(f.prop == "not_modelled" for f in out):
         out += [Finding("accepted", f"rank {r.index}: {r.operation.request_id} is never accepted", HANG, "", steps)
                 for r in run.ranks if not r.accepted]
