@@ -162,3 +162,13 @@ def test_the_code_results_speak_the_explorers_words(tmp_path):
     assert outside.status == NOT_MODELLED and outside.cut == Bound("not_modelled") and not outside.exhaustive
     assert outside.not_modelled == ["not modelled: sglang.srt.utils.get_bool_env_var at mem_cache/toy_cache.py:18"]
     assert VERIFIED not in outside.verdicts.values()
+
+
+def test_a_world_outside_the_executor_is_in_the_cache_key():
+    """The toy's pack lives in tests/, outside model/code/: its sources key the code's cached
+    results too (an edited toy world never reads stale verdicts); a built-in world's are in the
+    executor's own."""
+    from prefetch_check.sglang.code_checks import executor_fingerprint
+
+    assert executor_fingerprint("toy") != executor_fingerprint()
+    assert executor_fingerprint("ack-drain") == executor_fingerprint() == executor_fingerprint("predicate-poll")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -165,14 +166,20 @@ def missing_module(srt: Path, files: tuple[str, ...]) -> str:
     return ""
 
 
-@lru_cache(maxsize=1)
-def executor_fingerprint() -> str:
-    """A digest of the executor's own sources: an edited executor never reads stale results."""
+@lru_cache(maxsize=None)
+def executor_fingerprint(world: str = "") -> str:
+    """A digest of the executor's own sources, and of `world`'s pack folder when it lives outside
+    them (a protocol registered from elsewhere): an edited executor or world never reads stale results."""
     digest = hashlib.sha256()
     root = Path(executor_package.__file__).parent
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
+    folders = [root]
+    if world:
+        own = Path(sys.modules[pack(world).load.__module__].__file__).resolve().parent
+        folders += [] if own.is_relative_to(root.resolve()) else [own]
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(path.relative_to(folder).as_posix().encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -194,7 +201,7 @@ def plan_code(srt: Path, shape) -> CodeCheck:
     tree = tree_digest(srt, pack(world).files)
     runs = []
     for case in mapping(world).cases:
-        text = json.dumps([executor_fingerprint(), tree, case.config.to_json(), case.limits.to_json()], sort_keys=True)
+        text = json.dumps([executor_fingerprint(world), tree, case.config.to_json(), case.limits.to_json()], sort_keys=True)
         runs.append(CodeRun(hashlib.sha256(text.encode()).hexdigest(), case.name, case.config, case.limits,
                             case.judges))
     return CodeCheck(runs)
