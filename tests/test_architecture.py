@@ -196,3 +196,32 @@ def test_no_descriptor_string_names_the_face():
                 assert f.name == "scenario", f"{d.name}.{f.name} = {value!r} names the face"
                 scenario.add(module)
     assert scenario == SCENARIO_PARAMETERS
+
+
+def test_the_test_only_toy_protocol_keeps_to_its_folder():
+    """The toy third protocol (tests/toy_protocol/, world and SGLang mapping included) is reached
+    only through its registrations: no module of the package imports it, its descriptor names
+    none of the face, and its world and mapping import no built-in protocol's world, mapping or model."""
+    import dataclasses
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from toy_protocol.descriptor import DESCRIPTOR
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    for name, path in modules().items():
+        text = path.read_text(encoding="utf-8")
+        assert "toy_protocol" not in text, f"{path.relative_to(ROOT)} names the test-only toy protocol"
+    for f in dataclasses.fields(DESCRIPTOR):
+        value = getattr(DESCRIPTOR, f.name)
+        assert not (isinstance(value, str) and value.startswith(FACE)), f"toy.{f.name} = {value!r} names the face"
+    builtin = tuple(v for f in protocol_folders().values() for v in f.values())
+    for path in (ROOT / "tests" / "toy_protocol").rglob("*.py"):
+        if "tree" in path.relative_to(ROOT / "tests" / "toy_protocol").parts:
+            continue  # the fixture tree: the code under test, not ours
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else (
+                [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            hit = [n for n in names for b in builtin if n == b or n.startswith(b + ".")]
+            assert not hit, f"{path.relative_to(ROOT)} imports {hit} (a built-in protocol's own folder)"

@@ -40,6 +40,11 @@ def main() -> int:
     from prefetch_check.model.code.strategies.replay import replay_strategy
     from prefetch_check.model.code.rt import tracer as coverage_tracer
 
+    if "protocol" in request:  # a protocol registered at run time in the parent (runner._registered)
+        from prefetch_check.model.protocols import registry
+
+        sys.path.extend(request["protocol"]["paths"])
+        registry.register(registry.Descriptor(**request["protocol"]["descriptor"]))
     tracer = coverage_tracer.started(request)  # coverage: None unless asked; before the tree is imported
     config = CodeConfig.from_json(request["config"])
     limits = CodeLimits(**{k: tuple(v) if isinstance(v, list) else v for k, v in request.get("limits", {}).items()})

@@ -127,9 +127,36 @@ class Violation:
     steps: list[Step] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Bound:
+    """What cut a search, as fields (`kind`: runs, seconds, depth, not_modelled, stopped, sampled;
+    `value`: the limit, the properties stopped at, or for a sample the strategy; `cut`: a
+    sample's own cut, a kind or ""). `text` is how reports say it (CodeResult.bound)."""
+
+    kind: str
+    value: object = None
+    cut: str = ""
+
+    def text(self, runs: int = 0) -> str:
+        if self.kind == "runs":
+            return f"{self.value} runs"
+        if self.kind == "seconds":
+            return f"{self.value:g} s"
+        if self.kind == "depth":
+            return f"runs longer than {self.value} steps"
+        if self.kind == "not_modelled":
+            return "a path not modelled"
+        if self.kind == "first":
+            return "stopped at the first violation"
+        if self.kind == "stopped":
+            return f"stopped once {', '.join(self.value)} were violated"
+        inner = Bound(self.cut, self.value[1]).text() if self.cut else f"{runs} runs"
+        return f"sampled by {self.value[0]} ({inner}): sampling is never exhaustive"
+
+
 @dataclass
 class CodeResult:
-    """Verdict per property, with how much was searched."""
+    """Verdict per property (the explorer's words: explorer/result.py), with how much was searched."""
 
     verdicts: dict[str, str]
     violations: dict[str, Violation]
@@ -141,7 +168,20 @@ class CodeResult:
     not_modelled: list[str]
     peak_rss_kib: int = 0
     not_judged: dict = field(default_factory=dict)  # property -> why this configuration cannot judge it
-    coverage: Optional[dict] = None  # the lines of the tree the check ran, when asked (coverage_tracer.py)
+    coverage: Optional[dict] = None  # the lines of the tree the check ran, when asked (rt/tracer.py)
+    limit: Optional[dict] = None  # what cut the search as fields (Bound); None: exhaustive
+
+    @property
+    def cut(self) -> Optional[Bound]:
+        return Bound(**self.limit) if self.limit else None
+
+    @property
+    def status(self) -> str:
+        """The search as one word: VERIFIED (exhaustive), NOT_MODELLED (a path not modelled was
+        reached) or BOUNDED (a limit cut it)."""
+        from prefetch_check.explorer.result import BOUNDED, NOT_MODELLED, VERIFIED
+
+        return VERIFIED if self.exhaustive else NOT_MODELLED if self.not_modelled else BOUNDED
 
     @classmethod
     def from_json(cls, data: dict) -> "CodeResult":

@@ -10,10 +10,13 @@ run) plus a `pack.py` there and the one `world=` line on its descriptor (docs/ex
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from prefetch_check.model.code.rt import verdicts
+
+
+PREFETCH_THREADS = {"S": "S", "P": "P", "I": "IO", "Y": "Y"}  # the prefetch path's model threads -> the code's
 
 
 class Unsupported(ValueError):
@@ -38,7 +41,8 @@ class ConformanceKit:
     protocol_class: Callable  # (mutant name or "") -> the model's class
     budgets: tuple = ()  # Budget per configuration (the world's conformance_configs.BUDGETS)
     budget_config: Optional[Callable] = None  # (budget, release options) -> model config
-    release_batch_size: int = 0  # the releases' STORAGE_BATCH_SIZE: a configuration with another replaces the tree's
+    release_batch_size: int = 0  # the releases' STORAGE_BATCH_SIZE: a configuration with another replaces the tree's (0: none)
+    code_threads: dict = field(default_factory=lambda: dict(PREFETCH_THREADS))  # model thread letter -> code thread
 
 
 @dataclass(frozen=True)

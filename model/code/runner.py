@@ -4,6 +4,8 @@ own process never imports the tree's code."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import json
 import subprocess
 import sys
@@ -20,7 +22,29 @@ class ExecutorError(RuntimeError):
     """The child could not run the tree (it does not load, it was killed, it timed out)."""
 
 
+def _registered(world: str) -> dict:
+    """A protocol registered at run time (a test's own) is unknown to the child, a fresh
+    interpreter: its descriptor (plain strings) and the folders its modules import from go with
+    the request, and the child registers it before anything asks for its world."""
+    from prefetch_check.model.protocols import registry
+
+    found = registry.descriptor(world)
+    if found is None or registry.is_builtin(world):
+        return {}
+    fields = dataclasses.asdict(found)
+    tops = {v.partition(":")[0].split(".")[0] for v in fields.values() if isinstance(v, str) and v and ":" in v}
+    paths = set()
+    for top in tops - {"prefetch_check"}:
+        spec = importlib.util.find_spec(top)
+        if spec is not None and spec.submodule_search_locations:
+            paths.add(str(Path(next(iter(spec.submodule_search_locations))).resolve().parent))
+    return {"descriptor": fields, "paths": sorted(paths)}
+
+
 def _child(request: dict, wall_seconds: float) -> dict:
+    world = request["config"].get("world", "")
+    if _registered(world):
+        request = {**request, "protocol": _registered(world)}
     with tempfile.TemporaryDirectory(prefix="prefetch-check-exec-") as work:
         try:
             # -B: the child writes no __pycache__ into the tree under test (nothing outside its folder)

@@ -142,6 +142,12 @@ def unregister(name: str) -> None:
     table.pop(name, None)
 
 
+def is_builtin(name: str) -> bool:
+    """Whether a protocol is one of BUILTIN's (known to every fresh process without registering)."""
+    _REGISTRY.table()
+    return name in _REGISTRY.builtin
+
+
 def descriptors() -> tuple[Descriptor, ...]:
     """Every registered protocol, the default first, then in registration order."""
     return tuple(_REGISTRY.table().values())

@@ -32,6 +32,7 @@ from prefetch_check.sglang.changed import Changes, nearest_changes
 from prefetch_check.sglang.consequence import consequence
 from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.code_checks import CodeCheck, plan_code
+from prefetch_check.sglang.code_world import own_files
 from prefetch_check.sglang.conformance_checks import ConformanceCheck, plan_conformance
 from prefetch_check.sglang.mappings import conformed
 from prefetch_check.sglang.followed import Followed
@@ -191,7 +192,7 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     if tree.srt is None:
         row.note = tree.error
         return row
-    files = read_protocol_files(tree.srt)
+    files = read_protocol_files(tree.srt, own_files())
     if not has_storage_prefetch(files):
         row.status, row.note = NOT_MODELLED, NO_STORAGE_PREFETCH
         return row

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -28,16 +29,16 @@ from pathlib import Path
 from typing import Optional
 
 import prefetch_check.model.code as executor_package
-from prefetch_check.explorer.result import BOUNDED, VERIFIED, VIOLATED
+from prefetch_check.explorer.result import BOUNDED, NOT_JUDGED, VERIFIED, VIOLATED
 from prefetch_check.model.code import CodeConfig, CodeLimits, ExecutorError, check_tree
+from prefetch_check.model.code.config import Bound
 from prefetch_check.model.code.pack import pack
 from prefetch_check.model.code.rt.loader import module_name
 from prefetch_check.sglang import verdict_cache
-from prefetch_check.sglang.code_world import world_of
+from prefetch_check.sglang.code_world import own_class, world_of
 from prefetch_check.sglang.mappings import mapping
 
 FOLDER = "code-verdicts"
-NOT_JUDGED = "NOT JUDGED"
 LIMITS = CodeLimits(max_seconds=120)
 
 
@@ -143,10 +144,13 @@ class CodeCheck:
 
 def world_for(srt: Path, shape) -> tuple[Optional[str], str]:
     """The protocol whose executor world runs this tree's judged class (code_world.py), or why
-    there is none."""
-    if shape is None or shape.judged_class.value is None:
+    there is none. A tree the detector finds no class in may hold a class a mapping names the
+    file of (`own_class`)."""
+    judged = shape.judged_class.value if shape is not None else None
+    judged = judged or own_class(srt)
+    if judged is None:
         return None, "the executor needs the cache class to run (none found)"
-    world, why = world_of(srt, shape.judged_class.value)
+    world, why = world_of(srt, judged)
     if world is not None:
         why = missing_module(srt, pack(world).files)
     return (world if not why else None), why
@@ -166,14 +170,20 @@ def missing_module(srt: Path, files: tuple[str, ...]) -> str:
     return ""
 
 
-@lru_cache(maxsize=1)
-def executor_fingerprint() -> str:
-    """A digest of the executor's own sources: an edited executor never reads stale results."""
+@lru_cache(maxsize=None)
+def executor_fingerprint(world: str = "") -> str:
+    """A digest of the executor's own sources, and of `world`'s pack folder when it lives outside
+    them (a protocol registered from elsewhere): an edited executor or world never reads stale results."""
     digest = hashlib.sha256()
     root = Path(executor_package.__file__).parent
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
+    folders = [root]
+    if world:
+        own = Path(sys.modules[pack(world).load.__module__].__file__).resolve().parent
+        folders += [] if own.is_relative_to(root.resolve()) else [own]
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(path.relative_to(folder).as_posix().encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -196,7 +206,7 @@ def plan_code(srt: Path, shape, count: Optional[dict] = None) -> CodeCheck:
     tree = tree_digest(srt, pack(world).files)
     runs = []
     for case in mapping(world).cases:
-        parts = [executor_fingerprint(), tree, case.config.to_json(), case.limits.to_json()] + ([count] if count else [])
+        parts = [executor_fingerprint(world), tree, case.config.to_json(), case.limits.to_json()] + ([count] if count else [])
         text = json.dumps(parts, sort_keys=True)
         runs.append(CodeRun(hashlib.sha256(text.encode()).hexdigest(), case.name, case.config, case.limits,
                             case.judges, count=dict(count or {})))
@@ -254,7 +264,7 @@ def _deterministic_bound(run: CodeRun, result: dict) -> bool:
     """A search cut by something other than the clock may be stored: the search is deterministic,
     so the same key gives the same result. At the violation it was run for, at its number of
     runs, at a path not modelled (the search goes on past it, without VERIFIED), at its depth."""
-    if result.get("bound") in (f"{run.limits.max_runs} runs", "a path not modelled",
-                               f"runs longer than {run.limits.max_depth} steps"):
+    cut = Bound(**result["limit"]) if result.get("limit") else None
+    if cut is not None and cut.kind in ("runs", "not_modelled", "depth"):
         return True
     return bool(run.limits.stop_on) and all(result["verdicts"].get(p) == VIOLATED for p in run.limits.stop_on)

@@ -10,8 +10,8 @@ import ast
 from pathlib import Path
 from typing import Optional
 
-from prefetch_check.sglang.locate import CACHE_FILES as FILES, CONTROLLER
-from prefetch_check.sglang.mappings import mappings
+from prefetch_check.sglang.locate import CONTROLLER
+from prefetch_check.sglang.mappings import judged_file, mappings
 
 
 def _classes(path: Path) -> dict[str, ast.ClassDef]:
@@ -42,22 +42,37 @@ def starts_io_thread(fn: Optional[ast.FunctionDef]) -> bool:
 
 
 def world_of(srt: Path, judged_class: Optional[str]) -> tuple[Optional[str], str]:
-    """(the protocol whose world runs the tree, '') for a tree the executor runs, else (None, why not)."""
+    """(the protocol whose world runs the tree, '') for a tree the executor runs, else (None, why not).
+    Each mapping with this judged class is asked in turn, with the class from its `judged_file`
+    and the classes of the controller file (its `runs` says what it needs of them)."""
     srt = Path(srt)
-    runners = [m for m in mappings() if m.judged_class]
-    if judged_class not in {m.judged_class for m in runners} or judged_class not in FILES:
+    runners = [m for m in mappings() if m.judged_class and judged_file(m)]
+    if judged_class not in {m.judged_class for m in runners}:
         classes = " or ".join(dict.fromkeys(m.judged_class for m in runners))
         return None, f"the executor runs {classes}; this row judges {judged_class or 'no class'}"
-    cache = _classes(srt / FILES[judged_class]).get(judged_class)
     controllers = _classes(srt / CONTROLLER)
-    if cache is None or controllers.get("HiCacheController") is None:
-        return None, f"the tree has no {judged_class if cache is None else 'HiCacheController'} class to run"
     reasons = []
     for m in runners:
-        if m.judged_class == judged_class:
-            why = m.runs(cache, controllers)
-            if not why:
-                return m.protocol, ""
-            reasons.append(why)
+        if m.judged_class != judged_class:
+            continue
+        cache = _classes(srt / judged_file(m)).get(judged_class)
+        why = m.runs(cache, controllers) if cache is not None else f"the tree has no {judged_class} class to run"
+        if not why:
+            return m.protocol, ""
+        reasons.append(why)
     reasons += [f"the {m.protocol} world runs {m.judged_class} only" for m in runners if m.judged_class != judged_class]
-    return None, "; ".join(reasons)
+    return None, "; ".join(dict.fromkeys(reasons))
+
+
+def own_class(srt: Path) -> Optional[str]:
+    """The judged class of a mapping that names its own file (a protocol the HiCache detector
+    does not read: its class is found where its mapping says), when the tree has it."""
+    for m in mappings():
+        if m.judged_file and m.judged_class in _classes(Path(srt) / m.judged_file):
+            return m.judged_class
+    return None
+
+
+def own_files() -> tuple[str, ...]:
+    """The files the mappings name for their judged classes beyond the HiCache protocol files."""
+    return tuple(dict.fromkeys(m.judged_file for m in mappings() if m.judged_file))

@@ -54,10 +54,11 @@ def find_srt(path: Path) -> Path:
         "or an unpacked wheel")
 
 
-def read_protocol_files(srt: Path) -> dict[str, str]:
-    """{path below sglang/srt: text} for each protocol file present (absent ones are left out)."""
+def read_protocol_files(srt: Path, extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """{path below sglang/srt: text} for each protocol file present (absent ones are left out),
+    and the `extra` ones (the files registered mappings name for their judged classes)."""
     out = {}
-    for rel in PROTOCOL_FILES:
+    for rel in PROTOCOL_FILES + tuple(extra):
         f = srt / rel
         if f.is_file():
             out[rel] = f.read_text(encoding="utf-8", errors="replace")

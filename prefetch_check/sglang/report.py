@@ -343,6 +343,13 @@ def code_trace_lines(rows: list[ReleaseCheck], prop: str) -> list[str]:
     return out
 
 
+def _code_steps(row: ReleaseCheck, prop: str, case: str) -> list[dict]:
+    """The steps of the code's counterexample (the executor's Step as JSON): what
+    `prefetch-check trace --code REPORT.json` draws with the model's viewers (model/code/trace.py)."""
+    run = next(r for r in row.code.runs if r.case == case and r.result)
+    return run.result["violations"][prop]["steps"]
+
+
 def _code_json(row: ReleaseCheck, base=None) -> dict:
     """The executor's answer for the tree: engine "code", its cases and per property the verdict."""
     marks = base.code_marks(row) if base is not None else {}
@@ -351,7 +358,8 @@ def _code_json(row: ReleaseCheck, base=None) -> dict:
         entry = {"verdict": v.verdict}
         if v.verdict == VIOLATED:
             entry.update(case=v.case, steps=v.steps, site=v.site, reason=v.reason, consequence=v.consequence,
-                         schedule=list(v.schedule), command=code_verdict(row, prop, v).command)
+                         schedule=list(v.schedule), command=code_verdict(row, prop, v).command,
+                         trace=_code_steps(row, prop, v.case))
         elif v.verdict == BOUNDED:
             entry.update(case=v.case, reason=v.reason)
         if prop in marks:
@@ -365,7 +373,7 @@ def _code_json(row: ReleaseCheck, base=None) -> dict:
         "rests_on": code_rests_on(row.code) if row.code.ran else "",
         "cases": [{"case": run.case, "config": run.config.to_json(), "judges": list(run.judges) or "all",
                    "cached": run.cached, "error": run.error,
-                   **({k: run.result[k] for k in ("runs", "states", "seconds", "exhaustive", "bound")}
+                   **({k: run.result.get(k) for k in ("runs", "states", "seconds", "exhaustive", "bound", "limit")}
                       if run.result else {})} for run in row.code.runs],
         "properties": props,
     }

@@ -242,7 +242,8 @@ def serve(executor, request: dict) -> dict:
         cfg = kit.config_from_json(item["config"])
         cls = kit.protocol_class(item.get("mutant", ""))
         predicate = tree_predicate(executor, item.get("predicate", ""))
-        _batch_size(executor, cfg.storage_batch_size, kit.release_batch_size, originals)
+        if kit.release_batch_size:  # a world whose tree has a storage batch constant
+            _batch_size(executor, cfg.storage_batch_size, kit.release_batch_size, originals)
         schedules = []
         if item.get("counterexamples") and not kit.unsupported(cfg):
             schedules = counterexample_schedules(cls, cfg, predicate)

@@ -14,7 +14,6 @@ from typing import Optional
 from prefetch_check.model.code.pack import Unsupported
 from prefetch_check.model.code.rt.decision import TERMINAL, Stop
 
-CODE_THREAD = {"S": "S", "P": "P", "I": "IO", "Y": "Y"}  # the model's thread letter -> the code's thread
 STEP_CAP = 400  # code steps one model step may take
 END = Stop(TERMINAL)
 
@@ -57,6 +56,7 @@ class ModelGuided:
         self.out = Replayed(0, 0)
         self.k, self.running, self.count, self.stack, self.site = 0, None, 0, [], ""
         self.started, self.placed = False, None
+        self.code_thread = kit.code_threads  # the model's thread letter -> the code's thread
 
     def describe(self) -> str:
         return f"a model schedule of {len(self.actions)} steps"
@@ -103,16 +103,16 @@ class ModelGuided:
                 self.k += 1
                 out.matched += 1
                 continue
-            if a.thread not in CODE_THREAD:
+            if a.thread not in self.code_thread:
                 raise Unsupported(f"model step {a.id}: the executor has no thread {a.thread}")
-            self.running, self.count, self.placed = self.threads[f"{CODE_THREAD[a.thread]}{a.rank}"], 0, None
+            self.running, self.count, self.placed = self.threads[f"{self.code_thread[a.thread]}{a.rank}"], 0, None
         return self._code_step(cur)
 
     def _after_code_step(self, cur: dict) -> Optional[Stop]:
         """After a code step of the running thread: the model step done, or a divergence, or on."""
         k, views, actions = self.k, self.views, self.actions
         pre, target = views[k], views[k + 1]
-        place = f"r{actions[k].rank}.{CODE_THREAD[actions[k].thread]}"
+        place = f"r{actions[k].rank}.{self.code_thread[actions[k].thread]}"
         if cur == target:
             self.running = None
             self.k += 1

@@ -33,6 +33,7 @@ class Mapping:
     acks: str  # the value of the `acks` feature (shape.py) its releases have
     release_options: Callable
     judged_class: str = ""  # the cache class its executor world runs ("": none)
+    judged_file: str = ""  # where that class lives, below sglang/srt ("": the HiCache file of its name, locate.CACHE_FILES)
     runs: Optional[Callable] = None  # (cache ClassDef, {name: controller ClassDef}) -> "" or why not
     cases: tuple = ()  # code_checks.Case: what `prefetch-check sglang` executes on its trees
     own_predicate: bool = False  # its model is compared under the tree's own predicate (else the fixed one)
@@ -82,6 +83,13 @@ def mappings() -> tuple[Mapping, ...]:
 def mapping(protocol: str) -> Optional[Mapping]:
     """The SGLang side of a registered protocol, or None."""
     return _REGISTRY.table().get(protocol)
+
+
+def judged_file(found: Mapping) -> str:
+    """The file below sglang/srt holding a mapping's judged class ("" for none known)."""
+    from prefetch_check.sglang.locate import CACHE_FILES
+
+    return found.judged_file or CACHE_FILES.get(found.judged_class, "")
 
 
 def by_acks(acks: str) -> Optional[Mapping]:

@@ -12,6 +12,8 @@ from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL, release_o
 
 def runs(cache, controllers: dict) -> str:
     """The judged class UnifiedRadixCache, a controller with the sync thread and PrefetchAck."""
+    if controllers.get("HiCacheController") is None:
+        return "the tree has no HiCacheController class to run"
     if "prefetch_sync_thread_func" in methods(controllers.get("HiCacheController")) and "PrefetchAck" in controllers:
         return ""
     return ("the executor runs the UnifiedRadixCache of the ack-drain path (PrefetchAck and the sync "

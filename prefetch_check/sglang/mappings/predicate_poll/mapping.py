@@ -14,6 +14,8 @@ from prefetch_check.sglang.mappings.predicate_poll.options import PROTOCOL, rele
 def runs(cache, controllers: dict) -> str:
     """The judged class HiRadixCache polling `can_terminate_prefetch`, a HiCacheController whose
     `prefetch_thread_func` starts the IO thread itself, and no sync thread."""
+    if controllers.get("HiCacheController") is None:
+        return "the tree has no HiCacheController class to run"
     ctrl = methods(controllers.get("HiCacheController"))
     if "can_terminate_prefetch" not in methods(cache):
         return ("the predicate-poll world runs HiRadixCache.can_terminate_prefetch, which this tree's HiRadixCache "
