@@ -11,6 +11,8 @@ VERIFIED = "VERIFIED"  # exhaustive search, property holds in every reachable be
 VIOLATED = "VIOLATED"  # a replayed counterexample exists
 BOUNDED = "BOUNDED"  # a limit cut the search before the property could be decided
 NOT_APPLICABLE = "NOT APPLICABLE"  # the property says nothing about this configuration
+NOT_JUDGED = "NOT JUDGED"  # this engine cannot judge the property in this configuration (the reason says why)
+NOT_MODELLED = "NOT MODELLED"  # a path the engine does not model was reached: nothing past it is judged
 
 
 @dataclass(frozen=True)

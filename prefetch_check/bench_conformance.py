@@ -1,6 +1,6 @@
 """The conformance check's bench rows: `python -m prefetch_check.bench_conformance SRT [SRT...]`
-runs, for each tree, the budget `prefetch-check sglang` uses (conformance_configs.BUDGETS for an
-ack-drain tree, conformance_poll.BUDGETS for a predicate-poll one, with the options its source settles) and prints per configuration the schedules replayed, the model
+runs, for each tree, the budget `prefetch-check sglang` uses (its protocol's world pack's conformance
+budgets, with the options its source settles) and prints per configuration the schedules replayed, the model
 states compared, the seconds and the answer (docs/conformance.md keeps the figures)."""
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ compare the explorer against.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 
 import pytest
@@ -15,6 +16,12 @@ import pytest
 from prefetch_check.explorer.interface import ALWAYS, ALWAYS_STEP
 from prefetch_check.explorer.replay import replay
 from models import readable
+
+# pytest-xdist hands each worker the controller's terminal width as COLUMNS; the commands read
+# COLUMNS as the user's choice of width, so each worker drops it and sees what a serial run sees
+# (off a terminal: the commands' fixed report width). A test that wants a width sets its own.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
 
 
 class Proto:
@@ -106,3 +113,57 @@ def also_follow(monkeypatch, follows, label: str, srt, cache_class=None):
     more = follows.merged(followed.build([(label, read_protocol_files(srt), cache_class)]))
     monkeypatch.setattr(followed, "shipped", lambda: more)
     return more
+
+
+RELEASE_CALLS = ("release_srt(", "fetch_release(")
+
+
+def _source(fn) -> str:
+    import inspect
+
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
+
+
+def _release_calls(module) -> tuple[str, ...]:
+    """The calls that fetch a release in a test module: release_srt/fetch_release and, to a fixed
+    point, the module's own functions that call one of them (a helper that builds an edited tree)."""
+    import inspect
+
+    calls = set(RELEASE_CALLS)
+    helpers = {name: _source(fn) for name, fn in vars(module).items()
+               if inspect.isfunction(fn) and getattr(fn, "__module__", None) == module.__name__}
+    grown = True
+    while grown:
+        grown = False
+        for name, source in helpers.items():
+            if f"{name}(" not in calls and any(call in source for call in calls):
+                calls.add(f"{name}(")
+                grown = True
+    return tuple(calls)
+
+
+def _reads_a_release(item, calls: tuple[str, ...]) -> bool:
+    """Whether a test, or a fixture it uses, fetches a real SGLang release: read off their source,
+    so no test has to remember a mark."""
+    functions = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info is not None else ()):
+        functions += [d.func for d in defs]
+    return any(call in _source(fn) for fn in functions if fn is not None for call in calls)
+
+
+def pytest_collection_modifyitems(config, items):
+    """`release`: the tests that run or read a real release's code (skipped where it cannot be
+    fetched); `-m "not release"` is the fast part of the suite (docs/testing.md)."""
+    by_module: dict = {}
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is None:
+            continue
+        if module.__name__ not in by_module:
+            by_module[module.__name__] = _release_calls(module)
+        if _reads_a_release(item, by_module[module.__name__]):
+            item.add_marker(pytest.mark.release)

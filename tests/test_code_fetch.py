@@ -67,6 +67,7 @@ def test_every_srt_source_is_kept_and_an_older_cache_is_fetched_again_or_refused
 
 
 def test_every_file_the_executor_runs_is_kept_by_a_fetch():
-    from prefetch_check.model.code.loader import REAL
+    from prefetch_check.model.code.pack import pack, worlds
 
-    assert set(REAL) <= set(PROTOCOL_FILES)
+    for world in worlds():
+        assert set(pack(world).files) <= set(PROTOCOL_FILES), world

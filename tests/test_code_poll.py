@@ -1,4 +1,4 @@
-"""The executor's predicate-poll world (model/code/poll_harness.py): the HiRadixCache and
+"""The executor's predicate-poll world (model/code/worlds/predicate_poll/harness.py): the HiRadixCache and
 HiCacheController of 0.5.1-0.5.18 run as written, on the real cached releases (skipped with the
 reason where the package index is unreachable and a release is not cached).
 
@@ -16,11 +16,12 @@ import pytest
 
 from prefetch_check.cli import main
 from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
-from prefetch_check.sglang import code_checks
+from pack_helpers import use_cases
+from prefetch_check.sglang.mappings import mapping
 from prefetch_check.sglang.code_world import world_of
 from test_sglang_release import release_srt
 
-POLL = dict(world="poll")
+POLL = dict(world="predicate-poll")
 LIMITS = CodeLimits(max_seconds=120)
 HIRADIX = "mem_cache/hiradix_cache.py"
 PREDICATE = "operation.completed_tokens == len(operation.hash_value) * self.page_size"
@@ -89,15 +90,15 @@ def test_each_poll_family_runs_as_written_with_nothing_outside_the_world(version
 
 
 def test_the_world_is_chosen_by_the_classes_and_threads_a_tree_has():
-    assert world_of(release_srt("0.5.1"), "HiRadixCache") == ("poll", "")
-    assert world_of(release_srt("0.5.18"), "HiRadixCache") == ("poll", "")
+    assert world_of(release_srt("0.5.1"), "HiRadixCache") == ("predicate-poll", "")
+    assert world_of(release_srt("0.5.18"), "HiRadixCache") == ("predicate-poll", "")
     assert world_of(release_srt("0.5.23"), "UnifiedRadixCache") == ("ack-drain", "")
     world, why = world_of(release_srt("0.5.19"), "HiRadixCache")
     assert world is None and "prefetch_sync_thread_func" in why
 
 
 def test_the_command_gives_0_5_1_its_code_column(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(code_checks, "POLL_CASES", code_checks.POLL_CASES[:1])
+    use_cases(monkeypatch, "predicate-poll", mapping("predicate-poll").cases[:1])
     argv = ["sglang", "--engine", "code", str(release_srt("0.5.1")), "--cache-dir", str(tmp_path / "cache"),
             "--quiet", "--json", "-"]
     assert main(argv) == 1

@@ -1,4 +1,4 @@
-"""The predicate-poll world's search at 2 ranks (model/code/poll_harness.py, world/poll.py).
+"""The predicate-poll world's search at 2 ranks (model/code/worlds/predicate_poll/harness.py, stand_ins.py).
 
 Equal states meet under one key: objects the code makes are named per rank, the stand-ins are in a
 canonical order, and the collective call numbers the threads observe count from the rank furthest
@@ -12,7 +12,7 @@ from __future__ import annotations
 from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
 from test_sglang_release import release_srt
 
-POLL = dict(world="poll")
+POLL = dict(world="predicate-poll")
 SMALL = CodeConfig(ranks=2, pages=1, hits=(0, 0), **POLL)  # one page, nothing stored: the revoke path
 
 

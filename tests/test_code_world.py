@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from prefetch_check.model.code import stubs
-from prefetch_check.model.code.scheduler import Baton
-from prefetch_check.model.code.world.collectives import Collectives, Group
-from prefetch_check.model.code.world.context import World
-from prefetch_check.model.code.world.errors import NotModelled
-from prefetch_check.model.code.world.msgspec_stub import Struct, field
-from prefetch_check.model.code.world.queues import Queue
-from prefetch_check.model.code.world.torch_stub import Tensor, cat, tensor
+from prefetch_check.model.code.rt import stubs
+from prefetch_check.model.code.rt.baton import Baton
+from prefetch_check.model.code.stand_ins.collectives import Collectives, Group
+from prefetch_check.model.code.stand_ins.context import World
+from prefetch_check.model.code.stand_ins.errors import NotModelled
+from prefetch_check.model.code.stand_ins.msgspec_stub import Struct, field
+from prefetch_check.model.code.stand_ins.queues import Queue
+from prefetch_check.model.code.stand_ins.torch_stub import Tensor, cat, tensor
 
 
 def drive(baton: Baton, schedule: list[str]) -> list[str]:

@@ -1,4 +1,4 @@
-"""The conformance check (model/code/conformance.py, refinement.py): model schedules replayed on a
+"""The conformance check (model/code/conformance/check.py, refinement.py): model schedules replayed on a
 release's own code, the views compared step by step, in both directions: an unmodified release
 conforms; a model with one step changed (a mutant of mutants.py) diverges on it; a tree edit the
 code engine's verdicts miss diverges, naming the edited line. And `prefetch-check sglang` shows
@@ -16,16 +16,18 @@ import pytest
 
 from prefetch_check.cli import main
 from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
-from prefetch_check.model.code.conformance import reachable_schedules
-from prefetch_check.model.code.conformance_configs import BUDGETS, budget_config, config_to_json, unsupported
+from prefetch_check.model.code.conformance.check import conformance_kit, reachable_schedules
+from prefetch_check.model.code.worlds.ack_drain.conformance_configs import BUDGETS, Budget, budget_config, config_to_json, unsupported
 from prefetch_check.model.code.runner import conform
 from prefetch_check.model.engine.readable import ReadableModel
 from prefetch_check.model.protocols.ack_drain import refinement
 from prefetch_check.model.protocols.ack_drain.config import AckConfig, Request, uniform_ack_config
 from prefetch_check.model.protocols.ack_drain.protocol import AckDrainProtocol
-from prefetch_check.sglang import code_checks, conformance_checks
+from pack_helpers import cases, use_budgets, use_cases
 from test_code_executor import clean, edited, release
 from test_sglang_floor import ACK_SCENARIO, EDITS_0523
+
+ACK = conformance_kit("ack-drain")
 
 OPTIONS = {"0.5.22": dict(exceptions="caught"), "0.5.23": dict(exceptions="caught", deadline="admission")}
 E = frozenset()
@@ -55,10 +57,10 @@ def test_the_model_view_names_every_thread_queue_operation_and_request():
 
 def test_every_step_between_the_states_is_covered_within_the_budget():
     model = ReadableModel(AckDrainProtocol(uniform_ack_config(ranks=1, pages=2), "fixed"))
-    local, seen, views = reachable_schedules(model, 10_000, "local")
-    steps, seen_again, _ = reachable_schedules(model, 10_000, "steps")
+    local, seen, views = reachable_schedules(model, 10_000, "local", None, ACK)
+    steps, seen_again, _ = reachable_schedules(model, 10_000, "steps", None, ACK)
     assert seen == seen_again and len(steps) > len(local) > 1 and views > 1
-    cut, seen_cut, _ = reachable_schedules(model, 20, "steps")
+    cut, seen_cut, _ = reachable_schedules(model, 20, "steps", None, ACK)
     assert seen_cut == 20 and cut
 
 
@@ -174,9 +176,8 @@ def test_the_final_ack_out_of_its_finally_conforms_where_a_read_raises_since_the
 
 @pytest.fixture
 def small(monkeypatch):
-    monkeypatch.setattr(code_checks, "CASES", tuple(c for c in code_checks.CASES if c.name == "1 rank x 1 request"))
-    monkeypatch.setattr(conformance_checks, "BUDGETS", (
-        conformance_checks.Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 2_000, 100),))
+    use_cases(monkeypatch, "ack-drain", cases("ack-drain", "1 rank x 1 request"))
+    use_budgets(monkeypatch, "ack-drain", (Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 2_000, 100),))
 
 
 def sglang_json(capsys, tmp_path, tree) -> tuple[int, dict, str]:

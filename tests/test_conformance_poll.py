@@ -1,5 +1,5 @@
 """The conformance check of the predicate-poll protocol (model/protocols/poll/refinement.py, the one
-replay loop of model/code/conformance.py, model/code/conformance_poll.py): model schedules replayed
+replay loop of model/code/conformance/check.py, model/code/worlds/predicate_poll/conformance_configs.py): model schedules replayed
 on a 0.5.1-0.5.18 release's own HiRadixCache and HiCacheController in the executor's poll world, in
 both directions: an unmodified release conforms under the options its source settles; a poll model
 mutant (poll/mutants.py) diverges on it at the step it changes.
@@ -16,16 +16,18 @@ from pathlib import Path
 import pytest
 
 from prefetch_check.cli import main
-from prefetch_check.model.code import conformance_poll
-from prefetch_check.model.code.conformance import family, reachable_schedules
-from prefetch_check.model.code.conformance_poll import (BUDGETS, Budget, budget_config, config_from_json, config_to_json,
+from prefetch_check.model.code.worlds.predicate_poll import conformance_configs as conformance_poll
+from prefetch_check.model.code.conformance.check import conformance_kit, reachable_schedules
+from prefetch_check.model.code.worlds.predicate_poll.conformance_configs import (BUDGETS, Budget, budget_config, config_from_json, config_to_json,
                                                         unsupported)
 from prefetch_check.model.code.runner import conform
 from prefetch_check.model.engine.readable import ReadableModel
 from prefetch_check.model.protocols.poll import refinement
 from prefetch_check.model.protocols.poll.config import RequestSpec, uniform_config
 from prefetch_check.model.protocols.poll.protocol import PollProtocol
-from prefetch_check.sglang import code_checks, conformance_checks, poll_options
+from prefetch_check.sglang import conformance_checks
+from prefetch_check.sglang.mappings.predicate_poll import options as poll_options
+from pack_helpers import cases, use_budgets, use_cases
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.protocols import release_protocol
@@ -47,7 +49,7 @@ PREDICATE = "mem_cache/hiradix_cache.py:HiRadixCache.can_terminate_prefetch"  # 
 
 def item(name, cfg, budget, cover="near", near=None, mutant=""):
     return {"name": name, "config": config_to_json(cfg), "budget": budget, "near": near or budget, "cover": cover,
-            "mutant": mutant, "counterexamples": True, "protocol": "poll", "predicate": PREDICATE}
+            "mutant": mutant, "counterexamples": True, "protocol": "predicate-poll", "predicate": PREDICATE}
 
 
 # ---- the mapping and the budget (no tree)
@@ -83,14 +85,14 @@ def test_the_poll_budget_says_what_the_world_cannot_build_and_travels_as_json():
         cfg = budget_config(b, {"alloc_at": "hit"})
         assert config_from_json(config_to_json(cfg)) == cfg
     model = ReadableModel(PollProtocol(uniform_config(ranks=1, pages=2), "fixed"))
-    paths, seen, views = reachable_schedules(model, 10_000, "local", fam=family("poll"))
+    paths, seen, views = reachable_schedules(model, 10_000, "local", None, conformance_kit("predicate-poll"))
     assert paths and views > 1 and 10 < seen < 10_000  # the whole state space, within the budget
 
 
 def test_a_poll_tree_is_planned_with_the_poll_budget(tmp_path):
     srt = release_srt("0.5.18")
     check = conformance_checks.plan_conformance(srt, options_of(srt), [], "predicate-poll")
-    assert check.world == "poll" and all(i["protocol"] == "poll" for i in check.items)
+    assert check.protocol == "predicate-poll" and all(i["protocol"] == "predicate-poll" for i in check.items)
     assert all(i["predicate"] == "" for i in check.items)  # none given: the fixed one
     assert [i["name"] for i in check.items] == [b.name for b in BUDGETS]
     seed = release_srt("0.5.1.post3")
@@ -139,7 +141,7 @@ def test_0_5_13_conforms_at_two_ranks_with_its_round_collective_and_diverges_wit
     on = item("2x1", uniform_config(ranks=2, pages=1, **opts), 2_000, "steps", near=60)
     off = item("2x1 without", uniform_config(ranks=2, pages=1, **dict(opts, round_collectives=0)), 2_000, "steps",
                near=60)
-    a_on, a_off = conform(srt, [on, off], world="poll")
+    a_on, a_off = conform(srt, [on, off])
     assert a_on["divergence"] is None and not a_on["unsupported"] and a_on["schedules"] > 1, a_on
     d = a_off["divergence"]
     assert d is not None and d["action"] == "S1.drain_arrive" and len(d["schedule"]) == 2, d
@@ -160,7 +162,7 @@ def test_0_5_1_conforms_under_its_own_predicate_counting_a_whole_batch():
     one, two = (item(f"{p} page(s)", uniform_config(ranks=1, pages=p, **opts), 2_000) for p in (1, 2))
     fixed = dict(one, predicate="")
     by_page = item("2 pages, counted page by page", uniform_config(ranks=1, pages=2, **dict(opts, count_whole_batch=False)), 2_000)
-    a1, a2, af, ap = conform(srt, [one, two, fixed, by_page], world="poll")
+    a1, a2, af, ap = conform(srt, [one, two, fixed, by_page])
     for a in (a1, a2):
         assert a["divergence"] is None and a["counterexamples"] >= 1 and a["states"] == a["model_states"], a
     assert af["divergence"] is not None and af["divergence"]["action"].startswith("S0.")  # the fixed predicate waits
@@ -178,7 +180,7 @@ def test_an_unmodified_poll_release_conforms(version):
              item("1x1 best_effort", uniform_config(ranks=1, pages=2, policy="best_effort", **opts), 2_000)]
     if not unsupported(uniform_config(ranks=2, **opts)):
         items.append(item("2x1", uniform_config(ranks=2, pages=1, **opts), 2_000, "steps", near=60))
-    answers = conform(srt, items, world="poll")
+    answers = conform(srt, items)
     for a in answers:
         assert a["divergence"] is None and not a["not_modelled"] and not a["unsupported"], a
         assert a["schedules"] > 1 and a["states"] > 10
@@ -204,7 +206,7 @@ def test_a_poll_mutant_diverges_on_an_unmodified_release(mutant):
     version, kwargs, action, field = MUTANTS[mutant]
     srt = release_srt(version)
     cfg = budget_config(Budget(mutant, kwargs, 0, 0), options_of(srt))
-    [answer] = conform(srt, [item(mutant, cfg, 2_000, "steps", near=100, mutant=mutant)], world="poll")
+    [answer] = conform(srt, [item(mutant, cfg, 2_000, "steps", near=100, mutant=mutant)])
     d = answer["divergence"]
     assert d is not None, answer
     assert d["action"] == action and any(f.endswith(field) for f in d["fields"]), d
@@ -220,9 +222,8 @@ POLL_SCENARIO = Path(__file__).parent / "fixtures" / "sglang" / "scenarios" / "p
 
 @pytest.fixture
 def small(monkeypatch):
-    monkeypatch.setattr(code_checks, "POLL_CASES", tuple(c for c in code_checks.POLL_CASES if c.name == "1 rank x 1 request"))
-    monkeypatch.setattr(conformance_poll, "BUDGETS", tuple(b for b in conformance_poll.BUDGETS
-                                                           if b.name == "1 rank x 1 request, 2 pages"))
+    use_cases(monkeypatch, "predicate-poll", cases("predicate-poll", "1 rank x 1 request"))
+    use_budgets(monkeypatch, "predicate-poll", tuple(b for b in conformance_poll.BUDGETS if b.name == "1 rank x 1 request, 2 pages"))
 
 
 @pytest.mark.parametrize("version, by_page, conforms", [("0.5.18", False, True), ("0.5.1", False, True), ("0.5.1", True, False)])

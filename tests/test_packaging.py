@@ -1,4 +1,4 @@
-"""The package as users install it: the wheel holds every module of model/ and explorer/, the
+"""The package as users install it: the wheel holds every module of model/, explorer/ and prefetch_check/, the
 shipped scenarios and the report schema; installed (not editable), `prefetch-check run` works
 from an empty folder on the shipped scenarios; the version has one source (pyproject.toml)."""
 
@@ -46,7 +46,8 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_the_wheel_holds_every_module_the_scenarios_and_the_report_schema(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for folder, package in (("model", "prefetch_check/model"), ("explorer", "prefetch_check/explorer")):
+    for folder, package in (("model", "prefetch_check/model"), ("explorer", "prefetch_check/explorer"),
+                            ("prefetch_check", "prefetch_check")):
         for module in (ROOT / folder).rglob("*.py"):
             if "__pycache__" not in module.parts:
                 assert f"{package}/{module.relative_to(ROOT / folder).as_posix()}" in names

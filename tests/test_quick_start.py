@@ -32,7 +32,8 @@ def test_each_quick_start_command_makes_and_uses_a_virtual_environment():
             assert part.startswith(".venv/bin/"), part  # never the system's pip or python
     run, tests = commands
     assert run.endswith(".venv/bin/prefetch-check run")
-    assert tests.endswith(".venv/bin/python -m pytest -q") and "'.[test]'" in tests
+    assert ".venv/bin/python -m pytest -q" in tests and "'.[test]'" in tests
+    assert " -n auto" in tests  # both cores (pytest-xdist, in the test extras)
 
 
 def test_ci_runs_the_readme_test_command():

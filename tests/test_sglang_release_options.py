@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 
 from prefetch_check.model.protocols.ack_drain.config import AckConfig
-from prefetch_check.sglang import poll_options as poll_releases
-from prefetch_check.sglang.ack_drain_options import release_options as ack_options
+from prefetch_check.sglang.mappings.predicate_poll import options as poll_releases
+from prefetch_check.sglang.mappings.ack_drain.options import release_options as ack_options
 from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.shape import Feature
 from prefetch_check.sglang.protocols import release_protocol

@@ -10,6 +10,8 @@ BOUNDED, with footnotes) and its conformance check.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import re
 from pathlib import Path
@@ -119,9 +121,20 @@ def test_a_release_with_its_code_executed_fits_too(tmp_path, capsys, monkeypatch
     from prefetch_check.sglang import code_checks, conformance_checks
     from test_sglang_release import release_srt
 
-    monkeypatch.setattr(conformance_checks, "BUDGETS", conformance_checks.BUDGETS[:1])
     fast = ("1 rank x 1 request", "1 rank, prefetched again, best_effort")
-    monkeypatch.setattr(code_checks, "CASES", tuple(c for c in code_checks.CASES if c.name in fast))
+    whole_pack, whole_mapping = conformance_checks.pack, code_checks.mapping
+
+    def one_budget(protocol):
+        found = whole_pack(protocol)
+        kit = dataclasses.replace(found.conformance, budgets=found.conformance.budgets[:1])
+        return dataclasses.replace(found, conformance=kit)
+
+    def fast_cases(protocol):
+        found = whole_mapping(protocol)
+        return dataclasses.replace(found, cases=tuple(c for c in found.cases if c.name in fast))
+
+    monkeypatch.setattr(conformance_checks, "pack", one_budget)
+    monkeypatch.setattr(code_checks, "mapping", fast_cases)
     srt = release_srt("0.5.23")  # skipped where the index is unreachable and 0.5.23 is not cached
     for width in (100, 80):
         out = render(capsys, monkeypatch, tmp_path / "cache", width, str(srt), scenarios=ACK, engine="both")

@@ -8,7 +8,7 @@ draws straight from a CheckResult; the `trace_to_*` functions take a model and a
 # `render` is imported here, not on first use: a submodule of the same name would otherwise
 # shadow the function once anything imported it. The rest is imported on first use (PEP 562):
 # the graph exports need networkx, which a counterexample on the terminal does not.
-from prefetch_check.explorer.view.render import render, result_view
+from prefetch_check.explorer.view.render import render, render_view, result_view
 
 _LAZY = {
     "state_graph": "graph_export", "write_dot": "graph_export", "write_graphml": "graph_export",
@@ -18,6 +18,7 @@ _LAZY = {
 
 __all__ = [
     "render",
+    "render_view",
     "result_view",
     "render_trace",
     "trace_to_itf",

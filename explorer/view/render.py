@@ -62,7 +62,13 @@ def render(result: CheckResult, prop: Optional[str] = None, format: str = "termi
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-    view = result_view(result, prop, title, model)
+    return render_view(result_view(result, prop, title, model), format, console=console, layout=layout)
+
+
+def render_view(view: TraceView, format: str = "terminal", *, console=None, layout: str = "auto"):
+    """Draw a TraceView (any trace's: `layout.build_view(model, trace, prop_result, title)`), as `render`."""
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
     if format == "terminal":
         print_view(console or Console(), view, layout)
         return None

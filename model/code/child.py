@@ -35,29 +35,39 @@ def main() -> int:
 
     logging.disable(logging.CRITICAL)  # the path's logging is inert (class c); thousands of runs
     from prefetch_check.model.code.config import CodeConfig, CodeLimits
-    from prefetch_check.model.code.executor import Executor
-    from prefetch_check.model.code.search import explore
+    from prefetch_check.model.code.rt.executor import Executor
+    from prefetch_check.model.code.rt.search import explore
+    from prefetch_check.model.code.strategies.replay import replay_strategy
+    from prefetch_check.model.code.rt import tracer as coverage_tracer
 
+    if "protocol" in request:  # a protocol registered at run time in the parent (runner._registered)
+        from prefetch_check.model.protocols import registry
+
+        sys.path.extend(request["protocol"]["paths"])
+        registry.register(registry.Descriptor(**request["protocol"]["descriptor"]))
+    tracer = coverage_tracer.started(request)  # coverage: None unless asked; before the tree is imported
     config = CodeConfig.from_json(request["config"])
     limits = CodeLimits(**{k: tuple(v) if isinstance(v, list) else v for k, v in request.get("limits", {}).items()})
     try:
         executor = Executor(request["srt"], config)
+        executor.tracer = tracer  # coverage: told where each schedule starts
     except Exception as exc:  # the tree does not load under the stubs: say where
         import traceback
 
         answer = {"error": f"the tree does not load under the executor's stubs: {type(exc).__name__}: {exc}",
                   "traceback": traceback.format_exc(limit=-6)}
     else:
-        if "conform" in request:  # the conformance check (conformance.py)
-            from prefetch_check.model.code.conformance import serve
+        if "conform" in request:  # the conformance check (conformance/check.py)
+            from prefetch_check.model.code.conformance.check import serve
 
             answer = serve(executor, request["conform"])
         elif "replay" in request:
-            out = executor.run(request["replay"], None, limits.max_depth)
+            out = executor.run(replay_strategy(request["replay"], limits))
             answer = {"replay": {"end": out.end, "steps": [vars(s) for s in out.steps],
                                  "findings": [vars(f) for f in out.faults]}}
         else:
             answer = {"result": explore(executor, limits).to_json()}
+        coverage_tracer.finish(tracer, answer)  # coverage: the lines it executed travel with the answer
     sys.stdout.write(json.dumps(answer))
     sys.stdout.flush()
     os._exit(0)  # leftover daemon threads of an abandoned run must not delay the exit

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 POLICIES = ("wait_complete", "best_effort", "timeout")  # timeout only with driven_clock (below)
-WORLDS = ("ack-drain", "poll")  # ack-drain: UnifiedRadixCache 0.5.19+; poll: HiRadixCache 0.5.1-0.5.18
 
 
 @dataclass(frozen=True)
@@ -29,15 +28,17 @@ class CodeConfig:
     reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
     abort_round: Optional[int] = None  # in this scheduler round every waiting request is aborted instead of checked
     driven_clock: bool = False  # something moves the clock (the conformance check); else it stands still
-    world: str = "ack-drain"  # which world the tree's classes run in (chosen by the tree's shape, see WORLDS)
+    world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise ValueError(f"policy {self.policy!r}: the executor runs {', '.join(POLICIES)}")
         if self.policy == "timeout" and not self.driven_clock:
             raise ValueError("policy 'timeout': the executor's clock stands still unless the conformance check moves it")
-        if self.world not in WORLDS:
-            raise ValueError(f"world {self.world!r}: the executor has {', '.join(WORLDS)}")
+        from prefetch_check.model.code.pack import worlds
+
+        if self.world not in worlds():
+            raise ValueError(f"world {self.world!r}: the executor has {', '.join(worlds())}")
         for name in ("hits", "failing", "query_raises", "raising_reads"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
@@ -79,16 +80,27 @@ class CodeConfig:
 
 @dataclass(frozen=True)
 class CodeLimits:
-    """Search bounds: runs (schedules started), seconds, steps per run; memory and CPU of the child."""
+    """Search bounds: runs (schedules started), seconds, steps per run; memory and CPU of the child;
+    and the search strategy: "dfs" (every schedule, up to the bounds: VERIFIED possible) or a
+    sample, "random" (a seeded random walk) or "pct" (PCT with `pct_depth`), never exhaustive."""
 
     max_runs: int = 200_000
     max_seconds: float = 120.0
     max_depth: int = 2_000
     stop_on_first: bool = False
     stop_on: tuple[str, ...] = ()  # stop once every one of these properties is violated
-    reduce: bool = True  # the rank-level persistent set (off: every enabled thread at every state)
+    reduce: bool = True  # the world's persistent set (off: every enabled thread at every state)
+    strategy: str = "dfs"  # dfs, random or pct (model/code/strategies/)
+    seed: int = 0  # of a sampling strategy: the same seed, the same runs
+    pct_depth: int = 3  # PCT's bug depth d: d - 1 priority change points per run
     child_cpu_seconds: int = 900
     child_memory_bytes: int = 2 << 30
+
+    def __post_init__(self):
+        from prefetch_check.model.code.strategies import SAMPLING
+
+        if self.strategy not in ("dfs",) + SAMPLING:
+            raise ValueError(f"strategy {self.strategy!r}: the executor has dfs, {', '.join(SAMPLING)}")
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -115,9 +127,36 @@ class Violation:
     steps: list[Step] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Bound:
+    """What cut a search, as fields (`kind`: runs, seconds, depth, not_modelled, stopped, sampled;
+    `value`: the limit, the properties stopped at, or for a sample the strategy; `cut`: a
+    sample's own cut, a kind or ""). `text` is how reports say it (CodeResult.bound)."""
+
+    kind: str
+    value: object = None
+    cut: str = ""
+
+    def text(self, runs: int = 0) -> str:
+        if self.kind == "runs":
+            return f"{self.value} runs"
+        if self.kind == "seconds":
+            return f"{self.value:g} s"
+        if self.kind == "depth":
+            return f"runs longer than {self.value} steps"
+        if self.kind == "not_modelled":
+            return "a path not modelled"
+        if self.kind == "first":
+            return "stopped at the first violation"
+        if self.kind == "stopped":
+            return f"stopped once {', '.join(self.value)} were violated"
+        inner = Bound(self.cut, self.value[1]).text() if self.cut else f"{runs} runs"
+        return f"sampled by {self.value[0]} ({inner}): sampling is never exhaustive"
+
+
 @dataclass
 class CodeResult:
-    """Verdict per property, with how much was searched."""
+    """Verdict per property (the explorer's words: explorer/result.py), with how much was searched."""
 
     verdicts: dict[str, str]
     violations: dict[str, Violation]
@@ -129,6 +168,20 @@ class CodeResult:
     not_modelled: list[str]
     peak_rss_kib: int = 0
     not_judged: dict = field(default_factory=dict)  # property -> why this configuration cannot judge it
+    coverage: Optional[dict] = None  # the lines of the tree the check ran, when asked (rt/tracer.py)
+    limit: Optional[dict] = None  # what cut the search as fields (Bound); None: exhaustive
+
+    @property
+    def cut(self) -> Optional[Bound]:
+        return Bound(**self.limit) if self.limit else None
+
+    @property
+    def status(self) -> str:
+        """The search as one word: VERIFIED (exhaustive), NOT_MODELLED (a path not modelled was
+        reached) or BOUNDED (a limit cut it)."""
+        from prefetch_check.explorer.result import BOUNDED, NOT_MODELLED, VERIFIED
+
+        return VERIFIED if self.exhaustive else NOT_MODELLED if self.not_modelled else BOUNDED
 
     @classmethod
     def from_json(cls, data: dict) -> "CodeResult":

@@ -4,11 +4,14 @@ own process never imports the tree's code."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 from prefetch_check.model.code.config import CodeConfig, CodeLimits, CodeResult
 
@@ -19,7 +22,29 @@ class ExecutorError(RuntimeError):
     """The child could not run the tree (it does not load, it was killed, it timed out)."""
 
 
+def _registered(world: str) -> dict:
+    """A protocol registered at run time (a test's own) is unknown to the child, a fresh
+    interpreter: its descriptor (plain strings) and the folders its modules import from go with
+    the request, and the child registers it before anything asks for its world."""
+    from prefetch_check.model.protocols import registry
+
+    found = registry.descriptor(world)
+    if found is None or registry.is_builtin(world):
+        return {}
+    fields = dataclasses.asdict(found)
+    tops = {v.partition(":")[0].split(".")[0] for v in fields.values() if isinstance(v, str) and v and ":" in v}
+    paths = set()
+    for top in tops - {"prefetch_check"}:
+        spec = importlib.util.find_spec(top)
+        if spec is not None and spec.submodule_search_locations:
+            paths.add(str(Path(next(iter(spec.submodule_search_locations))).resolve().parent))
+    return {"descriptor": fields, "paths": sorted(paths)}
+
+
 def _child(request: dict, wall_seconds: float) -> dict:
+    world = request["config"].get("world", "")
+    if _registered(world):
+        request = {**request, "protocol": _registered(world)}
     with tempfile.TemporaryDirectory(prefix="prefetch-check-exec-") as work:
         try:
             # -B: the child writes no __pycache__ into the tree under test (nothing outside its folder)
@@ -37,11 +62,15 @@ def _child(request: dict, wall_seconds: float) -> dict:
     return answer
 
 
-def check_tree(srt_path, config: CodeConfig = CodeConfig(), limits: CodeLimits = CodeLimits()) -> CodeResult:
-    """Run the tree's own prefetch path under every schedule (up to `limits`) and judge it."""
-    request = {"srt": str(Path(srt_path).resolve()), "config": config.to_json(), "limits": limits.to_json()}
+def check_tree(srt_path, config: CodeConfig = CodeConfig(), limits: CodeLimits = CodeLimits(),
+               coverage: Optional[dict] = None) -> CodeResult:
+    """Run the tree's own prefetch path under every schedule (up to `limits`) and judge it.
+    `coverage`: None, or {"count": {file: [[first, last], ...]}} to trace which lines of the tree
+    ran (coverage_tracer.py), counting the runs of those spans; `result.coverage` has the answer."""
+    request = {"srt": str(Path(srt_path).resolve()), "config": config.to_json(), "limits": limits.to_json(),
+               **({"coverage": coverage} if coverage is not None else {})}
     answer = _child(request, limits.max_seconds + GRACE_SECONDS)
-    return CodeResult.from_json(answer["result"])
+    return CodeResult.from_json({**answer["result"], "coverage": answer.get("coverage")})
 
 
 def replay(srt_path, config: CodeConfig, schedule: list[str], limits: CodeLimits = CodeLimits()) -> dict:
@@ -51,10 +80,24 @@ def replay(srt_path, config: CodeConfig, schedule: list[str], limits: CodeLimits
     return _child(request, limits.max_seconds + GRACE_SECONDS)["replay"]
 
 
-def conform(srt_path, configs: list[dict], limits: CodeLimits = CodeLimits(), world: str = "ack-drain") -> list[dict]:
-    """The conformance check (conformance.py) of a tree against model configurations, each
-    {"name", "config" (conformance.config_to_json), "budget", "counterexamples", "mutant", "protocol"};
-    `world` the executor's world the tree runs in ("poll" for the predicate-poll protocol)."""
-    request = {"srt": str(Path(srt_path).resolve()), "config": CodeConfig(world=world).to_json(), "limits": limits.to_json(),
-               "conform": {"configs": configs}}
-    return _child(request, limits.max_seconds + GRACE_SECONDS)["conformance"]
+def conform(srt_path, configs: list[dict], limits: CodeLimits = CodeLimits()) -> list[dict]:
+    """The conformance check (conformance/check.py) of a tree against model configurations, each
+    {"name", "config" (its kit's config_to_json), "budget", "counterexamples", "mutant", "protocol"};
+    "protocol" names the registered protocol whose world the tree runs in (one for every item;
+    without it, CodeConfig's default world)."""
+    return conform_traced(srt_path, configs, limits)[0]
+
+
+def conform_traced(srt_path, configs: list[dict], limits: CodeLimits = CodeLimits(),
+                   coverage: Optional[dict] = None) -> tuple[list[dict], Optional[dict]]:
+    """`conform`, and with `coverage` (as check_tree's) the lines of the tree its replays ran."""
+    if not configs:
+        return [], None
+    protocols = {item.get("protocol", CodeConfig().world) for item in configs}
+    if len(protocols) != 1:
+        raise ValueError(f"one conformance check runs one protocol's world; the configurations name {sorted(protocols)}")
+    request = {"srt": str(Path(srt_path).resolve()), "config": CodeConfig(world=protocols.pop()).to_json(),
+               "limits": limits.to_json(), "conform": {"configs": configs},
+               **({"coverage": coverage} if coverage is not None else {})}
+    answer = _child(request, limits.max_seconds + GRACE_SECONDS)
+    return answer["conformance"], answer.get("coverage")

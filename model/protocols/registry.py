@@ -52,6 +52,7 @@ class Descriptor:
     source_shape_option: str = ""  # the config field a source predicate's shape must match ("": any fits)
     uniform: str = ""  # "module:function": (ranks=, requests=, pages=, policy=, **options) -> configuration
     short: str = ""  # how a benchmark row's configuration names it ("ack"); "" for the default
+    world: str = ""  # "module:attribute", the executor's WorldPack (model/code/pack.py); "": no world runs its trees
 
     def protocol_class(self) -> type:
         return _attribute(self.protocol)
@@ -86,6 +87,12 @@ class Descriptor:
 
     def uniform_config(self) -> Callable:
         return _attribute(self.uniform)
+
+    def world_pack(self):
+        """The executor's world of this protocol (model/code/pack.py's WorldPack)."""
+        if not self.world:
+            raise ValueError(f"the executor has no world for protocol {self.name!r}")
+        return _attribute(self.world)
 
     @property
     def scenario_key(self) -> str:
@@ -133,6 +140,12 @@ def unregister(name: str) -> None:
     if name in _REGISTRY.builtin:
         raise ValueError(f"{name!r} is built in")
     table.pop(name, None)
+
+
+def is_builtin(name: str) -> bool:
+    """Whether a protocol is one of BUILTIN's (known to every fresh process without registering)."""
+    _REGISTRY.table()
+    return name in _REGISTRY.builtin
 
 
 def descriptors() -> tuple[Descriptor, ...]:

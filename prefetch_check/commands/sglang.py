@@ -29,7 +29,7 @@ from prefetch_check.progress import RunProgress
 from prefetch_check.scenario import InputError, load_scenarios
 from prefetch_check.scenario.runner import Interrupted
 from prefetch_check.scenario.shipped import shipped_scenarios
-from prefetch_check.sglang import report, terminal
+from prefetch_check.sglang import coverage_report, report, terminal
 from prefetch_check.sglang.baseline import from_report, from_row, is_report
 from prefetch_check.sglang.cache import CACHE_ENV, cache_root
 from prefetch_check.sglang.code_checks import run_code
@@ -105,7 +105,7 @@ def execute(args) -> int:
     trees = _commit_trees(args, cache) if args.commits else _release_trees(args, cache, notes, args.specs)
     jobs = args.jobs or _cores()
     engines = ENGINES if args.engine == "both" else (args.engine,)
-    rows = [plan(tree, cases, args.cache_class, limit_defaults(jobs), engines=engines) for tree in trees]
+    rows = [plan(tree, cases, args.cache_class, limit_defaults(jobs), engines=engines, releases=cache) for tree in trees]
     base_row = _baseline_row(args, cache, notes, cases, limit_defaults(jobs), engines)
     every = rows + ([base_row] if base_row else [])
     try:
@@ -117,6 +117,7 @@ def execute(args) -> int:
                                      _code_progress(args.quiet))
     conformed_cached, conformed = run_conformance(
         [(row.srt, row.conformance) for row in every if row.conformance.planned], cache, jobs)
+    coverage_report.settle(every)  # coverage: a changed statement no check ran: "not checked", no verdicts
     if base_row is not None:
         base = from_row(base_row, args.baseline)
     found = changes(rows) if args.commits else []
@@ -184,7 +185,7 @@ def _baseline_row(args, cache: Path, notes: list[str], cases, limits: dict, engi
     if len(trees) != 1:
         raise InputError(f"--baseline {args.baseline}: names {len(trees)} trees; a baseline is one tree (a release, "
                          "a path) or a --json report")
-    return plan(trees[0], cases, args.cache_class, limits, engines=engines)
+    return plan(trees[0], cases, args.cache_class, limits, engines=engines, releases=cache)
 
 
 def _commit_trees(args, cache: Path) -> list[Tree]:

@@ -1,4 +1,6 @@
-"""`prefetch-check trace`: show the counterexample of one scenario / predicate / property.
+"""`prefetch-check trace`: show the counterexample of one scenario / predicate / property, or
+(`--code REPORT.json`) a counterexample of a tree's own code that `prefetch-check sglang --json`
+wrote, drawn by the same viewers (model/code/trace.py).
 
 Exit status: 0 a counterexample is shown, 1 the property has none (VERIFIED,
 BOUNDED or NOT APPLICABLE: the reason is printed), 2 bad input.
@@ -29,7 +31,11 @@ GRAPH_STATES = 5000  # default cap on the exported state graph (graphs are for s
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("scenario", metavar="SCENARIO", help="a scenario file")
+    parser.add_argument("scenario", metavar="SCENARIO", nargs="?", help="a scenario file (not with --code)")
+    parser.add_argument("--code", metavar="REPORT.json",
+                        help="instead of a scenario: the code counterexample of --property in a report of "
+                             "`prefetch-check sglang --json` (the first tree with one, or --release)")
+    parser.add_argument("--release", metavar="LABEL", help="with --code: the report's tree (its release label)")
     add_case_flag(parser)
     parser.add_argument("--predicate", default="buggy", metavar="P", help="buggy (default), fixed or package.module:function")
     parser.add_argument("--property", metavar="NAME", help="the property (default: the first one violated)")
@@ -65,6 +71,10 @@ def execute(args) -> int:
     if args.out and not Path(args.out).parent.is_dir():
         raise InputError(f"--out {args.out}: the folder {Path(args.out).parent} does not exist")
     view = viewer()
+    if args.code:
+        return _code_counterexample(view, args)
+    if args.scenario is None:
+        raise InputError("give a scenario file (or --code REPORT.json)")
     scenario, case = one_case(args.scenario, args.case)
     case = case.with_protocol(check_protocol(args.protocol, [scenario]))
     why = protocol_mismatch(*load_predicate(predicate), case.protocol)
@@ -122,3 +132,50 @@ def _emit(view, args, result, prop: str, title: str) -> None:
         print(f"wrote {args.format} to {args.out}")
     else:
         sys.stdout.write(text)
+
+
+def _code_counterexample(view, args) -> int:
+    """--code REPORT.json: the code's counterexample of a property, as the model's are drawn."""
+    import json
+
+    from prefetch_check.model.code.trace import to_trace
+
+    if args.scenario is not None or args.format in ("dot", "graphml"):
+        raise InputError("--code draws a report's code counterexample: no scenario, and no state graph (dot, graphml)")
+    try:
+        report = json.loads(Path(args.code).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"--code {args.code}: cannot read a JSON report: {exc}") from None
+    rows = [r for r in report.get("releases", []) if args.release in (None, r.get("release"))]
+    found = [(row["release"], prop, entry) for row in rows
+             for prop, entry in ((row.get("code") or {}).get("properties") or {}).items()
+             if entry.get("verdict") == VIOLATED and args.property in (None, prop)]
+    if not found:
+        what = f"of {args.property}" if args.property else "at all"
+        where = f"tree {args.release}" if args.release else "any tree"
+        print(f"{args.code}: the code of {where} has no counterexample {what}")
+        return 1
+    release, prop, entry = found[0]
+    if "trace" not in entry:
+        raise InputError(f"--code {args.code}: {release} {prop} has no steps (a report written before they were "
+                         "kept): run prefetch-check sglang --json again")
+    code = to_trace({"prop": prop, "message": entry["reason"], "consequence": entry["consequence"],
+                     "steps": entry["trace"]})
+    from prefetch_check.explorer.view.layout import build_view
+
+    shown = build_view(code.model, code.trace, code.result, f"{release} · its code, {entry['case']} · {prop}")
+    if args.format == "terminal":
+        out = open(args.out, "w", encoding="utf-8") if args.out else None
+        try:
+            view.render_view(shown, console=output_console(out) if out else output_console())
+        finally:
+            if out:
+                out.close()
+        return 0
+    text = view.render_view(shown, args.format)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {args.format} to {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0

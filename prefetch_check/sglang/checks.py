@@ -27,10 +27,14 @@ from prefetch_check.model.source.predicate import builtin_protocol, load_source_
 from prefetch_check.scenario.loader import Case, Scenario
 from prefetch_check.scenario.runner import Task, run_tasks
 from prefetch_check.sglang import followed, verdict_cache
+from prefetch_check.sglang.cache import cache_root
+from prefetch_check.sglang.changed import Changes, nearest_changes
 from prefetch_check.sglang.consequence import consequence
 from prefetch_check.sglang.families import classify
 from prefetch_check.sglang.code_checks import CodeCheck, plan_code
+from prefetch_check.sglang.code_world import own_files
 from prefetch_check.sglang.conformance_checks import ConformanceCheck, plan_conformance
+from prefetch_check.sglang.mappings import conformed
 from prefetch_check.sglang.followed import Followed
 from prefetch_check.sglang.settings import non_default_settings
 from prefetch_check.sglang.versions import is_version
@@ -44,6 +48,7 @@ from prefetch_check.sglang.trees import Tree
 
 TRANSCRIPTION = "fixed"  # our transcription of the releases' predicate, in each protocol
 CHECKED, NO_SCENARIOS, NOT_READ, NOT_MODELLED = "checked", "no scenarios", "not read", "not modelled"
+NOT_CHECKED = "not checked"  # coverage: a changed statement no case of the code engine ran (coverage_report.py)
 NOT_ASKED = "model not asked"
 MODEL, CODE = "model", "code"  # the engines: our protocol model, the tree's own code executed
 ENGINES = (MODEL, CODE)
@@ -119,7 +124,6 @@ class PropertyVerdict:
 # the runs a verdict is taken over: all, those under upstream's stated assumptions, those of the
 # scenarios that give one up (Scenario.drops_assumption)
 ALL, UPSTREAM, DROPPED = "all", "upstream", "dropped"
-CONFORMED = ("ack-drain", "predicate-poll")  # the protocols with a refinement mapping (conformance_checks.py)
 
 
 @dataclass
@@ -139,6 +143,8 @@ class ReleaseCheck:
     code: CodeCheck = field(default_factory=CodeCheck)  # the tree's own code, executed (code_checks.py)
     conformance: ConformanceCheck = field(default_factory=ConformanceCheck)  # conformance_checks.py
     srt: Optional[Path] = None  # the tree's sglang/srt folder
+    changed: Optional[Changes] = None  # coverage: its statements that differ from the nearest followed release
+    coverage: Optional[object] = None  # coverage: what its code checks ran (coverage_report.TreeCoverage)
 
     @property
     def protocol(self) -> Optional[str]:
@@ -175,16 +181,18 @@ class ReleaseCheck:
 
 
 def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cache_class: Optional[str],
-         limit_defaults: dict, follows: Optional[Followed] = None, engines: tuple[str, ...] = ENGINES) -> ReleaseCheck:
+         limit_defaults: dict, follows: Optional[Followed] = None, engines: tuple[str, ...] = ENGINES,
+         releases: Optional[Path] = None) -> ReleaseCheck:
     """Everything about one tree short of running the searches. `scenarios` maps a protocol name
     to its chosen (scenario, case index, case) triples; `follows` the releases the model follows
     (default: the fingerprints shipped with prefetch-check); `engines` which engines answer
-    (MODEL: the scenarios on the model, for trees it follows; CODE: the executor on the tree)."""
+    (MODEL: the scenarios on the model, for trees it follows; CODE: the executor on the tree);
+    `releases` where a followed release an edited tree is compared with is fetched (changed.py)."""
     row = ReleaseCheck(tree.label, srt=tree.srt)
     if tree.srt is None:
         row.note = tree.error
         return row
-    files = read_protocol_files(tree.srt)
+    files = read_protocol_files(tree.srt, own_files())
     if not has_storage_prefetch(files):
         row.status, row.note = NOT_MODELLED, NO_STORAGE_PREFETCH
         return row
@@ -192,8 +200,9 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     taken = tree_shape(files, cache_class, follows)
     shape, row.path, row.path_differs = taken.shape, taken.path, taken.differing
     row.shape, row.family = shape, classify(shape)
-    if CODE in engines:
-        row.code = plan_code(tree.srt, shape)
+    if CODE in engines:  # coverage: the statements an edit changed, whose runs the child counts
+        row.changed = nearest_changes(files, row.path, follows, [r for r in (releases, cache_root()) if r])
+        row.code = plan_code(tree.srt, shape, row.changed.spans() if row.changed else None)
     if MODEL not in engines:
         row.status, row.note = NOT_ASKED, "the model was not asked (--engine code)"
         return row
@@ -204,11 +213,11 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     if not release.modelled and taken.nearest is not None:
         nearest, near_shape = taken.nearest
         compared = release_protocol(near_shape, classify(near_shape))
-    if CODE in engines and row.code.ran and compared.modelled and compared.protocol in CONFORMED:
+    if CODE in engines and row.code.ran and compared.modelled and conformed(compared.protocol):
         cases = [(case.name, config) for case, config in _applied(scenarios.get(compared.protocol, []), compared)]
         row.conformance = plan_conformance(tree.srt, compared.options, cases, compared.protocol,
-                                           shape.predicate.value or "")
-    elif release.protocol in CONFORMED:
+                                           shape.predicate.value or "", row.changed.spans() if row.changed else None)
+    elif release.protocol and conformed(release.protocol):
         row.conformance.note = ("no conformance check: " + (row.code.note or "the code engine was not asked")
                                 if not row.code.ran else "no conformance check: the release's options are not modelled")
     if shape.predicate.value:
@@ -390,6 +399,9 @@ def exit_status(rows: list[ReleaseCheck], baseline=None) -> int:
         # a tree whose code diverges from the model: the model's verdicts are withheld (not judged)
         verdicts = [] if row.withheld else [(prop, v.verdict) for prop, v in row.verdicts("own").items()]
         verdicts += [(CODE_PREFIX + prop, v.verdict) for prop, v in row.code.verdicts().items()]
+        if row.status == NOT_CHECKED:  # coverage: no verdict of either engine, never the release's
+            unjudged = True
+            continue
         for prop, verdict in verdicts:
             if verdict not in (VIOLATED, BOUNDED):
                 continue

@@ -4,13 +4,13 @@ Why: the model answers only for trees whose prefetch path is a followed release'
 honest floor, followed.py), so an edited tree used to get no verdict at all. The executor
 (prefetch_check.model.code, docs/executor.md) runs the tree's own prefetch functions under
 every schedule of a few small deployments, with stand-ins for the world, in a sandboxed
-child process; what it finds is about the code as written, edited or not. It runs the
-ack-drain UnifiedRadixCache of 0.5.19 on and the predicate-poll HiRadixCache of 0.5.1-0.5.18,
-each in its own world, chosen by the classes and threads the tree has (code_world.py); other
-trees say why they get no code verdicts.
+child process; what it finds is about the code as written, edited or not. It runs each
+protocol's world (the ack-drain UnifiedRadixCache of 0.5.19 on, the predicate-poll HiRadixCache
+of 0.5.1-0.5.18), chosen by the classes and threads the tree has (code_world.py); other trees
+say why they get no code verdicts.
 
-Each case is one executor configuration (ranks x requests, what storage holds and fails,
-prefetching again, aborts). Per property the report shows the worst verdict over the cases
+Each case is one executor configuration (its protocol's mapping lists them: mappings/): ranks x requests, what storage holds and
+fails, prefetching again, aborts. Per property the report shows the worst verdict over the cases
 and, for a violation, the shortest counterexample: its case, its length in steps, the file:line
 where it is decided, and its consequence. Results are cached like the model's, keyed by the
 executor's own code, the bytes of every file the child loads from the tree, the case and the
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -28,15 +29,16 @@ from pathlib import Path
 from typing import Optional
 
 import prefetch_check.model.code as executor_package
-from prefetch_check.explorer.result import BOUNDED, VERIFIED, VIOLATED
+from prefetch_check.explorer.result import BOUNDED, NOT_JUDGED, VERIFIED, VIOLATED
 from prefetch_check.model.code import CodeConfig, CodeLimits, ExecutorError, check_tree
-from prefetch_check.model.code.loader import REAL, REAL_POLL, module_name
+from prefetch_check.model.code.config import Bound
+from prefetch_check.model.code.pack import pack
+from prefetch_check.model.code.rt.loader import module_name
 from prefetch_check.sglang import verdict_cache
-from prefetch_check.sglang.code_world import world_of
-from prefetch_check.sglang.locate import PROTOCOL_FILES
+from prefetch_check.sglang.code_world import own_class, world_of
+from prefetch_check.sglang.mappings import mapping
 
 FOLDER = "code-verdicts"
-NOT_JUDGED = "NOT JUDGED"
 LIMITS = CodeLimits(max_seconds=120)
 
 
@@ -51,42 +53,6 @@ class Case:
     limits: CodeLimits = LIMITS
 
 
-CASES: tuple[Case, ...] = (
-    Case("1 rank x 1 request", CodeConfig(ranks=1)),
-    Case("2 ranks x 1 request", CodeConfig(ranks=2)),
-    Case("2 ranks, rank 0 cannot read page 1", CodeConfig(ranks=2, failing=((1,), ()))),
-    Case("2 ranks, rank 0 has no hits", CodeConfig(ranks=2, hits=(0, 2))),
-    Case("2 ranks, rank 0's storage query raises", CodeConfig(ranks=2, query_raises=(True, False))),
-    Case("1 rank, 1 request prefetched again", CodeConfig(ranks=1, reissue=True)),
-    Case("1 rank x 2 requests", CodeConfig(ranks=1, requests=2)),
-    Case("1 rank, best_effort", CodeConfig(ranks=1, policy="best_effort")),
-    # the stale operation's late steps against the newer one (0.5.20-0.5.23's stale-hit revoke,
-    # 0.5.19's rid-matched ACKs): the whole search takes minutes, so it stops at the first
-    # violation of operation_identity and judges nothing else
-    Case("1 rank, prefetched again, best_effort", CodeConfig(ranks=1, policy="best_effort", reissue=True),
-         judges=("operation_identity",),
-         limits=CodeLimits(max_seconds=90, stop_on=("operation_identity",))),
-)
-# The predicate-poll world (HiRadixCache 0.5.1-0.5.18). Cut to what finishes per release in
-# seconds: every 1-rank case is exhaustive; 1 rank x 2 requests and an exhaustive 2-rank search
-# do not finish in minutes (docs/executor.md), so each 2-rank case is a bounded search of a fixed
-# number of runs (deterministic, so its result is cached), run only for the properties that need
-# its second rank; a violation it finds is real, anything else it leaves BOUNDED.
-POLL = dict(world="poll")
-POLL_RUNS = 200
-POLL_CASES: tuple[Case, ...] = (
-    Case("1 rank x 1 request", CodeConfig(ranks=1, **POLL)),
-    Case("1 rank, best_effort", CodeConfig(ranks=1, policy="best_effort", **POLL)),
-    Case("1 rank, cannot read page 1", CodeConfig(ranks=1, failing=((1,),), **POLL)),
-    Case("1 rank, no hits, threshold 0", CodeConfig(ranks=1, hits=(0,), threshold_pages=0, **POLL)),
-    Case(f"2 ranks x 1 request, {POLL_RUNS:,} runs", CodeConfig(ranks=2, **POLL),
-         judges=("tp_agreement", "deadlock_freedom"), limits=CodeLimits(max_runs=POLL_RUNS, max_seconds=240)),
-    # the short read of one rank: the tail given back twice (0.5.1.post3-0.5.5)
-    Case(f"2 ranks, rank 0 cannot read page 1, {POLL_RUNS:,} runs", CodeConfig(ranks=2, failing=((1,), ()), **POLL),
-         judges=("host_memory", "progress"),
-         limits=CodeLimits(max_runs=POLL_RUNS, max_seconds=240, stop_on=("host_memory",))),
-)
-LOADED = {"ack-drain": PROTOCOL_FILES, "poll": REAL_POLL}  # the files a world's child may load
 WORST = {VIOLATED: 0, BOUNDED: 1, VERIFIED: 2, NOT_JUDGED: 3}
 
 
@@ -102,6 +68,7 @@ class CodeRun:
     result: Optional[dict] = None  # CodeResult.to_json()
     cached: bool = False
     error: str = ""  # the executor could not run the tree at all
+    count: dict = field(default_factory=dict)  # coverage: file -> spans whose runs the child counts (changed.py)
 
     def verdict_of(self, prop: str) -> str:
         if self.judges and prop not in self.judges:
@@ -128,6 +95,7 @@ class CodeCheck:
 
     runs: list[CodeRun] = field(default_factory=list)
     note: str = ""  # why the executor did not run (another protocol, a class it does not run)
+    withheld: str = ""  # coverage: why its verdicts are not given (a changed statement no case ran)
 
     @property
     def ran(self) -> bool:
@@ -144,6 +112,8 @@ class CodeCheck:
 
     def verdicts(self) -> dict[str, CodeVerdict]:
         """Per property, the worst verdict over the cases (a case that could not run: BOUNDED)."""
+        if self.withheld:  # coverage: code it did not run gets no verdict (coverage_report.py)
+            return {}
         names: list[str] = []
         for run in self.runs:
             for name in (run.result or {}).get("verdicts", {}):
@@ -173,20 +143,25 @@ class CodeCheck:
 
 
 def world_for(srt: Path, shape) -> tuple[Optional[str], str]:
-    """The executor world of this tree's judged class (code_world.py), or why there is none."""
-    if shape is None or shape.judged_class.value is None:
+    """The protocol whose executor world runs this tree's judged class (code_world.py), or why
+    there is none. A tree the detector finds no class in may hold a class a mapping names the
+    file of (`own_class`)."""
+    judged = shape.judged_class.value if shape is not None else None
+    judged = judged or own_class(srt)
+    if judged is None:
         return None, "the executor needs the cache class to run (none found)"
-    world, why = world_of(srt, shape.judged_class.value)
-    if world == "ack-drain":
-        why = missing_module(srt)
+    world, why = world_of(srt, judged)
+    if world is not None:
+        why = missing_module(srt, pack(world).files)
     return (world if not why else None), why
 
 
-def missing_module(srt: Path) -> str:
-    """Why not, when a file the executor runs as written is missing although the tree imports it
-    (a stub would stand in for code that exists upstream: a partial copy, not a release)."""
-    present = {rel: (srt / rel).read_text(encoding="utf-8", errors="replace") for rel in REAL if (srt / rel).is_file()}
-    for rel in REAL:
+def missing_module(srt: Path, files: tuple[str, ...]) -> str:
+    """Why not, when a file the executor runs as written (`files`, its world's) is missing although
+    the tree imports it (a stub would stand in for code that exists upstream: a partial copy, not
+    a release)."""
+    present = {rel: (srt / rel).read_text(encoding="utf-8", errors="replace") for rel in files if (srt / rel).is_file()}
+    for rel in files:
         if rel in present:
             continue
         importers = [other for other, text in present.items() if module_name(rel) in text]
@@ -195,18 +170,24 @@ def missing_module(srt: Path) -> str:
     return ""
 
 
-@lru_cache(maxsize=1)
-def executor_fingerprint() -> str:
-    """A digest of the executor's own sources: an edited executor never reads stale results."""
+@lru_cache(maxsize=None)
+def executor_fingerprint(world: str = "") -> str:
+    """A digest of the executor's own sources, and of `world`'s pack folder when it lives outside
+    them (a protocol registered from elsewhere): an edited executor or world never reads stale results."""
     digest = hashlib.sha256()
     root = Path(executor_package.__file__).parent
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
+    folders = [root]
+    if world:
+        own = Path(sys.modules[pack(world).load.__module__].__file__).resolve().parent
+        folders += [] if own.is_relative_to(root.resolve()) else [own]
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(path.relative_to(folder).as_posix().encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
-def tree_digest(srt: Path, files: tuple[str, ...] = PROTOCOL_FILES) -> str:
+def tree_digest(srt: Path, files: tuple[str, ...]) -> str:
     """A digest of every file the child may load from the tree (absent ones count as absent)."""
     digest = hashlib.sha256()
     for rel in files:
@@ -216,17 +197,19 @@ def tree_digest(srt: Path, files: tuple[str, ...] = PROTOCOL_FILES) -> str:
     return digest.hexdigest()
 
 
-def plan_code(srt: Path, shape) -> CodeCheck:
-    """The executor's runs for one tree (not run yet), or why there are none."""
+def plan_code(srt: Path, shape, count: Optional[dict] = None) -> CodeCheck:
+    """The executor's runs for one tree (not run yet), or why there are none. `count`: the spans
+    of lines whose runs the child counts (coverage: the statements an edit changed, changed.py)."""
     world, why = world_for(srt, shape)
     if why:
         return CodeCheck(note=why)
-    tree = tree_digest(srt, LOADED[world])
+    tree = tree_digest(srt, pack(world).files)
     runs = []
-    for case in (POLL_CASES if world == "poll" else CASES):
-        text = json.dumps([executor_fingerprint(), tree, case.config.to_json(), case.limits.to_json()], sort_keys=True)
+    for case in mapping(world).cases:
+        parts = [executor_fingerprint(world), tree, case.config.to_json(), case.limits.to_json()] + ([count] if count else [])
+        text = json.dumps(parts, sort_keys=True)
         runs.append(CodeRun(hashlib.sha256(text.encode()).hexdigest(), case.name, case.config, case.limits,
-                            case.judges))
+                            case.judges, count=dict(count or {})))
     return CodeCheck(runs)
 
 
@@ -252,7 +235,8 @@ def run_code(checks: list[tuple[Path, CodeCheck]], cache: Path, jobs: int, progr
             result, error = None, failed[srt]
         else:
             try:
-                result, error = check_tree(srt, first.config, first.limits).to_json(), ""
+                # coverage: every check traces the lines it runs (coverage_tracer.py)
+                result, error = check_tree(srt, first.config, first.limits, {"count": first.count}).to_json(), ""
             except ExecutorError as exc:
                 result, error = None, f"the executor could not run it: {str(exc).splitlines()[0]}"
                 failed[srt] = error
@@ -280,7 +264,7 @@ def _deterministic_bound(run: CodeRun, result: dict) -> bool:
     """A search cut by something other than the clock may be stored: the search is deterministic,
     so the same key gives the same result. At the violation it was run for, at its number of
     runs, at a path not modelled (the search goes on past it, without VERIFIED), at its depth."""
-    if result.get("bound") in (f"{run.limits.max_runs} runs", "a path not modelled",
-                               f"runs longer than {run.limits.max_depth} steps"):
+    cut = Bound(**result["limit"]) if result.get("limit") else None
+    if cut is not None and cut.kind in ("runs", "not_modelled", "depth"):
         return True
     return bool(run.limits.stop_on) and all(result["verdicts"].get(p) == VIOLATED for p in run.limits.stop_on)

@@ -3,7 +3,7 @@
 Why: the model may answer for a tree only where its code has been shown to do what the model
 does (issue 22). For each tree the executor runs (the ack-drain UnifiedRadixCache of 0.5.19 on,
 the predicate-poll HiRadixCache of 0.5.1-0.5.18, each with its protocol's budget), the conformance
-check (prefetch_check.model.code.conformance, in the executor's sandboxed child) replays model
+check (prefetch_check.model.code.conformance.check, in the executor's sandboxed child) replays model
 schedules on the tree's own code: the counterexamples of the chosen scenario cases the
 executor's world can build, and every step between the reachable states of a few small
 configurations up to a budget. A tree that diverges gets the divergence and its code's verdicts
@@ -19,16 +19,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional
 
-from prefetch_check.model.code import CodeLimits, ExecutorError, conformance_poll
-from prefetch_check.model.code.conformance_configs import BUDGETS, Budget, budget_config, config_to_json, unsupported
-from prefetch_check.model.code.runner import conform
-from prefetch_check.model.protocols.ack_drain.config import AckConfig
+from prefetch_check.model.code import CodeLimits, ExecutorError
+from prefetch_check.model.code.pack import pack
+from prefetch_check.model.code.runner import conform_traced
 from prefetch_check.sglang import verdict_cache
-from prefetch_check.sglang.code_checks import LOADED, executor_fingerprint, tree_digest
+from prefetch_check.sglang.code_checks import executor_fingerprint, tree_digest
+from prefetch_check.sglang.mappings import mapping
 
 FOLDER = "conformance"
 LIMITS = CodeLimits(max_seconds=300)
-__all__ = ["BUDGETS", "Budget", "ConformanceCheck", "plan_conformance", "run_conformance"]
+__all__ = ["ConformanceCheck", "plan_conformance", "run_conformance"]
 
 
 @dataclass
@@ -39,10 +39,12 @@ class ConformanceCheck:
     items: list = field(default_factory=list)  # the child's configurations
     skipped: list = field(default_factory=list)  # (case, why the executor cannot build it)
     answers: Optional[list] = None
-    world: str = "ack-drain"  # the executor's world the tree runs in ("poll": the predicate-poll protocol)
+    protocol: str = ""  # the protocol whose world the tree's code runs in, and whose model it is compared with
     cached: bool = False
     error: str = ""
     note: str = ""  # why there is no check
+    count: dict = field(default_factory=dict)  # coverage: file -> spans whose runs the child counts (changed.py)
+    coverage: Optional[dict] = None  # coverage: the lines of the tree its replays ran (coverage_tracer.py)
 
     @property
     def planned(self) -> bool:
@@ -99,38 +101,35 @@ class ConformanceCheck:
         return "; ".join(f"{i['name']}: {one(i)}" for i in self.items)
 
 
-def plan_conformance(srt, options: dict, cases: list[tuple[str, AckConfig]], protocol: str = "ack-drain",
-                     predicate: str = "") -> ConformanceCheck:
+def plan_conformance(srt, options: dict, cases: list[tuple[str, object]], protocol: str,
+                     predicate: str = "", count: Optional[dict] = None) -> ConformanceCheck:
     """The conformance check of a tree under the release's `options`: the budget configurations
-    of its protocol ("ack-drain", or "predicate-poll" for 0.5.1-0.5.18) and the counterexamples of
-    `cases` (name, configuration with the options applied) the executor's world can build. A poll
-    tree's model runs under the tree's own predicate (`predicate`: "FILE.py:Class.method" below
-    srt; 0.5.1-0.5.1.post2's is not the fixed one); an ack-drain tree's under the fixed one."""
-    poll = protocol == "predicate-poll"
-    budgets, to_json, why_not = ((conformance_poll.BUDGETS, conformance_poll.config_to_json, conformance_poll.unsupported)
-                                 if poll else (BUDGETS, config_to_json, unsupported))
-    make = conformance_poll.budget_config if poll else budget_config
-    tag = {"protocol": "poll", "predicate": predicate} if poll else {}
+    of its protocol (its world pack's conformance kit) and the counterexamples of `cases` (name,
+    model configuration with the options applied) the executor's world can build. The model runs
+    under the tree's own predicate where the protocol's mapping says so (`predicate`:
+    "FILE.py:Class.method" below srt; 0.5.1-0.5.1.post2's is not the fixed one), else under the
+    fixed one."""
+    kit = pack(protocol).conformance
+    tag = {"protocol": protocol, **({"predicate": predicate} if mapping(protocol).own_predicate else {})}
     items, skipped = [], []
-    for b in budgets:
-        cfg = make(b, options)
-        why = why_not(cfg) if poll else ""
+    for b in kit.budgets:
+        cfg = kit.budget_config(b, options)
+        why = kit.unsupported(cfg)
         if why:
             skipped.append((b.name, why))
             continue
-        items.append({"name": b.name, "config": to_json(cfg), "budget": b.states, "near": b.near,
+        items.append({"name": b.name, "config": kit.config_to_json(cfg), "budget": b.states, "near": b.near,
                       "cover": b.cover, "counterexamples": getattr(b, "counterexamples", True), **tag})
     for name, cfg in cases:
-        why = why_not(cfg) or ("more than 2 ranks" if cfg.ranks > 2 else "")
+        why = kit.unsupported(cfg) or ("more than 2 ranks" if cfg.ranks > 2 else "")
         if why:
             skipped.append((name, why))
             continue
-        items.append({"name": name, "config": to_json(cfg), "budget": 0, "counterexamples": True, **tag})
-    world = "poll" if poll else "ack-drain"
-    parts = ([executor_fingerprint(), tree_digest(srt, LOADED[world]), items, LIMITS.to_json(), world] if poll
-             else [executor_fingerprint(), tree_digest(srt), items, LIMITS.to_json()])
-    text = json.dumps(parts, sort_keys=True)
-    return ConformanceCheck(hashlib.sha256(text.encode()).hexdigest(), items, skipped, world=world)
+        items.append({"name": name, "config": kit.config_to_json(cfg), "budget": 0, "counterexamples": True, **tag})
+    parts = [executor_fingerprint(), tree_digest(srt, pack(protocol).files), items, LIMITS.to_json(), protocol]
+    text = json.dumps(parts + ([count] if count else []), sort_keys=True)  # coverage: the spans counted
+    return ConformanceCheck(hashlib.sha256(text.encode()).hexdigest(), items, skipped, protocol=protocol,
+                            count=dict(count or {}))
 
 
 def run_conformance(checks: list[tuple[object, ConformanceCheck]], cache, jobs: int) -> tuple[int, int]:
@@ -141,7 +140,7 @@ def run_conformance(checks: list[tuple[object, ConformanceCheck]], cache, jobs: 
     for srt, check in checks:
         stored = verdict_cache.read(cache, check.key, FOLDER)
         if stored is not None:
-            check.answers, check.cached = stored["answers"], True
+            check.answers, check.cached, check.coverage = stored["answers"], True, stored.get("coverage")
             cached += 1
         else:
             todo.append((srt, check))
@@ -149,11 +148,11 @@ def run_conformance(checks: list[tuple[object, ConformanceCheck]], cache, jobs: 
     def execute(entry):
         srt, check = entry
         try:
-            check.answers = conform(srt, check.items, LIMITS, check.world)
+            check.answers, check.coverage = conform_traced(srt, check.items, LIMITS, {"count": check.count})
         except ExecutorError as exc:
             check.error = f"the conformance check could not run: {str(exc).splitlines()[0]}"
             return
-        verdict_cache.store(cache, check.key, {"answers": check.answers}, FOLDER)
+        verdict_cache.store(cache, check.key, {"answers": check.answers, "coverage": check.coverage}, FOLDER)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(execute, todo))

@@ -61,19 +61,37 @@ def _download(version: str, root: Path, dest: Path, runner: Runner) -> Path:
                 f"cannot download sglang=={version} with pip ({last_error_line(result)}); without the package "
                 f"index only cached releases run (cached in {root}: {cached})")
         archive = archives[0]
-        shutil.rmtree(dest, ignore_errors=True)
-        kept = _extract(archive, dest / "sglang" / "srt")
+        staged = work / "release"  # extracted aside, then renamed into place whole: a process reading
+        kept = _extract(archive, staged / "sglang" / "srt")  # the cache never sees half a release
         if not kept:
             raise SglangSourceError(f"{archive.name}: holds no sglang/srt source files")
-        (dest / SOURCE_FILE).write_text(json.dumps({
+        (staged / SOURCE_FILE).write_text(json.dumps({
             "version": version, "archive": archive.name, "archive_bytes": archive.stat().st_size,
             "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "files": [rel for rel in kept if rel in PROTOCOL_FILES], "kept": KEEP, "source_files": len(kept),
-            "source_bytes": sum((dest / "sglang" / "srt" / rel).stat().st_size for rel in kept),
+            "source_bytes": sum((staged / "sglang" / "srt" / rel).stat().st_size for rel in kept),
             "wanted": list(PROTOCOL_FILES)}, indent=1))
+        _install(staged, dest, work)
         return dest / "sglang" / "srt"
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _install(staged: Path, dest: Path, work: Path) -> None:
+    """Put a staged release at `dest` by renames only. Another process (a test worker, a second
+    command) may have put a complete one there first: then that one stays."""
+    if _complete(dest / SOURCE_FILE):
+        return
+    if dest.exists():  # an incomplete fetch of an older prefetch-check: moved aside, removed with `work`
+        try:
+            dest.rename(work / "replaced")
+        except OSError:
+            pass
+    try:
+        staged.rename(dest)
+    except OSError:
+        if not _complete(dest / SOURCE_FILE):
+            raise
 
 
 def _complete(source: Path) -> bool:

@@ -86,16 +86,18 @@ class SrtFiles(Mapping):
         return len(self._names)
 
 
-def read_protocol_files(srt: Path) -> dict[str, str]:
-    """{path below sglang/srt: text} of each protocol file present (absent ones are left out) and of
-    every file the prefetch path of each cache class reaches in the tree (path_code.py)."""
-    return read_path_files(SrtFiles.of_folder(srt))
+def read_protocol_files(srt: Path, extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """{path below sglang/srt: text} of each protocol file present (absent ones are left out), of
+    the `extra` ones (the files registered mappings name for their judged classes) and of every
+    file the prefetch path of each cache class reaches in the tree (path_code.py)."""
+    return read_path_files(SrtFiles.of_folder(srt), extra)
 
 
-def read_path_files(tree: Mapping[str, str]) -> dict[str, str]:
-    """The protocol files and the files the prefetch paths reach, out of all the tree's files: what
-    the path of every cache class, computed again from this dict alone, reads the same."""
-    out = {rel: tree[rel] for rel in PROTOCOL_FILES if rel in tree}
+def read_path_files(tree: Mapping[str, str], extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """The protocol files, the `extra` ones and the files the prefetch paths reach, out of all the
+    tree's files: what the path of every cache class, computed again from this dict alone, reads
+    the same."""
+    out = {rel: tree[rel] for rel in PROTOCOL_FILES + tuple(extra) if rel in tree}
     paths = {}
     for cls, rel in sorted(CACHE_FILES.items()):
         if rel in tree:

@@ -4,7 +4,7 @@ Why a value of its own: a verdict on a real release is only worth something when
 the model has a choice for is the release's own, so each option carries the detection that
 settled it (shown in the row), and anything the model cannot represent stops the row with
 "not modelled: <what>" instead of a verdict on another release's steps. The protocols'
-mappings (poll_options.py, ack_drain_options.py) fill it from a `Shape` (shape.py).
+mappings (mappings/<protocol>/options.py) fill it from a `Shape` (shape.py).
 """
 
 from __future__ import annotations

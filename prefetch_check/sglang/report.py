@@ -22,7 +22,7 @@ from prefetch_check.sglang.checks import (
 )
 from prefetch_check.sglang.code_checks import NOT_JUDGED
 from prefetch_check.sglang.history import Change
-from prefetch_check.sglang import verdict_cache
+from prefetch_check.sglang import coverage_report, verdict_cache
 
 COLUMNS = ("release", "predicate (file:Class.method)", "shape", "property", "model, all schedules",
            "only without an upstream assumption", f"ours ({TRANSCRIPTION})", "its code, executed")
@@ -147,7 +147,7 @@ def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, .
                     "-", why, "", "", code_note(row)))
         for prop in code:
             out.append(("", "", "", prop, "", "", "", code_text(row, prop, notes, code_marks.get(prop, ""))))
-        return out
+        return out + coverage_report.table_rows(row)  # coverage: what its code checks ran
     own, dropped = row.verdicts("own", UPSTREAM), row.verdicts("own", DROPPED)
     ours = row.verdicts("ours", UPSTREAM)
     marks = base.marks(row) if base is not None else {}
@@ -176,7 +176,7 @@ def rows_of(row: ReleaseCheck, notes: Footnotes, base=None) -> list[tuple[str, .
             verdict_text(ours.get(prop), notes, same_as=own.get(prop)),
             code or (note if i == 0 else ""),
         ))
-    return out
+    return out + coverage_report.table_rows(row)  # coverage: what its code checks ran
 
 
 def conformance_text(row: ReleaseCheck) -> str:
@@ -343,6 +343,13 @@ def code_trace_lines(rows: list[ReleaseCheck], prop: str) -> list[str]:
     return out
 
 
+def _code_steps(row: ReleaseCheck, prop: str, case: str) -> list[dict]:
+    """The steps of the code's counterexample (the executor's Step as JSON): what
+    `prefetch-check trace --code REPORT.json` draws with the model's viewers (model/code/trace.py)."""
+    run = next(r for r in row.code.runs if r.case == case and r.result)
+    return run.result["violations"][prop]["steps"]
+
+
 def _code_json(row: ReleaseCheck, base=None) -> dict:
     """The executor's answer for the tree: engine "code", its cases and per property the verdict."""
     marks = base.code_marks(row) if base is not None else {}
@@ -351,7 +358,8 @@ def _code_json(row: ReleaseCheck, base=None) -> dict:
         entry = {"verdict": v.verdict}
         if v.verdict == VIOLATED:
             entry.update(case=v.case, steps=v.steps, site=v.site, reason=v.reason, consequence=v.consequence,
-                         schedule=list(v.schedule), command=code_verdict(row, prop, v).command)
+                         schedule=list(v.schedule), command=code_verdict(row, prop, v).command,
+                         trace=_code_steps(row, prop, v.case))
         elif v.verdict == BOUNDED:
             entry.update(case=v.case, reason=v.reason)
         if prop in marks:
@@ -365,7 +373,7 @@ def _code_json(row: ReleaseCheck, base=None) -> dict:
         "rests_on": code_rests_on(row.code) if row.code.ran else "",
         "cases": [{"case": run.case, "config": run.config.to_json(), "judges": list(run.judges) or "all",
                    "cached": run.cached, "error": run.error,
-                   **({k: run.result[k] for k in ("runs", "states", "seconds", "exhaustive", "bound")}
+                   **({k: run.result.get(k) for k in ("runs", "states", "seconds", "exhaustive", "bound", "limit")}
                       if run.result else {})} for run in row.code.runs],
         "properties": props,
     }
@@ -395,6 +403,8 @@ def row_json(row: ReleaseCheck, base=None) -> dict:
             "differing": [{"piece": p.name, "file": p.file, "line": p.line} for p in row.path_differs],
         }
     out["code"] = _code_json(row, base)
+    if row.coverage is not None:  # coverage: per function of the path, per changed statement (coverage_report.py)
+        out["coverage"] = coverage_report.to_json(row)
     out["conformance"] = _conformance_json(row)
     if row.status == CHECKED:
         out["properties"] = _properties_json(row)

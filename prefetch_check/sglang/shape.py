@@ -2,7 +2,7 @@
 it was read (file:line below sglang/srt/ and what was seen there).
 
 Why a module of its own: the detector (detect.py) fills it, the family table (families.py),
-the protocols' mappings (poll_options.py, ack_drain_options.py), the fingerprinted release
+the protocols' mappings (mappings/<protocol>/options.py), the fingerprinted release
 records (followed.py) and the reports all read it; none of them needs the detector's `ast`.
 Field docs: docs/sglang.md.
 """

@@ -25,7 +25,7 @@ from rich.text import Text
 
 from prefetch_check.explorer.result import BOUNDED, NOT_APPLICABLE, VIOLATED
 from prefetch_check.sglang import layout
-from prefetch_check.sglang.checks import CHECKED, DROPPED, NOT_ASKED, UPSTREAM, TRANSCRIPTION, PropertyVerdict, ReleaseCheck
+from prefetch_check.sglang.checks import CHECKED, DROPPED, NOT_ASKED, NOT_CHECKED, UPSTREAM, TRANSCRIPTION, PropertyVerdict, ReleaseCheck
 from prefetch_check.sglang.code_checks import NOT_JUDGED
 from prefetch_check.sglang.families import UNKNOWN
 from prefetch_check.sglang.report import (
@@ -196,17 +196,36 @@ def _model_line(row: ReleaseCheck, notes: Notes, width: int) -> str:
         return rests
     if row.status == NOT_ASKED:
         return "not asked (--engine code)"
+    if row.status == NOT_CHECKED:
+        return f"{NOT_CHECKED}: no verdicts for code no case ran (its code, below)"
     return _long_note(f"{row.status}: {row.note}" if row.note else row.status, width, notes)
 
 
 def _code_line(row: ReleaseCheck, notes: Notes, width: int) -> str:
     if not row.code.ran:
         return _long_note(row.code.note, width, notes) if row.code.note else "not asked (--engine model)"
+    if row.code.withheld:  # a changed statement no case ran: no verdict (coverage_report.py)
+        return _long_note(f"{NOT_CHECKED}: {row.code.withheld}", width, notes)
     text = code_rests_on(row.code)
     missing = code_note(row)
     if missing:
         text += " " + notes.add(Note(missing))
     return text
+
+
+def coverage_line(row: ReleaseCheck, notes: Notes) -> str:
+    """Under the table: what its code checks ran (coverage_report.py), the per-function table and
+    the changed statements in --json."""
+    if row.coverage is None:
+        return ""
+    text = f"coverage: {row.coverage.summary()}"
+    changed = row.coverage.changed
+    if changed:
+        ran = sum(1 for c in changed if c.executed)
+        text += (f"; {ran} of {len(changed)} statement(s) changed against {row.coverage.changes.against or 'no release'}"
+                 " ran")
+    return text + " " + notes.add(Note("per function, and per changed statement the cases and schedules that ran "
+                                       "it: coverage in --json (docs/coverage.md)"))
 
 
 def _ours_line(row: ReleaseCheck, own: dict, ours: dict, notes: Notes) -> str:
@@ -318,6 +337,11 @@ def tree_block(console: Console, row: ReleaseCheck, notes: Notes, base=None) -> 
         own, ours = row.verdicts("own", UPSTREAM), row.verdicts("ours", UPSTREAM)
         for line in layout.wrap_hanging(_ours_line(row, own, ours, notes), width - INDENT, 2):
             console.print(" " * INDENT + line, soft_wrap=True)
+    covered = coverage_line(row, notes)
+    if covered:
+        console.print()
+        for line in layout.wrap_hanging(covered, width - INDENT, 2):
+            console.print(" " * INDENT + line, soft_wrap=True, highlight=False)
     footnotes = notes.pending(width)
     if footnotes:
         console.print()
@@ -373,7 +397,9 @@ def summary_cells(row: ReleaseCheck, base) -> tuple[tuple[str, Optional[str]], .
         model = ("not asked", None)
     else:
         model = (row.status, row.note or None)
-    if row.code.ran:
+    if row.code.withheld:
+        code = (NOT_CHECKED, row.code.withheld)
+    elif row.code.ran:
         marks = base.code_marks(row) if base is not None else {}
         code = (_violated(row.code.verdicts(), set(), marks), code_note(row) or None)
     else:

@@ -16,6 +16,7 @@ import ast
 import dataclasses
 import hashlib
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
@@ -97,7 +98,7 @@ def store(root: Path, key: str, doc: dict, folder: str = FOLDER) -> None:
     target = root / folder
     try:
         target.mkdir(parents=True, exist_ok=True)
-        tmp = target / f".{key}.tmp"
+        tmp = target / f".{key}.{os.getpid()}.tmp"  # each writer its own: test workers share a cache
         tmp.write_text(json.dumps(doc))
         tmp.replace(target / f"{key}.json")
     except OSError:

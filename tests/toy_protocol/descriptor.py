@@ -10,4 +10,5 @@ DESCRIPTOR = Descriptor(
     predicates="toy_protocol.predicates",
     mutants="toy_protocol.mutants",
     uniform="toy_protocol.config:uniform_toy_config",
+    world="toy_protocol.world.pack:PACK",  # the executor's world: the one line that registers it
 )

@@ -1,7 +1,7 @@
 """The parameters of one ack-drain scenario: one immutable value the model reads nothing besides.
 
 The options that differ between the releases that run this protocol (see
-docs/model.md and prefetch_check/sglang/ack_drain_options.py):
+docs/model.md and prefetch_check/sglang/mappings/ack_drain/options.py):
 
   cache         "unified": UnifiedRadixCache, what the server builds from 0.5.19 (the only
                 class from 0.5.21): no collective at check under wait_complete and

@@ -30,6 +30,7 @@ DESCRIPTOR = Descriptor(
     predicates=f"{_HERE}.predicates",
     mutants=f"{_HERE}.mutants",
     source_rules=f"{_HERE}.descriptor:source_membership",
+    world="prefetch_check.model.code.worlds.ack_drain.pack:PACK",
     uniform=f"{_HERE}.config:uniform_ack_config",
     short="ack",
 )

@@ -3,7 +3,7 @@ executor's stand-ins and each thread's position) says about every rank, in the w
 model's rank state (state.py); and the same view of a model state.
 
 Why: the model may answer for a tree only where the tree's code has been shown to do what the
-model does (issue 22). The conformance check (model/code/conformance.py) replays model schedules
+model does (issue 22). The conformance check (model/code/conformance/check.py) replays model schedules
 on the code and compares `model_view` of each model state with `code_view` of the code, step by
 step: a code step that changes nothing of the view is a stuttering step, and a model step may
 match a run of code steps. Both views are flat dicts "r<rank>.<field>" -> a plain value.
@@ -109,7 +109,7 @@ def _model_ack(ack) -> tuple:
 
 
 def code_view(protocol, run) -> dict:
-    """The view of a conformance run of the tree's code (model/code/conformance.py's ConformRun:
+    """The view of a conformance run of the tree's code (model/code/worlds/ack_drain/conformance_run.py's ConformRun:
     the executor's Run with the scheduler's place, what each thread holds and the pages written
     recorded). Reads the stand-ins without scheduling points."""
     ops = _operations(run)

@@ -30,5 +30,6 @@ DESCRIPTOR = Descriptor(
     mutants=f"{_HERE}.mutants",
     source_rules=f"{_HERE}.descriptor:source_membership",
     source_shape_option="shape",
+    world="prefetch_check.model.code.worlds.predicate_poll.pack:PACK",
     uniform=f"{_HERE}.config:uniform_config",
 )

@@ -1,10 +1,10 @@
 """The refinement mapping of the predicate-poll protocol (0.5.1-0.5.18): what a run of a tree's
-own code in the executor's poll world (model/code/poll_harness.py: the stand-ins and each
+own code in the executor's poll world (model/code/worlds/predicate_poll/harness.py: the stand-ins and each
 thread's position) says about every rank, in the words of the model's rank state (state.py);
 and the same view of a model state.
 
 Why: the model may answer for a tree only where the tree's code has been shown to do what the
-model does (issue 22). The conformance check (model/code/conformance.py, one replay loop for
+model does (issue 22). The conformance check (model/code/conformance/check.py, one replay loop for
 both protocols) compares `model_view` of each model state with `code_view` of the code, step by
 step. Both views are flat dicts "r<rank>.<field>" -> a plain value.
 
@@ -125,7 +125,7 @@ def _model_s_coll(reg):
 
 
 def code_view(protocol, run) -> dict:
-    """The view of a poll conformance run (model/code/conformance_poll_run.py: the poll world's
+    """The view of a poll conformance run (model/code/worlds/predicate_poll/conformance_run.py: the poll world's
     run with the scheduler's place, what each thread holds and the pages written recorded).
     Reads the stand-ins without scheduling points."""
     ops = operations_by_rank(run)

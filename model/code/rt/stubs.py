@@ -1,0 +1,98 @@
+"""The stub sglang modules: each name the prefetch path needs from outside it is a known stand-in;
+any other name is a placeholder that raises `NotModelled` (with the caller's file:line) the
+moment the path uses it: called, or asked for an attribute."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+from typing import Callable
+
+from prefetch_check.model.code.stand_ins import radix
+from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
+from prefetch_check.model.code.stand_ins.tree import InsertResult
+
+
+class _PlaceholderMeta(type):
+    def __call__(cls, *args, **kwargs):
+        raise NotModelled(cls._pc_name, caller_site(cls._pc_roots))
+
+    def __getattr__(cls, name):
+        if name.startswith("__") or name.startswith("_pc_"):
+            raise AttributeError(name)
+        return placeholder(f"{cls._pc_name}.{name}", cls._pc_roots)
+
+    def __getitem__(cls, item):  # Queue[T]-like subscripts in evaluated annotations
+        return cls
+
+
+def placeholder(name: str, roots: tuple[str, ...]) -> type:
+    """A class standing for `name`: subclassable and importable, unusable."""
+    return _PlaceholderMeta(name.rsplit(".", 1)[-1], (), {"_pc_name": name, "_pc_roots": roots})
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheRequestHandle:
+    rid: str
+    attempt_id: int = 0
+
+
+class BasePrefixCache:
+    """The base class of the cache, empty: the methods on the path are the cache's own."""
+
+
+class CacheTransferPhase(enum.Enum):
+    PREFETCH = "prefetch"
+    LOAD_BACK = "load_back"
+    BACKUP = "backup"
+
+
+def rank_consensus(*args, **kwargs):
+    """Identity, as SGLang runs it unless SGLANG_ENABLE_RANK_CONSENSUS_CHECKER is set."""
+    if len(args) == 1 and callable(args[0]) and not kwargs:
+        return args[0]
+    return lambda fn: fn
+
+
+class _Inert:
+    """A device module nobody on the path uses (CC calls get_device_module() at import)."""
+
+
+def known(component_type) -> dict[str, dict[str, object]]:
+    """Module name -> {name: stand-in}. `component_type` is the tree's own real enum module."""
+    ct = component_type
+    return {
+        "sglang.srt.utils": {"get_device_module": lambda *a, **k: _Inert()},
+        "sglang.srt.utils.rank_consensus_checker": {"rank_consensus": rank_consensus},
+        "sglang.srt.utils.common": {"ceil_align": lambda x, a: (x + a - 1) // a * a},
+        "sglang.srt.mem_cache.base_prefix_cache": {
+            "BasePrefixCache": BasePrefixCache, "CacheRequestHandle": CacheRequestHandle, "InsertResult": InsertResult},
+        "sglang.srt.mem_cache.radix_cache": {"RadixKey": radix.RadixKey},
+        "sglang.srt.mem_cache.utils": {"get_storage_hash_str": radix.storage_hashes},
+        "sglang.srt.mem_cache.pool_host.base": {"uses_shared_host_layout": lambda pool: False},
+        "sglang.srt.mem_cache.unified_cache.components": {} if ct is None else {
+            "ComponentType": ct.ComponentType, "BASE_COMPONENT_TYPE": ct.BASE_COMPONENT_TYPE,
+            "CacheTransferPhase": CacheTransferPhase},
+    }
+
+
+class StubModule(types.ModuleType):
+    """A package-shaped module whose unknown names are placeholders."""
+
+    def __init__(self, name: str, names: dict, roots: tuple[str, ...]):
+        super().__init__(name)
+        self.__path__ = []  # a package: its submodules go through our finder too
+        self.__dict__.update(names)
+        self._pc_roots = roots
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = placeholder(f"{self.__name__}.{name}", self._pc_roots)
+        setattr(self, name, value)
+        return value
+
+
+def not_modelled_factory(roots: tuple[str, ...]) -> Callable[[str], type]:
+    return lambda name: placeholder(name, roots)

@@ -1,0 +1,71 @@
+"""torch.distributed for the code under test: a group is a rendezvous of its ranks. Arriving is
+a scheduling point; leaving is enabled once every rank of the group arrived at the same call,
+and then each leaves with the reduced value. Ranks that meet in one call from different call
+sites or with different shapes break collective participation (tp_agreement)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+class Group:
+    """One process group (a channel: the scheduler's, P's hit sync or Y's completion sync)."""
+
+    def __init__(self, world, name: str, ranks: tuple[int, ...]):
+        self.world, self.name, self.ranks = world, name, ranks
+        self.calls: dict[int, int] = {r: 0 for r in ranks}  # calls completed per rank
+        self.arrived: dict[int, dict[int, tuple]] = {}  # call number -> rank -> (site, op, values)
+        world.register(self)
+
+    def snapshot(self) -> tuple:
+        return (self.name, tuple(sorted(self.calls.items())),
+                tuple((n, tuple(sorted(a.items()))) for n, a in sorted(self.arrived.items())))
+
+
+class Collectives:
+    """The functions `torch.distributed` forwards to."""
+
+    def __init__(self, world, rank_of):
+        self.world, self.rank_of = world, rank_of  # rank_of(): the calling thread's rank
+
+    def get_world_size(self, group=None) -> int:
+        return len(group.ranks) if group is not None else 1
+
+    def get_rank(self, group=None) -> int:
+        rank = self.rank_of()
+        return group.ranks.index(rank) if group is not None else rank
+
+    def barrier(self, group: Optional[Group] = None, **kwargs):
+        """A barrier is a rendezvous without values (0.5.1's IO thread waits in one per operation)."""
+        from prefetch_check.model.code.stand_ins.torch_stub import Tensor
+
+        return self.all_reduce(Tensor([0]), op="BARRIER", group=group)
+
+    def all_reduce(self, tensor, op=None, group: Optional[Group] = None, async_op: bool = False):
+        if group is None:
+            raise self.world.not_modelled("torch.distributed.all_reduce on the default group")
+        rank = self.rank_of()
+        baton = self.world.baton
+        baton.point(f"all_reduce({op}) arrive {group.name}")
+        n = group.calls[rank]
+        site = baton.current().point.site if baton.current() else "?"
+        entry = (site, str(op), len(tensor.data))
+        arrived = group.arrived.setdefault(n, {})
+        arrived[rank] = entry + (tuple(tensor.data),)
+        mates = [a for r, a in arrived.items() if r != rank]
+        if any(m[:3] != entry for m in mates):
+            other = next(m for m in mates if m[:3] != entry)
+            self.world.fault("tp_agreement", f"{group.name} call {n}: rank {rank} arrives from {site} ({op}, "
+                             f"{len(tensor.data)} values) while a peer is in {other[0]} ({other[1]}, {other[2]} values)",
+                             "ranks disagree on which collective they are in: a hang or mixed-up data on a real cluster", site)
+        baton.observe(f"arrive {group.name}#{n}")
+        baton.point(f"all_reduce({op}) leave {group.name}", lambda: len(group.arrived.get(n, {})) == len(group.ranks))
+        values = [a[3] for a in group.arrived[n].values()]
+        reduce = {"MIN": min, "MAX": max, "SUM": sum, "BARRIER": min}[str(op)]
+        width = min(len(v) for v in values)
+        tensor.data = [reduce(v[i] for v in values) for i in range(width)]
+        group.calls[rank] = n + 1
+        if all(group.calls[r] > n for r in group.ranks):
+            del group.arrived[n]
+        baton.observe(f"reduced {tensor.data}")
+        return None

@@ -1,0 +1,89 @@
+"""The host KV pool (`mem_pool_host`, also the `storage_host_pool` IO writes pages into): slots
+allocated in whole pages, each slot free, held by a prefetch, or owned by the host tree. It
+judges host_memory (a double free, a free of a slot the tree owns, a leak at the end) and keeps
+what IO wrote into each slot for data_integrity."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code.stand_ins.context import Strict
+
+import contextlib
+
+from prefetch_check.model.code.stand_ins.torch_stub import Tensor
+
+FREE, HELD, TREE = "free", "held", "tree"
+
+
+class _Entry:
+    def __init__(self, pool):
+        self.host_pool = pool
+        self.is_primary_index_anchor = True
+        self.name = "KV"
+
+
+class HostPool(Strict):
+    _pc_what = "mem_pool_host"
+
+    def __init__(self, world, rank: int, size: int, page_size: int):
+        self.world, self.rank, self.size, self.logical_size, self.page_size = world, rank, size, size, page_size
+        self.status = [FREE] * size
+        self.written: dict[int, str] = {}  # slot -> the page hash IO stored there
+        self.anchor_entry = _Entry(self)
+        self.entry_map: dict = {}
+        self.entries: list = []
+        self.storage_format_tag = None
+        world.register(self)
+
+    # ---- the pool API: alloc and free are points (IO writes into the same slots), the size is not
+    def available_size(self) -> int:
+        return self.status.count(FREE)
+
+    def alloc(self, need_size: int):
+        self.world.baton.point(f"alloc {need_size} host slots (rank {self.rank})")
+        if need_size % self.page_size or need_size > self.available_size():
+            return None
+        slots = [i for i, s in enumerate(self.status) if s == FREE][:need_size]
+        for i in slots:
+            self.status[i] = HELD
+            self.written.pop(i, None)
+        return Tensor(slots)
+
+    def free(self, indices, pool=None) -> None:
+        self.world.baton.point(f"free host slots {indices.data} (rank {self.rank})")
+        site = self.world.baton.current().point.site if self.world.baton.current() else "?"
+        for i in indices.data:
+            if self.status[i] == FREE:
+                self.world.fault("host_memory", f"rank {self.rank}: host slot {i} freed twice",
+                                 "host memory freed twice: two requests may later share one slot (wrong KV data)", site)
+            elif self.status[i] == TREE:
+                self.world.fault("host_memory", f"rank {self.rank}: host slot {i} freed while the host tree owns it",
+                                 "the tree serves a slot the pool hands out again: wrong KV data served", site)
+            self.status[i] = FREE
+            self.written.pop(i, None)
+
+    def layout_lease(self):
+        return contextlib.nullcontext()
+
+    def get_pool(self, name=None):
+        return self
+
+    # ---- what IO does (another thread: a scheduling point)
+    def get_dummy_flat_data_page(self):
+        return None
+
+    def set_from_flat_data_page(self, index, data) -> None:
+        first = index.item() if isinstance(index, Tensor) else int(index)
+        self.world.baton.point(f"write page {data} into host slot {first}")
+        for i in range(first, first + self.page_size):
+            self.written[i] = data
+
+    # ---- what the tree stand-in does when it takes slots
+    def hand_to_tree(self, slots: list[int]) -> None:
+        for i in slots:
+            self.status[i] = TREE
+
+    def held(self) -> list[int]:
+        return [i for i, s in enumerate(self.status) if s == HELD]
+
+    def snapshot(self) -> tuple:
+        return ("pool", self.rank, "".join(s[0] for s in self.status), tuple(sorted(self.written.items())))

@@ -1,0 +1,103 @@
+"""The host radix tree of one rank (`tree_core`), as far as a storage prefetch touches it: it
+takes the fetched slots on `insert_host`, says how much of the key it already held, and judges
+data_integrity (each page handed to it was written by IO with that page's data)."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code.stand_ins.context import Strict
+
+from dataclasses import dataclass, field
+
+from prefetch_check.model.code.stand_ins.radix import storage_hashes
+
+
+@dataclass
+class InsertResult:
+    prefix_len: int
+    host_insert_dropped: bool = False
+    cache_actions: list = field(default_factory=list)
+    total_len: int = 0
+
+
+@dataclass
+class DriveHostEvictionResult:
+    """What upstream's `drive_host_eviction` returns (unified_tree_core_interface.py
+    BaseEvictionResult): the host and device values it freed, per component, for the cache to
+    free (`_free_values`), the cache actions, and the tokens evicted per component."""
+
+    device_frees: dict = field(default_factory=dict)
+    host_frees: dict = field(default_factory=dict)
+    cache_actions: list = field(default_factory=list)
+    tracker: dict = field(default_factory=dict)
+
+
+class _Lock:
+    def to_dec_params(self):
+        return None
+
+
+class TreeCore(Strict):
+    _pc_what = "tree_core"
+
+    def __init__(self, world, rank: int, pool, page_size: int):
+        self.world, self.rank, self.pool = world, rank, pool
+        self.page_size, self.enable_storage, self.is_eagle = page_size, True, False
+        self.write_back_duplicate_reclaim_digest = 0
+        self.held: dict[int, int] = {}  # request -> tokens the tree holds (from the request's start)
+        self.locks = 0
+        world.register(self)
+
+    def prefetch_anchor_info(self, node_id):
+        return None, None
+
+    def inc_host_lock_ref(self, node_id):
+        self.locks += 1
+        return _Lock()
+
+    def dec_host_lock_ref(self, node_id, params=None):
+        self.locks -= 1
+
+    def insert_host(self, node_id, key, host_indices, hash_values=None, *args, **kwargs) -> InsertResult:
+        baton = self.world.baton
+        baton.point(f"insert {len(key)} tokens into host tree")
+        tokens = key.token_ids
+        if not tokens:
+            return InsertResult(prefix_len=0)
+        request = tokens[0] // 1000
+        prefix = min(self.held.get(request, 0), len(tokens))
+        slots = host_indices.data[prefix:]
+        expected = storage_hashes(key, None, self.page_size)
+        site = baton.current().point.site if baton.current() else "?"
+        for n, slot in enumerate(slots):
+            want = expected[(prefix + n) // self.page_size]
+            got = self.pool.written.get(slot)
+            if got != want:
+                self.world.fault("data_integrity",
+                                 f"rank {self.rank}: host slot {slot} handed to the tree for page {want} "
+                                 f"holds {got or 'nothing written'}",
+                                 "wrong KV data served: the tree holds a page IO had not written", site)
+                break
+        self.pool.hand_to_tree(slots)
+        self.held[request] = max(self.held.get(request, 0), len(tokens))
+        baton.observe(f"prefix {prefix}")
+        return InsertResult(prefix_len=prefix, total_len=len(tokens))
+
+    def drive_host_eviction(self, component_type, num_tokens: int) -> DriveHostEvictionResult:
+        """Host eviction before an allocation is retried (0.5.23 unified_tree_core.py:1931: the
+        FULL component evicts unlocked host leaves until num_tokens are freed). With no page in
+        this tree there is nothing to evict: an empty result, as upstream's is. Evicting pages the
+        tree holds (LRU leaves, their host values freed) is not modelled: the model's host_pages
+        is the room a prefetch gets, with no eviction."""
+        self.world.baton.point(f"host eviction of {num_tokens} tokens (rank {self.rank})")
+        if any(self.held.values()):
+            from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
+
+            raise NotModelled("tree_core.drive_host_eviction of host pages the tree holds",
+                              caller_site(self.world.baton.roots))
+        return DriveHostEvictionResult()
+
+    def commit_hicache_transfers(self, *args, **kwargs) -> None:
+        return None
+
+    def snapshot(self) -> tuple:
+        return ("tree", self.rank, tuple(sorted(self.held.items())), self.locks)

@@ -1,0 +1,45 @@
+"""Search strategies as values (Shuttle's `Scheduler`, Coyote's strategies): the executor runs a
+run's threads one at a time and asks its strategy, at every scheduling point, which thread goes
+next; the search loop (rt/search.py) asks it whether there is another execution to run. A
+strategy is an object with
+
+    more() -> bool                 another execution to run?
+    start() -> None                begin one (fresh objects: each run is replayed from scratch)
+    choose(decision) -> str | Stop the thread to run next, or the end of this run (rt/decision.py)
+    finish(outcome) -> None        the run ended (its schedule, end and findings)
+    states: int                    distinct states it saw
+    exhaustive: bool               running out of executions means every schedule was run
+    describe() -> str              what it is, for a bound ("a random walk, seed 3")
+
+One file each: dfs.py (depth-first over choice prefixes with the state cache: the executor's
+exhaustive search), replay.py (a choice list, then the first enabled thread), guided.py (the
+conformance check's replay of a model schedule), random_walk.py and pct.py (sampling: never
+exhaustive). A reduction wraps a strategy instead of growing it (reduce.py: the world's
+persistent set). `make(limits)` builds the one `CodeLimits.strategy` names.
+"""
+
+from __future__ import annotations
+
+SAMPLING = ("random", "pct")  # CodeLimits.strategy besides "dfs": never exhaustive
+
+
+def make(limits):
+    """The search strategy `limits` asks for (CodeLimits.strategy, seed, pct_depth), wrapped in
+    the reduction unless `limits.reduce` is off."""
+    from prefetch_check.model.code.strategies.reduce import Reduced
+
+    if limits.strategy == "dfs":
+        from prefetch_check.model.code.strategies.dfs import DepthFirst
+
+        inner = DepthFirst(limits.max_depth)
+    elif limits.strategy == "random":
+        from prefetch_check.model.code.strategies.random_walk import RandomWalk
+
+        inner = RandomWalk(limits.seed, limits.max_depth)
+    elif limits.strategy == "pct":
+        from prefetch_check.model.code.strategies.pct import PCT
+
+        inner = PCT(limits.seed, limits.pct_depth, limits.max_depth)
+    else:
+        raise ValueError(f"strategy {limits.strategy!r}: the executor has dfs, {', '.join(SAMPLING)}")
+    return Reduced(inner) if limits.reduce else inner

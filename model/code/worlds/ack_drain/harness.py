@@ -1,0 +1,163 @@
+"""One run of the tree's own code: per rank the real UnifiedRadixCache and HybridCacheController,
+made with `__new__` and the attributes the prefetch path reads (CODE-PATH.md section 4), wired to
+this run's stand-ins; the threads S (our scheduler loop, calling the real cache methods), P, IO and
+Y (the real thread functions)."""
+
+from __future__ import annotations
+
+import inspect
+
+from prefetch_check.model.code.rt import stubs
+from prefetch_check.model.code.stand_ins.sync import Event, Lock
+from prefetch_check.model.code.worlds.common import GATE, ROOT_NODE, Rank, WorldRun
+
+# Below sglang/srt: the files this world runs as written (those a release lacks are stubbed like the rest).
+COMPONENT_TYPES = "mem_cache/unified_cache/component_type.py"
+CACHE, CONTROLLER = "mem_cache/unified_radix_cache.py", "managers/cache_controller.py"
+HYBRID = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
+FILES = (COMPONENT_TYPES, "utils/poll_timer.py", "mem_cache/storage_prefetch.py", "mem_cache/hicache_storage.py",
+         CONTROLLER, HYBRID, CACHE)
+S_QUEUES = ("prefetch_hit_queue", "ack_prefetch_queue", "host_mem_release_queue")  # what the drain pops
+QUEUES = ("prefetch_queue", "prefetch_buffer", "prefetch_sync_queue", "backup_queue", "ack_backup_queue",
+          "pp_prefetch_command_queue") + S_QUEUES
+
+
+class Run(WorldRun):
+    """Builds one run's world and ranks; `round_enabled` is the scheduler loop's gate."""
+
+    PER_RANK = 4  # threads per rank, spawned in this order: S, P, IO, Y
+    DRAINED = S_QUEUES  # the queues the scheduler's drain pops
+
+    # ---- building
+    def _build(self, i: int) -> Rank:
+        cfg, w = self.config, self.world
+        urc_cls = self.modules[CACHE].UnifiedRadixCache
+        hcc_mod = self.modules.get(HYBRID) or self.modules[CONTROLLER]
+        hcc_cls = getattr(hcc_mod, "HybridCacheController", None) or self.modules[CONTROLLER].HiCacheController
+        page = cfg.page_size
+        pool, tree, storage = self._rank_world(i)
+        multi = cfg.ranks > 1
+
+        cc = hcc_cls.__new__(hcc_cls)
+        self._queues(cc, i, QUEUES)
+        cc.extra_host_mem_release_queues = {}
+        cc.storage_stop_event = Event(w, f"r{i}.stop")
+        cc.storage_backend = storage
+        cc.storage_host_pool = pool
+        cc.mem_pool_host = pool
+        cc.page_size = page
+        cc.prefetch_hits_sync_groups = [self.groups["P-hits"]] if multi else []
+        cc.prefetch_completion_sync_groups = [self.groups["Y-completion"]] if multi else []
+        cc.host_memory_mode = "cache"
+        cc.prefetch_threshold = max(cfg.threshold_pages * page, page)
+        # room for every request's tokens: never rate-limited, even with a short pool (host_pages)
+        cc.prefetch_capacity_limit = cfg.needed_pages() * page
+        cc.prefetch_tokens_occupied = 0
+        cc.host_write_staged_tokens_fn = None
+        cc.pp_prefetch_command_group = None
+        cc.pp_prefetch_decisions, cc.pp_prefetch_states = {}, {}
+        cc.pp_prefetch_state_lock = Lock(w, f"r{i}.pp_state_lock")
+        cc.write_queue, cc.ack_write_queue, cc.ack_load_queue = [], [], []
+        cc.enable_storage = True
+        cc.get_hash_str = lambda key, prior=None, page_size=None: self._hashes(key, prior)  # 0.5.19 binds it at attach
+        cc.page_get_func = cc._generic_page_get
+        cc.tp_world_size = cfg.ranks
+        cc.is_kv_sharded = False
+
+        cache = urc_cls.__new__(urc_cls)
+        cache.tree_core = tree  # first: page_size and enable_storage forward to it
+        attrs = dict(
+            disable=False, cache_controller=cc, tree_components=(self._component("FULL"),), components={},
+            sidecar_pool_specs=[], host_memory_mode="cache", buffer_pipeline=None, linker=None,
+            prefetch_threshold=cfg.threshold_pages * page, prefetch_stop_policy=cfg.policy,
+            prefetch_timeout_base=1.0, prefetch_timeout_per_page=page / 1024 * 0.25,
+            hicache_storage_pass_prefix_keys=False, ongoing_prefetch={}, _storage_prefetch_wait={},
+            _storage_prefetch_hit_remaining_by_reqid={}, prefetch_loaded_tokens_by_reqid={},
+            prefetch_loaded_storage_start_by_reqid={}, ongoing_backup={}, ongoing_write_through={},
+            ongoing_load_back={}, storage_existence_cache=None, enable_storage_metrics=False,
+            storage_metrics_collector=None, metrics_collector=None, pp_rank=0, pp_size=1, pp_group=None,
+            tp_group=self.groups["S-tp"] if multi else None, attn_cp_group=None, attn_tp_group=None,
+            tp_world_size=cfg.ranks, work_list=[], _storage_prefetch_missed_rids=set(),
+            _prefetch_outcome_stats=_Counter(), host_pool_group=None, tp_rank=i)
+        for k, v in attrs.items():
+            setattr(cache, k, v)
+        retries = getattr(self.modules.get("mem_cache/storage_prefetch.py"), "StoragePrefetchRetries", None)
+        if retries is not None:
+            cache.storage_prefetch_retries = retries()
+        by_handle = "request" in inspect.signature(urc_cls.prefetch_from_storage).parameters
+        handles = [stubs.CacheRequestHandle(f"req{q}", 0) if by_handle else f"req{q}" for q in range(cfg.requests)]
+        return Rank(i, cache, cc, pool, tree, handles, list(range(cfg.requests)))
+
+    def _component(self, name: str):
+        ct = self.modules.get(COMPONENT_TYPES)
+        return getattr(ct.ComponentType, name) if ct is not None else name
+
+    def _hashes(self, key, prior):
+        from prefetch_check.model.code.stand_ins.radix import storage_hashes
+        return storage_hashes(key, prior, self.config.page_size)
+
+    # ---- the threads
+    def _spawn(self, rank: Rank) -> None:
+        i, cc = rank.index, rank.cc
+        self.baton.spawn(f"S{i}", i, "scheduler", lambda: self._scheduler(rank))
+        self.baton.spawn(f"P{i}", i, "prefetch", cc.prefetch_thread_func)
+        self.baton.spawn(f"IO{i}", i, "io", cc.prefetch_io_aux_func)
+        self.baton.spawn(f"Y{i}", i, "sync", cc.prefetch_sync_thread_func)
+
+    def _scheduler(self, rank: Rank) -> None:
+        """The scheduler's part of the path (not prefetch-path code: SCH's loop, reduced to its
+        calls): issue every request, then rounds of check_hicache_events + check_prefetch_progress."""
+        cache = rank.cache
+        for q, handle in enumerate(rank.handles):
+            cache.prefetch_from_storage(handle, ROOT_NODE, self.tokens(q))
+        reissued: set = set()
+        while True:
+            self.baton.point(GATE, lambda: self.round_enabled(rank))
+            rank.rounds += 1
+            self.baton.observe(f"round {rank.rounds}")
+            cache.check_hicache_events()
+            if rank.rounds == self.config.abort_round:  # SCH's abort path: tree_cache.finish -> release_aborted_request
+                for q in list(rank.waiting):
+                    self.world.draining.pop(rank.index, None)
+                    cache.release_aborted_request(rank.handles[q])
+                    rank.waiting.remove(q)
+                    self.baton.observe(f"aborted req{q}")
+            for q in list(rank.waiting):
+                self.world.draining.pop(rank.index, None)
+                if cache.check_prefetch_progress(rank.handles[q]):
+                    rank.waiting.remove(q)
+                    rank.resolved[q] = rank.tree.held.get(q, 0)
+                    rank.admitted_round[q] = rank.rounds
+                    self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens in the host tree")
+                    if self.config.reissue and q not in reissued:  # retracted: SCH re-adds it to the queue
+                        reissued.add(q)
+                        cache.prefetch_from_storage(rank.handles[q], ROOT_NODE, self.tokens(q))
+                        rank.waiting.append(q)
+
+    def round_enabled(self, rank: Rank) -> bool:
+        """A round starts when a peer is a round ahead (lockstep), or when every scheduler waits at
+        its round start and there is something to drain on every rank (MIN > 0), or a policy other
+        than wait_complete still has a request to check. Rounds with nothing to drain are stuttering
+        steps under wait_complete; asking every scheduler to be at its round start makes this gate
+        depend on no step but the other gates (`ample` relies on it)."""
+        most = max(r.rounds for r in self.ranks)
+        if rank.rounds < most:
+            return True
+        if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
+            return False
+        for q in S_QUEUES:
+            if min(getattr(r.cc, q).peek_size() for r in self.ranks) > 0:
+                return True
+        return self.config.policy != "wait_complete" and any(r.waiting for r in self.ranks)
+
+    def key(self) -> tuple:
+        ranks = tuple((r.rounds, tuple(r.waiting), tuple(sorted(r.resolved.items())),
+                       len(r.cache.ongoing_prefetch), r.cc.prefetch_tokens_occupied) for r in self.ranks)
+        return (self.baton.threads_key(), self.world.snapshot(), ranks)
+
+
+class _Counter(dict):
+    """_prefetch_outcome_stats: a dict of counters that start at 0."""
+
+    def __missing__(self, key):
+        return 0

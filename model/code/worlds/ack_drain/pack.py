@@ -1,0 +1,60 @@
+"""The ack-drain world as the executor sees it (model/code/pack.py): UnifiedRadixCache and its
+controller with the sync thread (0.5.19 on), registered on the ack-drain descriptor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefetch_check.model.code.config import CodeConfig
+from prefetch_check.model.code.pack import ConformanceKit, WorldPack
+from prefetch_check.model.code.rt import hooks, loader
+from prefetch_check.model.code.worlds.ack_drain import conformance_configs as conformance
+from prefetch_check.model.code.worlds.ack_drain import identity
+from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, COMPONENT_TYPES, CONTROLLER, FILES, HYBRID, Run
+from prefetch_check.model.protocols.ack_drain import refinement
+
+PROTOCOL = "ack-drain"
+
+
+def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
+    """Import the tree's files (the component types first: the stubs take their names from them)
+    and install the hooks on its PrefetchOperation and the operation_identity probe."""
+    modules = loader.load_tree(srt, torch, FILES, first=COMPONENT_TYPES)
+    ctrl = modules[CONTROLLER]
+    op_mod = modules.get(HYBRID) if hasattr(modules.get(HYBRID), "PrefetchOperation") else ctrl
+    hooks.install(op_mod.PrefetchOperation, ctrl.PrefetchAck, holder)
+    identity.install(modules[CACHE].UnifiedRadixCache, op_mod.PrefetchOperation, holder)
+    return modules
+
+
+def not_judged(config: CodeConfig) -> dict[str, str]:
+    return {"no_early_acceptance": "the executor's policies (wait_complete, best_effort) have no acceptance predicate to race"}
+
+
+BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
+    ("1x1", dict(ranks=1)),
+    ("2x1", dict(ranks=2)),
+    ("2x1, rank 0 cannot read page 1", dict(ranks=2, failing=((1,), ()))),
+    ("2x1, rank 0's existence query raises", dict(ranks=2, query_raises=(True, False))),
+    ("1x2", dict(ranks=1, requests=2)),
+    ("1x1 best_effort", dict(ranks=1, policy="best_effort")),
+    ("2x1 best_effort", dict(ranks=2, policy="best_effort")),
+    ("1x1 abort in round 1", dict(ranks=1, abort_round=1)),
+    ("2x1 abort in round 1", dict(ranks=2, abort_round=1)),
+    ("1x1 prefetched again, wait_complete", dict(ranks=1, reissue=True)),
+    ("1x1 prefetched again, best_effort", dict(ranks=1, policy="best_effort", reissue=True)),
+))
+
+PACK = WorldPack(
+    protocol=PROTOCOL,
+    files=FILES,
+    load=load,
+    run=Run,
+    not_judged=not_judged,
+    conformance=ConformanceKit(
+        refinement=refinement, make_run=conformance.make_run, in_transit=conformance.in_transit,
+        config_to_json=conformance.config_to_json, config_from_json=conformance.config_from_json,
+        unsupported=conformance.unsupported, protocol_class=conformance.protocol_class, budgets=conformance.BUDGETS,
+        budget_config=conformance.budget_config, release_batch_size=conformance.RELEASE_STORAGE_BATCH_SIZE),
+    bench=BENCH,
+)

@@ -1,0 +1,113 @@
+"""What every world's run is made of: the ranks, the baton and the stand-ins of one run, the
+scheduler round's gate, and the rank-level persistent set a reduction asks for (`ample`). A
+world's harness (worlds/<protocol>/harness.py) subclasses `WorldRun` with how it builds a rank
+(`_build`), the threads it spawns (`_spawn`), its round gate (`round_enabled`) and its state key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prefetch_check.model.code.config import CodeConfig
+from prefetch_check.model.code.rt import loader, stubs
+from prefetch_check.model.code.rt.baton import Baton
+from prefetch_check.model.code.stand_ins.clock import Clock, make_time
+from prefetch_check.model.code.stand_ins.collectives import Collectives, Group
+from prefetch_check.model.code.stand_ins.context import World
+from prefetch_check.model.code.stand_ins.host_pool import HostPool
+from prefetch_check.model.code.stand_ins.queues import Empty, Queue, QueueFactory
+from prefetch_check.model.code.stand_ins.storage import StorageBackend
+from prefetch_check.model.code.stand_ins.sync import make_threading
+from prefetch_check.model.code.stand_ins.tree import TreeCore
+
+ROOT_NODE = 0
+GATE = "scheduler round"
+
+
+@dataclass
+class Rank:
+    """The objects of one rank, and what its scheduler loop saw."""
+
+    index: int
+    cache: object
+    cc: object
+    pool: HostPool
+    tree: TreeCore
+    handles: list
+    waiting: list
+    resolved: dict = field(default_factory=dict)  # request -> tokens its tree held when it was admitted
+    admitted_round: dict = field(default_factory=dict)  # request -> the round check_prefetch_progress said True
+    rounds: int = 0
+
+
+class WorldRun:
+    """One run's world and ranks; a world's harness says how a rank is built and what it runs."""
+
+    PER_RANK = 4  # threads per rank, spawned in this order (the scheduler first)
+    DRAINED: tuple[str, ...] = ()  # the queues the scheduler's drain pops
+    GROUP = Group  # the collective group stand-in
+
+    def __init__(self, modules: dict, config: CodeConfig, holder, roots: tuple[str, ...]):
+        self.config, self.modules = config, modules
+        self.baton = Baton(roots)
+        self.world = World(self.baton)
+        holder.world = self.world
+        holder.collectives = Collectives(self.world, lambda: self.baton.current().rank)
+        not_modelled = stubs.not_modelled_factory(roots)
+        self.clock = Clock(self.baton)  # moves only where the conformance check fires it (timeout policy)
+        loader.bind_world(modules, QueueFactory(self.world), Empty, make_threading(self.world, not_modelled),
+                          make_time(not_modelled, clock=self.clock))
+        r = config.ranks
+        everyone = tuple(range(r))
+        self.groups = {name: self.GROUP(self.world, name, everyone) for name in ("S-tp", "P-hits", "Y-completion")}
+        self.ranks = [self._build(i) for i in range(r)]
+        for rank in self.ranks:
+            self._spawn(rank)
+
+    # ---- building (a world's own: _build(i) -> Rank, and these helpers)
+    def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
+        """Rank i's host pool, host tree and storage backend, as the configuration says."""
+        cfg, page = self.config, self.config.page_size
+        pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
+        storage = StorageBackend(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page,
+                                 cfg.raising_reads_of(i))
+        return pool, TreeCore(self.world, i, pool, page), storage
+
+    def _queues(self, cc, i: int, names: tuple[str, ...]) -> None:
+        for q in names:
+            setattr(cc, q, Queue(self.world, f"r{i}.{q}"))
+
+    def tokens(self, q: int) -> list[int]:
+        return [q * 1000 + t for t in range(self.config.pages * self.config.page_size)]
+
+    # ---- the round gate and the reduction's hook (a world's own: round_enabled(rank), key())
+    def _at_gate(self, rank: Rank) -> bool:
+        m = self.baton.threads[self.PER_RANK * rank.index]
+        return m.status == "parked" and m.point.label == GATE
+
+    def ample(self) -> list[str]:
+        """A persistent set: the enabled threads of the first rank whose next steps no other rank
+        can interfere with. Ranks share only collectives and the round gate; a step of another rank
+        can reach this rank only by enabling one of its threads parked at a collective's leave, or
+        its scheduler parked at the round gate while it has something queued to drain. A rank with
+        neither qualifies; when none does, every enabled thread is explored."""
+        enabled = self.baton.enabled()
+        for rank in self.ranks:
+            mine = [m for m in enabled if m.rank == rank.index]
+            if not mine:
+                continue
+            ok = True
+            for m in self.baton.threads[self.PER_RANK * rank.index: self.PER_RANK * (rank.index + 1)]:
+                if m.status != "parked" or m in mine:
+                    continue
+                if "leave" in m.point.label:
+                    ok = False
+                elif m.point.label == GATE and self._gate_may_open(rank):
+                    ok = False
+            if ok:
+                return [m.name for m in mine]
+        return [m.name for m in enabled]
+
+    def _gate_may_open(self, rank: Rank) -> bool:
+        """Whether another rank's steps can open this rank's closed round gate (round_enabled):
+        only with something queued here for the drain's MIN."""
+        return any(getattr(rank.cc, q).peek_size() for q in self.DRAINED)

@@ -1,0 +1,231 @@
+"""One run of a predicate-poll tree's own code (0.5.1-0.5.18): per rank the real HiRadixCache and
+HiCacheController, made with `__new__` and the attributes their prefetch path reads, wired to this
+run's stand-ins; the threads S (our scheduler loop calling the real check_hicache_events and
+check_prefetch_progress), P (the real prefetch_thread_func) and IO (the thread P starts itself:
+the executor's IO thread runs the target P hands to threading.Thread).
+
+What differs from the ack-drain world (worlds/ack_drain/harness.py): the scheduler polls a predicate, so a round
+may start whenever a request waits (a round that changes nothing leads back to a state already
+seen); a state where only the schedulers can move and a whole round of them changes nothing is a
+request waiting forever, judged as the end of the run (`closes_cycle`)."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code.rt import loader, stubs
+from prefetch_check.model.code.stand_ins.clock import make_time
+from prefetch_check.model.code.stand_ins.queues import Empty
+from prefetch_check.model.code.stand_ins.radix import RadixKey
+from prefetch_check.model.code.stand_ins.sync import Event
+from prefetch_check.model.code.stand_ins.tree import TreeCore
+from prefetch_check.model.code.worlds.common import GATE, ROOT_NODE, Rank, WorldRun
+from prefetch_check.model.code.worlds.predicate_poll.stand_ins import (EmptyAcks, HostNode, PollHostPool, RankQueueFactory,
+                                                                      RelativeGroup, Started, make_poll_threading,
+                                                                      page_hashes)
+
+# Below sglang/srt: the files this world runs as written, HiRadixCache and HiCacheController.
+HIRADIX, CONTROLLER = "mem_cache/hiradix_cache.py", "managers/cache_controller.py"
+FILES = ("mem_cache/hicache_storage.py", CONTROLLER, HIRADIX)
+# queues the controller's __init__ / attach creates (the prefetch thread makes prefetch_buffer itself)
+QUEUES = ("prefetch_queue", "prefetch_revoke_queue", "prefetch_hit_queue", "backup_queue", "ack_backup_queue",
+          "host_mem_release_queue")
+DRAINED = ("prefetch_revoke_queue", "prefetch_hit_queue", "ack_backup_queue", "host_mem_release_queue")
+
+
+class PollRun(WorldRun):
+    PER_RANK = 3  # S, P, IO
+    DRAINED = DRAINED
+    GROUP = RelativeGroup
+
+    def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
+        if config.reissue or config.abort_round is not None:
+            raise ValueError("the poll world runs no re-issued or aborted requests yet")
+        self.started = None
+        holder.run = self
+        super().__init__(modules, config, holder, roots)
+        not_modelled = stubs.not_modelled_factory(roots)
+        loader.bind_world(modules, RankQueueFactory(self.world), Empty,
+                          make_poll_threading(self.world, self.started, not_modelled), make_time(not_modelled))
+        self.only_schedulers: set = set()  # keys since a thread other than the schedulers could last move
+
+    # ---- building
+    def _build(self, i: int) -> Rank:
+        cfg, w = self.config, self.world
+        if self.started is None:
+            self.started = Started(w)
+            self.groups["IO-tp"] = RelativeGroup(w, "IO-tp", tuple(range(cfg.ranks)))
+        cache_cls = self.modules[HIRADIX].HiRadixCache
+        cc_cls = self.modules[CONTROLLER].HiCacheController
+        page = cfg.page_size
+        pool, tree, storage = self._rank_world(i, PollHostPool)
+        multi = cfg.ranks > 1
+
+        cc = cc_cls.__new__(cc_cls)
+        self._queues(cc, i, QUEUES)
+        stop = Event(w, f"r{i}.stop")
+        attrs = dict(
+            stop_event=stop, storage_stop_event=stop, storage_backend=storage, storage_backend_type="file",
+            mem_pool_host=pool, storage_host_pool=pool, page_size=page, enable_storage=True,
+            prefetch_threshold=max(cfg.threshold_pages * page, page), prefetch_capacity_limit=pool.size + 1,  # never rate-limited
+            prefetch_tokens_occupied=0, tp_world_size=cfg.ranks, tp_size=cfg.ranks, tp_rank=i,
+            prefetch_tp_group=self.groups["P-hits"] if multi else None,
+            prefetch_io_tp_group=self.groups["IO-tp"] if multi else None, backup_tp_group=None,
+            prefetch_sync_groups=[self.groups["P-hits"]] if multi else [],
+            tp_group=self.groups["S-tp"] if multi else None, attn_cp_group=None, attn_tp_group=None, pp_group=None,
+            get_hash_str=page_hashes(page), storage_batch_size=128, is_mla=False, has_draft=False,
+            draft_page_get_func=None, mem_pool_host_draft=None, enable_storage_metrics=False, io_backend="",
+            write_queue=EmptyAcks(), load_queue=EmptyAcks(), ack_write_queue=EmptyAcks(), ack_load_queue=EmptyAcks())
+        for k, v in attrs.items():
+            setattr(cc, k, v)
+        if "_generic_page_get" in dir(cc_cls):
+            cc.page_get_func = cc._generic_page_get
+        cc.batch_exists_func = storage.batch_exists  # 0.5.2's attach binds the backend's own
+
+        cache = cache_cls.__new__(cache_cls)
+        node = HostNode(w, i)
+        attrs = dict(
+            cache_controller=cc, page_size=page, tp_group=self.groups["S-tp"] if multi else None,
+            tp_world_size=cfg.ranks, enable_storage=True, prefetch_threshold=cfg.threshold_pages * page,
+            prefetch_timeout=3, prefetch_stop_policy=cfg.policy, ongoing_write_through={}, ongoing_load_back={},
+            ongoing_prefetch={}, ongoing_backup={}, enable_storage_metrics=False, metrics_collector=None,
+            storage_metrics_collector=None, prefetch_loaded_tokens_by_reqid={}, attn_cp_group=None,
+            attn_tp_group=None, pp_rank=0, pp_size=1, pp_group=None, work_list=[], is_eagle=False, disable=False,
+            device="cpu", evictable_host_leaves=set(), tp_rank=i, root_node=node, hicache_storage_pass_prefix_keys=False,
+            _insert_helper_host=self._inserter(tree))
+        for k, v in attrs.items():
+            try:
+                setattr(cache, k, v)
+            except AttributeError:  # a property of that release (it computes the value itself)
+                pass
+        rank = Rank(i, cache, cc, pool, tree, [f"req{q}" for q in range(cfg.requests)], list(range(cfg.requests)))
+        rank.node = node
+        return rank
+
+    @staticmethod
+    def _inserter(tree: TreeCore):
+        """`_insert_helper_host`, the host radix tree's insert, stands in: the tree takes the slots
+        and judges each page was written (world/tree.py)."""
+
+        def insert(node, key, host_value, hash_value=None, *args, **kwargs):
+            key = key if isinstance(key, RadixKey) else RadixKey(list(key))
+            return tree.insert_host(ROOT_NODE, key, host_value, hash_value).prefix_len
+
+        return insert
+
+    # ---- the threads
+    def _spawn(self, rank: Rank) -> None:
+        i, cc = rank.index, rank.cc
+        self.baton.spawn(f"S{i}", i, "scheduler", lambda: self._scheduler(rank))
+        self.baton.spawn(f"P{i}", i, "prefetch", cc.prefetch_thread_func)
+        self.baton.spawn(f"IO{i}", i, "io", lambda: self._started_thread(i))
+
+    def _started_thread(self, i: int) -> None:
+        self.baton.point("wait until the prefetch thread starts this thread", lambda: bool(self.started.targets.get(i)))
+        self.started.targets[i][0]()
+
+    def _scheduler(self, rank: Rank) -> None:
+        """SCH's loop reduced to its calls: issue every request, then rounds of check_hicache_events and
+        check_prefetch_progress for each waiting request. At the round start the loop's state is all
+        in `rank`, so what the thread observed before is forgotten there (a round that changes nothing
+        comes back to the same state)."""
+        cache = rank.cache
+        for q, rid in enumerate(rank.handles):
+            cache.prefetch_from_storage(rid, rank.node, self.tokens(q))
+        while True:
+            self.baton.current().digest = b""
+            for group in self.groups.values():
+                group.rebase()
+            self.baton.point(GATE, lambda: self.round_enabled(rank))
+            rank.rounds += 1
+            cache.check_hicache_events()
+            for q in list(rank.waiting):
+                if cache.check_prefetch_progress(rank.handles[q]):
+                    rank.waiting.remove(q)
+                    rank.resolved[q] = rank.tree.held.get(q, 0)
+                    rank.admitted_round[q] = rank.rounds
+                    self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens in the host tree")
+
+    def round_enabled(self, rank: Rank) -> bool:
+        """Lockstep as in the ack-drain world; once every scheduler is at its round start, a round
+        runs while a request waits (its check polls the predicate) or while every rank has something
+        queued for the drain (it pops the MIN over the ranks)."""
+        most = max(r.rounds for r in self.ranks)
+        if rank.rounds < most:
+            return True
+        if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
+            return False
+        if any(r.waiting for r in self.ranks):
+            return True
+        return any(min(getattr(r.cc, q).peek_size() for r in self.ranks) > 0 for q in self.DRAINED)
+
+    def ample(self) -> list[str]:
+        """A thread about to arrive at or leave a collective goes alone: that step touches only its
+        group (arrivals at one call commute; a leave is enabled once all arrived and reads only
+        their values), so it is independent of every other thread's next step. Otherwise the
+        rank-level persistent set of the ack-drain world."""
+        for m in self.baton.enabled():
+            if m.point.label.startswith("all_reduce("):
+                return [m.name]
+        return super().ample()
+
+    def _gate_may_open(self, rank: Rank) -> bool:
+        """Here a waiting request on any rank opens the gate too, once every scheduler is there."""
+        return any(r.waiting for r in self.ranks) or super()._gate_may_open(rank)
+
+    def closes_cycle(self, key: bytes) -> bool:
+        """True at a state seen before in this run since the last moment a thread other than the
+        schedulers could move: only the schedulers moved since, and nothing changed, so they poll
+        round after round forever (a request waiting forever is judged at this end)."""
+        if any(m.role != "scheduler" for m in self.baton.enabled()):
+            self.only_schedulers.clear()
+            return False
+        if key in self.only_schedulers:
+            return True
+        self.only_schedulers.add(key)
+        return False
+
+    def key(self) -> tuple:
+        """What determines the future, with nothing that does not: the threads (status, point,
+        what each observed; the scheduler's observations since its round start), their positions,
+        the stand-ins' contents in a canonical order, and the ranks' loop state with round counts
+        relative to the rank furthest behind. Sound because nothing the code under test can read
+        is left out or made equal: the stand-ins' names (per rank, in that rank's creation order:
+        stand_ins.py's rank_name), the order of their snapshots and the collective call numbers the
+        threads observe (counted from the rank behind: RelativeGroup.rebase) are the executor's own
+        bookkeeping, which the code never sees; two runs that differ only in them have the same
+        next steps, the same findings and the same ends."""
+        base = min(r.rounds for r in self.ranks)
+        ranks = tuple((r.rounds - base, tuple(r.waiting), tuple(sorted(r.resolved.items())),
+                       len(r.cache.ongoing_prefetch), r.cc.prefetch_tokens_occupied) for r in self.ranks)
+        return (self.baton.threads_key(), self._positions(), self._world(), ranks, self._admissions(base))
+
+    def _world(self) -> tuple:
+        """The stand-ins' contents in a canonical order: each part's snapshot names its part (rank
+        and name), and parts register as they are made, so the ranks' threads making theirs in
+        another order would otherwise give the same state another key."""
+        return tuple(sorted((p.snapshot() for p in self.world.parts), key=repr))
+
+    def _positions(self) -> tuple:
+        """Per thread the site it is parked at and the steps it took (the scheduler: since its round
+        start). The baton's key has the point's label and what the thread observed, and two points
+        that observe nothing can share a label (two frees of an empty slice, one after the other):
+        without this they are one state, and the second cuts the run short."""
+        counts = {m.name: 0 for m in self.baton.threads}
+        for step in self.baton.steps:
+            counts[step.choice] = 0 if step.label == GATE else counts[step.choice] + 1
+        return tuple(("", 0) if m.status == "parked" and m.point.label == GATE else
+                     (m.point.site if m.status == "parked" and m.point else "", counts[m.name])
+                     for m in self.baton.threads)
+
+    def _admissions(self, base: int) -> tuple:
+        """Per request, the rounds the ranks admitted it in, relative to the first (and whether that
+        round is still the current one): what tp_agreement reads, without the absolute count."""
+        out = []
+        for q in range(self.config.requests):
+            got = [r.admitted_round.get(q) for r in self.ranks]
+            done = [a for a in got if a is not None]
+            if not done:
+                out.append(None)
+                continue
+            first = min(done)
+            out.append((tuple(None if a is None else a - first for a in got), max(first - base, -1)))
+        return tuple(out)

@@ -1,0 +1,65 @@
+"""The predicate-poll world as the executor sees it (model/code/pack.py): HiRadixCache and
+HiCacheController of 0.5.1-0.5.18, registered on the predicate-poll descriptor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefetch_check.model.code.config import CodeConfig
+from prefetch_check.model.code.pack import ConformanceKit, WorldPack
+from prefetch_check.model.code.rt import hooks, loader
+from prefetch_check.model.code.worlds.predicate_poll import conformance_configs as conformance
+from prefetch_check.model.code.worlds.predicate_poll import probes
+from prefetch_check.model.code.worlds.predicate_poll.harness import CONTROLLER, FILES, HIRADIX, PollRun
+from prefetch_check.model.protocols.poll import refinement
+
+PROTOCOL = "predicate-poll"
+OBSERVED = frozenset({"_terminated_flag", "_done_flag"})  # 0.5.1-0.5.1.post3 call it _done_flag
+
+
+def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
+    """Import the tree's HiRadixCache and HiCacheController files and install the probes."""
+    modules = loader.load_tree(srt, torch, FILES)
+    ctrl, cache_mod = modules[CONTROLLER], modules[HIRADIX]
+    hooks.install(ctrl.PrefetchOperation, None, holder, OBSERVED)
+
+    def revoked(rank: int, request_id) -> bool:
+        return request_id in holder.run.ranks[rank].cc.prefetch_revoke_queue.items
+
+    probes.install_acceptance(cache_mod.HiRadixCache, holder, revoked)
+    probes.install_strict(cache_mod.HiRadixCache, "HiRadixCache", roots)
+    probes.install_strict(ctrl.HiCacheController, "HiCacheController", roots)
+    return modules
+
+
+def not_judged(config: CodeConfig) -> dict[str, str]:
+    """The releases race their predicate (probes.py): no_early_acceptance is judged under
+    wait_complete."""
+    if config.policy == "wait_complete":
+        return {}
+    return {"no_early_acceptance": "best_effort never waits: terminating at the first check is its contract"}
+
+
+BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
+    ("poll 1x1", dict(ranks=1)),
+    ("poll 1x1 best_effort", dict(ranks=1, policy="best_effort")),
+    ("poll 1x1, cannot read page 1", dict(ranks=1, failing=((1,),))),
+    ("poll 1x1, no hits, threshold 0", dict(ranks=1, hits=(0,), threshold_pages=0)),
+    ("poll 2x1", dict(ranks=2)),
+    ("poll 2x1, 1 page", dict(ranks=2, pages=1)),
+    ("poll 1x2", dict(ranks=1, requests=2)),
+))
+
+PACK = WorldPack(
+    protocol=PROTOCOL,
+    files=FILES,
+    load=load,
+    run=PollRun,
+    not_judged=not_judged,
+    conformance=ConformanceKit(
+        refinement=refinement, make_run=conformance.make_run, in_transit=conformance.in_transit,
+        config_to_json=conformance.config_to_json, config_from_json=conformance.config_from_json,
+        unsupported=conformance.unsupported, protocol_class=conformance.protocol_class, budgets=conformance.BUDGETS,
+        budget_config=conformance.budget_config, release_batch_size=conformance.RELEASE_STORAGE_BATCH_SIZE),
+    bench=BENCH,
+)

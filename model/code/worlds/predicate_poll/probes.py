@@ -1,0 +1,56 @@
+"""What the predicate-poll world watches on the tree's own classes, installed after import so the
+class bodies stay as written:
+
+- the acceptance probe (no_early_acceptance, the poll model's property): `can_terminate_prefetch`
+  runs as written; when its final answer (after the ranks' vote) accepts under wait_complete an
+  operation whose page list is still empty and that the prefetch thread has not revoked, the
+  scheduler terminates a prefetch that has not started: a prefetch lost;
+- strict attributes: an attribute of the cache or the controller the world did not set is "not
+  modelled" at the reading line, never an AttributeError the path could turn into a crash finding.
+"""
+
+from __future__ import annotations
+
+from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
+
+EARLY = "a prefetch lost: the scheduler accepts it before any page was listed, so nothing is loaded (slower, correct output)"
+
+
+def install_acceptance(cache_cls, holder, revoked) -> None:
+    """Wrap `cache_cls.can_terminate_prefetch`; `revoked(rank, request_id)` says whether the
+    rank's prefetch thread has already revoked that request (its id waits on the revoke queue)."""
+    real = cache_cls.__dict__.get("can_terminate_prefetch")
+    if real is None or getattr(cache_cls, "_pc_acceptance", False):
+        return
+
+    def probed(self, operation, *args, **kwargs):
+        accepted = real(self, operation, *args, **kwargs)
+        d = operation.__dict__
+        if accepted and self.__dict__.get("prefetch_stop_policy") == "wait_complete" and not d.get("hash_value"):
+            world = holder.world
+            me = world.baton.current()
+            rank = me.rank if me is not None else 0
+            if not revoked(rank, d.get("request_id")):
+                world.fault("no_early_acceptance",
+                            f"rank {rank} accepted {world.label(operation)} ({d.get('request_id')}) as complete while "
+                            f"its hash_value was still empty (not yet published, not revoked)",
+                            EARLY, caller_site(world.baton.roots))
+        return accepted
+
+    probed.__wrapped__ = real
+    probed.__name__ = "can_terminate_prefetch"
+    cache_cls.can_terminate_prefetch = probed
+    cache_cls._pc_acceptance = True
+
+
+def install_strict(cls, what: str, roots: tuple[str, ...]) -> None:
+    """A missing attribute of `cls`'s instances is not modelled (the world builds them with __new__)."""
+    if "__getattr__" in cls.__dict__:
+        return
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name.startswith("_pc"):
+            raise AttributeError(name)
+        raise NotModelled(f"{what}.{name} (an attribute the executor's world does not set)", caller_site(roots))
+
+    cls.__getattr__ = __getattr__

@@ -1,0 +1,366 @@
+"""What a tree's code checks ran: per function of its prefetch path, and per changed statement.
+
+Why: the code engine's verdicts are about the code it executed; a line no case ran is code
+nobody checked. Every code check (each case of code_checks.py, and the conformance check's
+replays) comes back with the raw lines of the tree it ran (coverage.py in the executor's child,
+model/code/coverage_tracer.py). Here they are folded, per tree, into:
+
+- per function of the prefetch path (path_code.prefetch_path; a class taken whole counts per
+  method): its statements as coverage.py counts them (statements.py) and how many some check ran;
+- per statement an edit changed against the nearest followed release (changed.py): the cases and
+  the number of schedules (runs) that ran it. A changed statement no check ran makes the tree
+  "not checked: FILE:LINE is never executed by the code engine (WHY)", with no verdict from either
+  engine and exit status 3 (checks.exit_status), never the release's verdicts.
+
+`python -m prefetch_check.sglang.coverage_report REPORT.json [RELEASE]` prints the per-function
+table of a `prefetch-check sglang --json` report as Markdown (docs/coverage.md is made with it).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Optional
+
+from prefetch_check.sglang.changed import ChangedStatement, Changes
+from prefetch_check.sglang.checks import NOT_CHECKED
+from prefetch_check.sglang.statements import DEFS, Statement, body_of, find, statements
+
+CONFORMANCE = "the conformance check"  # how the conformance check's replays are named beside the cases
+LOAD = "at load"
+
+
+@dataclass(frozen=True)
+class FunctionCoverage:
+    """One function of the path: where it starts, its statements and how many some check ran."""
+
+    ident: str
+    file: str
+    line: int
+    statements: int
+    executed: int
+
+    @property
+    def name(self) -> str:
+        return self.ident.partition(":")[2]
+
+    @property
+    def entered(self) -> bool:
+        return self.executed > 0
+
+
+@dataclass(frozen=True)
+class ChangedRuns:
+    """A changed statement and what ran it: (case, schedules) per check that did, whether the
+    tree's load did (a module-level statement), and why nothing did."""
+
+    changed: ChangedStatement
+    cases: tuple[tuple[str, int], ...] = ()
+    at_load: bool = False
+    why: str = ""
+
+    @property
+    def executed(self) -> bool:
+        return self.at_load or any(n for _, n in self.cases)
+
+    @property
+    def schedules(self) -> int:
+        return sum(n for _, n in self.cases)
+
+
+@dataclass
+class TreeCoverage:
+    """The coverage of one tree's prefetch path by its code checks."""
+
+    functions: list[FunctionCoverage]
+    checks: list[str]  # the checks whose lines are counted (case names, the conformance check)
+    changes: Optional[Changes] = None
+    changed: list[ChangedRuns] = field(default_factory=list)
+
+    @property
+    def statements(self) -> int:
+        return sum(f.statements for f in self.functions)
+
+    @property
+    def executed(self) -> int:
+        return sum(f.executed for f in self.functions)
+
+    def never_entered(self) -> list[FunctionCoverage]:
+        return [f for f in self.functions if not f.entered]
+
+    def unexecuted(self) -> list[ChangedRuns]:
+        return [c for c in self.changed if not c.executed]
+
+    def summary(self) -> str:
+        """One line: 'its code ran 375 of 1,973 statements (19%) of 154 prefetch-path functions; 103 never entered'."""
+        share = f" ({100 * self.executed // self.statements}%)" if self.statements else ""
+        return (f"its code ran {self.executed:,} of {self.statements:,} statements{share} of {len(self.functions):,} "
+                f"prefetch-path functions; {len(self.never_entered()):,} never entered")
+
+    def refusal(self) -> str:
+        """'FILE:LINE is never executed by the code engine (WHY)' for the first changed statement
+        no check ran, and how many more there are ('' when every one ran)."""
+        missing = self.unexecuted()
+        if not missing:
+            return ""
+        first = missing[0]
+        text = f"{first.changed.where()} is never executed by the code engine ({first.why})"
+        if len(missing) > 1:
+            text += f"; {len(missing) - 1} more changed statement(s) never executed: " + ", ".join(
+                m.changed.where() for m in missing[1:4]) + (" ..." if len(missing) > 4 else "")
+        return text
+
+    def to_json(self) -> dict:
+        out = {
+            "checks": self.checks,
+            "statements": self.statements,
+            "executed": self.executed,
+            "functions": len(self.functions),
+            "never_entered": len(self.never_entered()),
+            "summary": self.summary(),
+            "per_function": [{"function": f.name, "file": f.file, "line": f.line, "statements": f.statements,
+                              "executed": f.executed} for f in self.functions],
+        }
+        if self.changes is not None:
+            out["changed"] = {
+                "against": self.changes.against,
+                "note": self.changes.note,
+                "statements": [{"file": c.changed.file, "line": c.changed.line, "piece": c.changed.piece.partition(":")[2],
+                                "kind": c.changed.kind, "schedules": c.schedules, "at_load": c.at_load,
+                                "cases": [{"case": name, "schedules": n} for name, n in c.cases if n],
+                                **({"why": c.why} if not c.executed else {})} for c in self.changed],
+                "never_executed": self.refusal(),
+            }
+        return out
+
+
+# ---------------------------------------------------------------- folding the checks' lines
+
+
+def _check_coverage(row) -> list[tuple[str, dict]]:
+    """(name, the child's coverage answer) of every check of the row that came back with one."""
+    out = []
+    for run in row.code.runs:
+        cov = (run.result or {}).get("coverage")
+        if cov:
+            out.append((run.case, cov))
+    conformance = getattr(row.conformance, "coverage", None)
+    if conformance:
+        out.append((CONFORMANCE, conformance))
+    return out
+
+
+def functions_of(path: Mapping) -> list[tuple[str, str, ast.AST]]:
+    """(ident, file, definition) of every function of the path: its functions and methods, and the
+    methods of a class it takes whole (a class whose methods are pieces of their own is skipped,
+    like module bindings: what they hold runs at load)."""
+    return [item for item, _ in _functions_with_modules(path, {})]
+
+
+def _functions_with_modules(path: Mapping, modules: dict) -> list:
+    out = []
+    for ident, piece in path.items():
+        module = modules.get(piece.file)
+        if module is None:
+            continue
+        name = piece.name
+        if name.startswith("<module>."):
+            continue
+        node = find(module, piece.line, name.rpartition(".")[2])
+        if isinstance(node, DEFS):
+            out.append(((ident, piece.file, node), module))
+        elif isinstance(node, ast.ClassDef) and not any(other.startswith(ident + ".") for other in path):
+            for stmt in body_of(node):
+                if isinstance(stmt, DEFS):
+                    out.append(((f"{ident}.{stmt.name}", piece.file, stmt), module))
+    return out
+
+
+def tree_coverage(row, read=None) -> Optional[TreeCoverage]:
+    """The coverage of a row whose code checks ran (None when none came back with coverage).
+    `read(rel)`: the text of a file of the tree (default: read below row.srt)."""
+    checks = _check_coverage(row)
+    if not checks or not row.path or row.srt is None:
+        return None
+    read = read or (lambda rel: (row.srt / rel).read_text(encoding="utf-8", errors="replace"))
+    modules: dict[str, ast.Module] = {}
+    for piece in row.path.values():
+        if piece.file not in modules:
+            try:
+                modules[piece.file] = ast.parse(read(piece.file))
+            except (OSError, SyntaxError):
+                continue
+    raw: dict[str, set[int]] = {}
+    for _, cov in checks:
+        for rel, lines in cov.get("lines", {}).items():
+            raw.setdefault(rel, set()).update(lines)
+    functions = []
+    for (ident, rel, node), _ in _functions_with_modules(row.path, modules):
+        own = list(statements(body_of(node)))
+        ran = raw.get(rel, set())
+        functions.append(FunctionCoverage(ident, rel, node.lineno, len(own), sum(1 for s in own if s.covers(ran))))
+    functions.sort(key=lambda f: (f.file, f.line))
+    result = TreeCoverage(functions, [name for name, _ in checks], row.changed)
+    if row.changed is not None:
+        covered = {rel: {s.line for s in statements(body_of(module)) if s.covers(raw.get(rel, set()))}
+                   for rel, module in modules.items()}
+        by_block = {rel: _statements_by_block(module) for rel, module in modules.items()}
+        for c in row.changed.statements:
+            cases, at_load = [], False
+            for name, cov in checks:
+                for entry in cov.get("counted", {}).get(c.file, []):
+                    if tuple(entry["span"]) == c.span:
+                        cases.append((name, entry["runs"]))
+                        at_load = at_load or entry["load"]
+            runs = ChangedRuns(c, tuple(cases), at_load)
+            if not runs.executed:
+                runs = ChangedRuns(c, tuple(cases), at_load,
+                                   why_never(c, covered.get(c.file, set()), bool(raw.get(c.file)), by_block.get(c.file, {})))
+            result.changed.append(runs)
+    return result
+
+
+def _statements_by_block(module: ast.Module) -> dict[tuple, list[Statement]]:
+    out: dict[tuple, list[Statement]] = {}
+    for s in statements(body_of(module)):
+        out.setdefault(s.enclosing, []).append(s)
+    return out
+
+
+BRANCH = {"If.body": "the branch at line {line} is never taken in any case",
+          "If.orelse": "the else branch of the if at line {line} is never taken in any case",
+          "For.body": "the loop at line {line} never runs its body in any case",
+          "While.body": "the loop at line {line} never runs its body in any case",
+          "For.orelse": "the loop at line {line} never ends without a break in any case",
+          "While.orelse": "the loop at line {line} never ends without a break in any case",
+          "except": "no case raises what the except at line {line} catches",
+          "Try.orelse": "the try at line {line} never ends without an exception in any case",
+          "case": "no case matches the case at line {line}",
+          "With.body": "every case raises entering the with at line {line}"}
+SCOPE_KINDS = ("FunctionDef.body", "AsyncFunctionDef.body", "ClassDef.body")
+
+
+def why_never(c: ChangedStatement, covered: set[int], loaded: bool, by_block: Mapping[tuple, list[Statement]]) -> str:
+    """Why no check ran a changed statement, from the statements around it that ran (`covered`:
+    their first lines): its file is not run at all, its function is never entered, the branch
+    holding it is never taken, or every case returns or raises before it."""
+    if not loaded:
+        return f"the code engine does not run {c.file}"
+    chain = c.enclosing  # innermost first
+    scope = next((k for k, e in enumerate(chain) if e[0] in SCOPE_KINDS[:2]), None)
+    qualname = ".".join(e[2] for e in reversed(chain[scope:]) if e[0] in SCOPE_KINDS) if scope is not None else ""
+    blocks = list(reversed(_blocks(chain, len(chain) if scope is None else scope)))  # outermost first
+    for depth, block in enumerate(blocks):
+        if any(s.line in covered for s in by_block.get(block, [])):
+            continue
+        if depth == 0 and qualname:
+            return f"no case enters {qualname}"
+        kind, line = (block[0][0], block[0][1]) if block else ("", c.line)
+        if kind in ("except", "case") or line in covered:
+            return BRANCH.get(kind, "the branch at line {line} is never taken in any case").format(line=line)
+        return f"every case returns or raises before line {line}"
+    return f"every case returns or raises before line {c.line}"
+
+
+def _blocks(chain: tuple, last: int) -> list[tuple]:
+    """The blocks (enclosing tuples) from the statement's own out to chain[last:], innermost first
+    (an `except` or `case` clause and its statement are one step)."""
+    out, k = [], 0
+    while k <= last:
+        out.append(chain[k:])
+        if k == len(chain):
+            break
+        k += 2 if chain[k][0] in ("except", "case") else 1
+    return out
+
+
+# ---------------------------------------------------------------- settling the rows
+
+
+def settle(rows: list) -> None:
+    """After the code and conformance checks: each row's coverage, and a row with a changed
+    statement no check ran becomes "not checked" with no verdict from either engine."""
+    for row in rows:
+        if not row.code.ran:
+            continue
+        row.coverage = tree_coverage(row)
+        refusal = row.coverage.refusal() if row.coverage is not None else ""
+        if refusal:
+            earlier = f"{row.status}: {row.note}" if row.note else row.status
+            row.status, row.note = NOT_CHECKED, f"{refusal}; before it ran: {earlier}"
+            row.code.withheld = refusal
+
+
+def table_rows(row) -> list[tuple[str, ...]]:
+    """The coverage line under a tree's verdicts (the table's columns: property "coverage")."""
+    if row.coverage is None:
+        return []
+    return [("", "", "", "coverage", row.coverage.summary(), "", "", "")]
+
+
+def to_json(row) -> Optional[dict]:
+    return row.coverage.to_json() if row.coverage is not None else None
+
+
+# ---------------------------------------------------------------- the docs' table
+
+
+WHY_NOT_RUN = {
+    # substrings of a function's name -> why no case of the code engine enters it (docs/coverage.md)
+    "pp_": "PP > 1: no case runs pipeline-parallel stages",
+    "_pp": "PP > 1: no case runs pipeline-parallel stages",
+    "deadline": "the timeout policy: the code engine's clock stands still (only the conformance check moves it)",
+    "timeout": "the timeout policy: the code engine's clock stands still (only the conformance check moves it)",
+    "retr": "retries: the scheduler's retry path is not run (storage_prefetch_retries is never polled)",
+    "buffer": "buffer_only host memory mode: no case runs it",
+    "sidecar": "sidecar pools (SWA, Mamba): no case has them",
+    "nonkv": "sidecar pools (SWA, Mamba): no case has them",
+    "mamba": "sidecar pools (SWA, Mamba): no case has them",
+    "swa": "sidecar pools (SWA, Mamba): no case has them",
+    "evict": "host eviction of pages the tree holds is not modelled",
+    "abort": "aborts: no case of `prefetch-check sglang` aborts a request",
+    "__init__": "the executor builds the objects with __new__ and the attributes the path reads",
+    "attach_storage_backend": "the executor builds the objects with __new__ and the attributes the path reads",
+    "_start_storage_threads": "the executor starts the threads itself",
+    "parse_storage_backend_extra_config": "the executor builds the objects with __new__ and the attributes the path reads",
+    "mooncake": "another storage backend's transfer (the stand-in storage is generic)",
+    "zerocopy": "another storage backend's transfer (the stand-in storage is generic)",
+    "zero_copy": "another storage backend's transfer (the stand-in storage is generic)",
+}
+
+
+def known_why(name: str) -> str:
+    lowered = name.lower()
+    return next((why for key, why in WHY_NOT_RUN.items() if key in lowered), "")
+
+
+def markdown(release: dict) -> str:
+    """The per-function table of one release of a --json report (docs/coverage.md)."""
+    cov = release.get("coverage")
+    if not cov:
+        return f"{release['release']}: no coverage in this report (the code engine did not run it)\n"
+    lines = [f"### {release['release']}", "", cov["summary"] + f" (checks: {', '.join(cov['checks'])})", "",
+             "| function | file:line | statements | executed | why not entered |", "|---|---|---|---|---|"]
+    for f in cov["per_function"]:
+        why = known_why(f["function"]) if not f["executed"] else ""
+        lines.append(f"| `{f['function']}` | {f['file']}:{f['line']} | {f['statements']} | {f['executed']} | {why} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print("usage: python -m prefetch_check.sglang.coverage_report REPORT.json [RELEASE ...]", file=sys.stderr)
+        return 2
+    doc = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    wanted = set(argv[1:])
+    for release in doc["releases"]:
+        if not wanted or release["release"] in wanted:
+            print(markdown(release))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

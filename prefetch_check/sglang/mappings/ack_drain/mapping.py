@@ -1,0 +1,45 @@
+"""The ack-drain protocol's SGLang side (mappings/__init__.py): releases with PrefetchAck and the
+sync thread (0.5.19 on); its executor world runs UnifiedRadixCache (worlds/ack_drain/)."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code import CodeConfig, CodeLimits
+from prefetch_check.sglang.code_checks import Case
+from prefetch_check.sglang.code_world import methods
+from prefetch_check.sglang.mappings import Mapping
+from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL, release_options
+
+
+def runs(cache, controllers: dict) -> str:
+    """The judged class UnifiedRadixCache, a controller with the sync thread and PrefetchAck."""
+    if controllers.get("HiCacheController") is None:
+        return "the tree has no HiCacheController class to run"
+    if "prefetch_sync_thread_func" in methods(controllers.get("HiCacheController")) and "PrefetchAck" in controllers:
+        return ""
+    return ("the executor runs the UnifiedRadixCache of the ack-drain path (PrefetchAck and the sync "
+            "thread prefetch_sync_thread_func); this tree's controller has neither")
+
+
+def _config(**kwargs) -> CodeConfig:
+    return CodeConfig(world=PROTOCOL, **kwargs)
+
+
+CASES: tuple[Case, ...] = (
+    Case("1 rank x 1 request", _config(ranks=1)),
+    Case("2 ranks x 1 request", _config(ranks=2)),
+    Case("2 ranks, rank 0 cannot read page 1", _config(ranks=2, failing=((1,), ()))),
+    Case("2 ranks, rank 0 has no hits", _config(ranks=2, hits=(0, 2))),
+    Case("2 ranks, rank 0's storage query raises", _config(ranks=2, query_raises=(True, False))),
+    Case("1 rank, 1 request prefetched again", _config(ranks=1, reissue=True)),
+    Case("1 rank x 2 requests", _config(ranks=1, requests=2)),
+    Case("1 rank, best_effort", _config(ranks=1, policy="best_effort")),
+    # the stale operation's late steps against the newer one (0.5.20-0.5.23's stale-hit revoke,
+    # 0.5.19's rid-matched ACKs): the whole search takes minutes, so it stops at the first
+    # violation of operation_identity and judges nothing else
+    Case("1 rank, prefetched again, best_effort", _config(ranks=1, policy="best_effort", reissue=True),
+         judges=("operation_identity",),
+         limits=CodeLimits(max_seconds=90, stop_on=("operation_identity",))),
+)
+
+MAPPING = Mapping(protocol=PROTOCOL, acks="ack+sync-thread", release_options=release_options,
+                  judged_class="UnifiedRadixCache", runs=runs, cases=CASES)

@@ -1,0 +1,58 @@
+"""The predicate-poll protocol's SGLang side (mappings/__init__.py): releases without ACKs
+(0.5.1-0.5.18); its executor world runs HiRadixCache (worlds/predicate_poll/), its model is
+compared under the tree's own predicate (0.5.1-0.5.1.post2's is not the fixed one)."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code import CodeConfig, CodeLimits
+from prefetch_check.sglang.code_checks import Case
+from prefetch_check.sglang.code_world import methods, starts_io_thread
+from prefetch_check.sglang.mappings import Mapping
+from prefetch_check.sglang.mappings.predicate_poll.options import PROTOCOL, release_options
+
+
+def runs(cache, controllers: dict) -> str:
+    """The judged class HiRadixCache polling `can_terminate_prefetch`, a HiCacheController whose
+    `prefetch_thread_func` starts the IO thread itself, and no sync thread."""
+    if controllers.get("HiCacheController") is None:
+        return "the tree has no HiCacheController class to run"
+    ctrl = methods(controllers.get("HiCacheController"))
+    if "can_terminate_prefetch" not in methods(cache):
+        return ("the predicate-poll world runs HiRadixCache.can_terminate_prefetch, which this tree's HiRadixCache "
+                "does not define")
+    if "prefetch_sync_thread_func" in ctrl:
+        return ("this HiRadixCache's controller runs the sync thread (prefetch_sync_thread_func), which the "
+                "predicate-poll world has no place for")
+    if not starts_io_thread(ctrl.get("prefetch_thread_func")):
+        return ("the predicate-poll world runs the IO thread prefetch_thread_func starts itself "
+                "(threading.Thread(target=self.prefetch_io_aux_func)); this tree starts it elsewhere")
+    return ""
+
+
+# Cut to what finishes per release in seconds: every 1-rank case is exhaustive; 1 rank x 2
+# requests and an exhaustive 2-rank search do not finish in minutes (docs/executor.md), so each
+# 2-rank case is a bounded search of a fixed number of runs (deterministic, so its result is
+# cached), run only for the properties that need its second rank; a violation it finds is real,
+# anything else it leaves BOUNDED.
+RUNS = 200
+
+
+def _config(**kwargs) -> CodeConfig:
+    return CodeConfig(world=PROTOCOL, **kwargs)
+
+
+CASES: tuple[Case, ...] = (
+    Case("1 rank x 1 request", _config(ranks=1)),
+    Case("1 rank, best_effort", _config(ranks=1, policy="best_effort")),
+    Case("1 rank, cannot read page 1", _config(ranks=1, failing=((1,),))),
+    Case("1 rank, no hits, threshold 0", _config(ranks=1, hits=(0,), threshold_pages=0)),
+    Case(f"2 ranks x 1 request, {RUNS:,} runs", _config(ranks=2),
+         judges=("tp_agreement", "deadlock_freedom"), limits=CodeLimits(max_runs=RUNS, max_seconds=240)),
+    # the short read of one rank: the tail given back twice (0.5.1.post3-0.5.5)
+    Case(f"2 ranks, rank 0 cannot read page 1, {RUNS:,} runs", _config(ranks=2, failing=((1,), ())),
+         judges=("host_memory", "progress"),
+         limits=CodeLimits(max_runs=RUNS, max_seconds=240, stop_on=("host_memory",))),
+)
+
+MAPPING = Mapping(protocol=PROTOCOL, acks="none", release_options=release_options, judged_class="HiRadixCache",
+                  runs=runs, cases=CASES, own_predicate=True)
