@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
+from prefetch_check.sglang import path_cache
 from prefetch_check.sglang.errors import SglangSourceError
 from prefetch_check.sglang.path_code import path_files, remember
 from prefetch_check.sglang.srt_index import (  # noqa: F401  (where the callers find them)
@@ -90,13 +91,27 @@ def read_protocol_files(srt: Path, extra: tuple[str, ...] = ()) -> dict[str, str
     """{path below sglang/srt: text} of each protocol file present (absent ones are left out), of
     the `extra` ones (the files registered mappings name for their judged classes) and of every
     file the prefetch path of each cache class reaches in the tree (path_code.py)."""
-    return read_path_files(SrtFiles.of_folder(srt), extra)
+    tree = SrtFiles.of_folder(srt)
+    key = path_cache.tree_key(srt, tree, tuple(extra))
+    kept = path_cache.load(key)
+    if kept is not None and all(rel in tree for rel in kept[0]):
+        out = {rel: tree[rel] for rel in kept[0]}
+        for cls, path in kept[1].items():
+            remember(out, cls, path)
+        return out
+    out, paths = _path_files(tree, extra)
+    path_cache.store(key, list(out), paths)
+    return out
 
 
 def read_path_files(tree: Mapping[str, str], extra: tuple[str, ...] = ()) -> dict[str, str]:
     """The protocol files, the `extra` ones and the files the prefetch paths reach, out of all the
     tree's files: what the path of every cache class, computed again from this dict alone, reads
     the same."""
+    return _path_files(tree, extra)[0]
+
+
+def _path_files(tree: Mapping[str, str], extra: tuple[str, ...]) -> tuple[dict[str, str], dict]:
     out = {rel: tree[rel] for rel in PROTOCOL_FILES + tuple(extra) if rel in tree}
     paths = {}
     for cls, rel in sorted(CACHE_FILES.items()):
@@ -106,7 +121,7 @@ def read_path_files(tree: Mapping[str, str], extra: tuple[str, ...] = ()) -> dic
     out = dict(sorted(out.items()))
     for cls, path in paths.items():
         remember(out, cls, path)
-    return out
+    return out, paths
 
 
 def installed_sglang() -> tuple[Optional[str], Path]:

@@ -235,8 +235,9 @@ class _Walk:
             scope = self.types.scope(node, rel, self_cls)
         else:
             scope = Scope(rel, None)
-        called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
-        for n in ast.walk(node):
+        nodes = list(ast.walk(node))
+        called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        for n in nodes:
             if isinstance(n, ast.Name):
                 self.add_binding(rel, n.id)
             elif isinstance(n, (ast.Import, ast.ImportFrom)) and n is not node:

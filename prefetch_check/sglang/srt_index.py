@@ -53,6 +53,7 @@ class Module:
                 self.inner[name] = inner
         self.defines: set[str] = set()
         self.properties: set[str] = set()
+        self._imports: Optional[tuple[ast.stmt, ...]] = None
         for n in ast.walk(self.tree):
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.defines.add(n.name)
@@ -65,13 +66,13 @@ class Module:
             return {}
         return {n.name: n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
-    def imported_modules(self) -> Iterator[ast.stmt]:
-        """Every import statement at top level (inside `if TYPE_CHECKING:` and `try` too)."""
-        for stmt in self.tree.body:
-            for n in ast.walk(stmt):
-                if isinstance(n, (ast.Import, ast.ImportFrom)):
-                    yield n
-            # functions and classes are walked too: their local imports are imports of the file
+    def imported_modules(self) -> tuple[ast.stmt, ...]:
+        """Every import statement of the file (inside `if TYPE_CHECKING:`, `try`, functions and
+        classes too: their local imports are imports of the file), found once: the path asks
+        for them at every round of its whole-file rule."""
+        if self._imports is None:
+            self._imports = tuple(n for n in ast.walk(self.tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
+        return self._imports
 
 
 def _decorator_name(node: ast.AST) -> str:
