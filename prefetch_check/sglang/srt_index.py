@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Optional
 
@@ -43,7 +44,9 @@ class Module:
 
     def __init__(self, rel: str, text: str):
         self.rel = rel
-        self.tree = ast.parse(text)
+        with warnings.catch_warnings():  # upstream's invalid escapes and the like: not ours to report
+            warnings.simplefilter("ignore")
+            self.tree = ast.parse(text)
         self.classes = {n.name: n for n in self.tree.body if isinstance(n, ast.ClassDef)}
         self.bindings: dict[str, ast.stmt] = {}  # name -> top-level statement (a piece of the path)
         self.inner: dict[str, ast.stmt] = {}  # name -> the statement itself (an import inside an `if`)
