@@ -338,15 +338,22 @@ def known_why(name: str) -> str:
 
 
 def markdown(release: dict) -> str:
-    """The per-function table of one release of a --json report (docs/coverage.md)."""
+    """The per-file table of one release of a --json report (docs/coverage.md): per file of the
+    path, its functions, how many were entered, its statements and how many ran (the
+    per-function figures are in --json: thousands of rows over the whole path)."""
     cov = release.get("coverage")
     if not cov:
         return f"{release['release']}: no coverage in this report (the code engine did not run it)\n"
-    lines = [f"### {release['release']}", "", cov["summary"] + f" (checks: {', '.join(cov['checks'])})", "",
-             "| function | file:line | statements | executed | why not entered |", "|---|---|---|---|---|"]
+    files: dict[str, list] = {}
     for f in cov["per_function"]:
-        why = known_why(f["function"]) if not f["executed"] else ""
-        lines.append(f"| `{f['function']}` | {f['file']}:{f['line']} | {f['statements']} | {f['executed']} | {why} |")
+        files.setdefault(f["file"], []).append(f)
+    lines = [f"### {release['release']}", "", cov["summary"] + f" (checks: {', '.join(cov['checks'])})", "",
+             "| file | functions | entered | statements | executed | why some are not entered (where known) |",
+             "|---|---|---|---|---|---|"]
+    for rel, fs in sorted(files.items(), key=lambda kv: (-sum(f["executed"] for f in kv[1]), kv[0])):
+        whys = sorted({known_why(f["function"]) for f in fs if not f["executed"]} - {""})
+        lines.append(f"| {rel} | {len(fs)} | {sum(1 for f in fs if f['executed'])} | "
+                     f"{sum(f['statements'] for f in fs):,} | {sum(f['executed'] for f in fs):,} | {'; '.join(whys)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,116 @@
+"""A change whose code conforms gets the model's verdicts, with what they rest on.
+
+Why: the model reaches the sizes users deploy (TP=8, TP=16, two requests under `timeout`); the
+code engine reaches one or two ranks. The honest floor refuses the model for any tree whose
+prefetch path is not a followed release's, since the model has not read that code. The
+conformance check can read it for the model: it replays model schedules on the tree's own code
+and compares every state. So a tree the floor refuses, whose code conforms to the model
+configured as the followed release nearest its path, gets that model's verdicts, labelled with
+what they rest on, and only where the check vouches for what the verdicts use:
+
+- every statement the change touched ran in some conformance replay (coverage.py counts it in
+  the child); a changed statement no replay ran withholds the verdicts, named;
+- every step kind the model's searches took was replayed on the code at least once; a kind
+  never replayed withholds the verdicts, named (a proof uses every step it took; a
+  counterexample may use any).
+
+checks.plan plans the model's runs of such a tree beside its code (checks.Vouch); `settle` decides
+after the code, conformance and coverage passes.
+"""
+
+from __future__ import annotations
+
+from prefetch_check.sglang.checks import CHECKED, NOT_CHECKED, ReleaseCheck
+from prefetch_check.sglang.coverage_report import CONFORMANCE
+
+
+def settle(rows: list[ReleaseCheck]) -> None:
+    """Show or withhold each pending vouch (after coverage_report.settle: a tree "not checked"
+    there gets no verdict from either engine, vouched or not)."""
+    for row in rows:
+        v = row.vouch
+        if v is None or v.withheld or row.status == NOT_CHECKED:
+            if v is not None and row.status == NOT_CHECKED and not v.withheld:
+                v.withheld = "a changed statement no check ran (coverage)"
+            if v is not None:
+                row.own, row.ours = [], []
+            continue
+        why = withheld(row)
+        if why:
+            v.withheld = why
+            row.own, row.ours = [], []
+            row.note = f"{row.note}; the model's verdicts as {v.label} are withheld: {why}"
+            continue
+        v.rests_on = rests_on(row)
+        row.status, row.release = CHECKED, v.release
+        row.note = (f"{row.note}; its code conforms to the model configured as {v.label}, which vouches for "
+                    f"every changed statement and every step the searches took: the model's verdicts rest on it")
+
+
+def withheld(row: ReleaseCheck) -> str:
+    """Why the conformance check does not vouch for the model's verdicts of this tree ('' if it does)."""
+    c = row.conformance
+    if c.conforms is not True:
+        if c.conforms is False:
+            return "its code diverges from the model (conformance)"
+        return "its code was not shown to conform (" + (c.error or "; ".join(c.not_modelled()) or "no answer") + ")"
+    if any(run.summary is None for run in row.runs):
+        return "a search of the model did not finish"
+    unreplayed = sorted(fired(row) - replayed(row))
+    if unreplayed:
+        return (f"the model's searches take step(s) no conformance replay took on its code: {', '.join(unreplayed)}")
+    missing = unvouched_statements(row)
+    if missing:
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        return (f"changed statement(s) no conformance replay ran: {', '.join(missing[:3])}{more}")
+    return ""
+
+
+def fired(row: ReleaseCheck) -> set[str]:
+    """The step kinds the model's searches of the tree took."""
+    return {kind for run in row.runs if run.summary for kind in run.summary.get("fired", ())}
+
+
+def replayed(row: ReleaseCheck) -> set[str]:
+    """The model's step kinds the conformance check replayed on the tree's code (matched)."""
+    return {kind for answer in row.conformance.answers or [] for kind in answer.get("kinds", ())}
+
+
+def unvouched_statements(row: ReleaseCheck) -> list[str]:
+    """FILE:LINE (piece) of each changed statement no conformance replay ran (nor the tree's load).
+    Without coverage there is nothing to vouch with: every changed statement counts."""
+    changed = row.changed.statements if row.changed is not None else ()
+    if row.coverage is None:
+        return [f"{c.where()} ({c.piece.partition(':')[2]})" for c in changed]
+    return [f"{c.changed.where()} ({c.changed.piece.partition(':')[2]})" for c in row.coverage.changed
+            if not (c.at_load or dict(c.cases).get(CONFORMANCE, 0))]
+
+
+def rests_on(row: ReleaseCheck) -> dict:
+    """What the model's verdicts of a conforming edited tree rest on, for --json and the footnote."""
+    c = row.conformance
+    figures = c.figures()
+    functions = sorted({x.changed.piece.partition(":")[2] for x in (row.coverage.changed if row.coverage else [])})
+    return {
+        "configured_as": row.vouch.label,
+        "options": dict(sorted(row.vouch.release.options.items())),
+        "conformance": {"configurations": len(c.items), "schedules": figures["schedules"],
+                        "states": figures["states"],
+                        "steps": sum(a.get("code_steps", 0) for a in c.answers or []),
+                        "budget": c.budget_summary()},
+        "changed_functions_replayed": functions,
+        "step_kinds_replayed": sorted(replayed(row)),
+    }
+
+
+def text(row: ReleaseCheck) -> str:
+    """The rests-on record in one sentence (the terminal's footnote)."""
+    r = row.vouch.rests_on if row.vouch is not None else None
+    if not r:
+        return ""
+    conf = r["conformance"]
+    changed = ", ".join(r["changed_functions_replayed"]) or "none"
+    return (f"the model's verdicts rest on its code conforming to the model configured as {r['configured_as']}: "
+            f"{conf['schedules']:,} model schedules replayed over {conf['configurations']} configuration(s), "
+            f"{conf['states']:,} states compared, {conf['steps']:,} code steps ({conf['budget']}); every step kind "
+            f"the searches took was replayed; the changed functions the replays ran: {changed}")
