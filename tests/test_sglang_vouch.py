@@ -13,7 +13,7 @@ import json
 import pytest
 
 from prefetch_check.cli import main
-from prefetch_check.model.code.worlds.ack_drain.conformance_configs import Budget
+from prefetch_check.model.code.worlds.ack_drain.conformance_configs import BUDGETS, Budget
 from pack_helpers import cases, use_budgets, use_cases
 from test_code_executor import edited, release
 from test_sglang_floor import ACK_SCENARIO, EDITS_0523
@@ -21,10 +21,20 @@ from test_sglang_floor import ACK_SCENARIO, EDITS_0523
 URC = "mem_cache/unified_radix_cache.py"
 
 
+TWO_RANKS = Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 2_000, 100)
+
+
 @pytest.fixture
 def small(monkeypatch):
     use_cases(monkeypatch, "ack-drain", cases("ack-drain", "1 rank x 1 request", "1 rank, best_effort"))
-    use_budgets(monkeypatch, "ack-drain", (Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 2_000, 100),))
+    use_budgets(monkeypatch, "ack-drain", (TWO_RANKS,))
+
+
+@pytest.fixture
+def small_with_abort(monkeypatch, small):
+    """The abort path replayed too: 0.5.23's recorded abort_barrier=no is read in release_aborted_request."""
+    aborted = next(b for b in BUDGETS if b.name == "1 rank, aborted in round 1")
+    use_budgets(monkeypatch, "ack-drain", (TWO_RANKS, aborted))
 
 
 def sglang_json(capsys, cache, tree) -> tuple[int, dict, str]:
@@ -43,7 +53,8 @@ def apply(tmp_path, edits) -> object:
     return tree
 
 
-def test_a_refactor_that_conforms_gets_the_model_verdicts_of_the_release_it_is_nearest(tmp_path, capsys, small):
+def test_a_refactor_that_conforms_gets_the_model_verdicts_of_the_release_it_is_nearest(tmp_path, capsys,
+                                                                                       small_with_abort):
     refactor, _ = EDITS_0523["identity test moved into a helper (refactor)"]
     tree = apply(tmp_path, refactor)
     status, doc, table = sglang_json(capsys, tmp_path / "cache", tree)
@@ -58,6 +69,11 @@ def test_a_refactor_that_conforms_gets_the_model_verdicts_of_the_release_it_is_n
     assert any(f.endswith("_drain_storage_control_queues_impl") or f.endswith("_is_current_prefetch")
                for f in rests["changed_functions_replayed"]), rests
     assert "S.drain" in rests["step_kinds_replayed"]
+    # what the detector cannot read off the edited tree, taken from 0.5.23 because a replay ran the
+    # code where it is read: the recorded absences, and the ACK match the refactor moved out of the
+    # drain's own body (the detector looks for `info.operation is operation` there)
+    assert rests["options_from_release"] == {"abort_barrier": "no", "ack_match": "operation", "revoke_queue": "no",
+                                             "write_order": "write-then-ack"}
     assert "as 0.5.23, its code conforming" in " ".join(table.split())
     # the verdicts are the release's own, configuration for configuration
     _, release_doc, _ = sglang_json(capsys, tmp_path / "cache", release("0.5.23"))
@@ -79,9 +95,9 @@ def test_an_edit_that_diverges_gets_no_model_verdicts(tmp_path, capsys, small):
     assert "diverges" in row["model_rests_on"]["withheld"] and status in (1, 3)
 
 
-def test_a_change_no_conformance_replay_runs_withholds_the_model_naming_it(tmp_path, capsys, small):
+def test_a_change_no_conformance_replay_runs_withholds_the_model_naming_it(tmp_path, capsys, small_with_abort):
     """best_effort's branch of _can_terminate_prefetch: a code case runs it (so the code engine
-    answers), the conformance replays of 0.5.23's options (policy timeout) never do."""
+    answers), this budget's replays (2 ranks under 0.5.23's policy, timeout) never do."""
     from test_sglang_floor import Edit
 
     tree = apply(tmp_path, (Edit(URC, '        if self.prefetch_stop_policy == "best_effort":\n            return True',
@@ -97,3 +113,16 @@ def test_a_change_no_conformance_replay_runs_withholds_the_model_naming_it(tmp_p
     assert withheld.startswith("changed statement(s) no conformance replay ran: mem_cache/unified_radix_cache.py:")
     assert "_can_terminate_prefetch" in withheld
     assert row["conformance"]["model_verdicts"].startswith("withheld: changed statement(s)")
+
+
+def test_an_option_known_only_for_the_release_stands_unvouched_where_no_replay_runs_its_code(tmp_path, capsys,
+                                                                                           small):
+    """The same refactor, replayed without an abort: 0.5.23's abort_barrier=no (recorded, since an
+    absence is not read off a user's tree) would be borrowed unexercised, so no model verdicts."""
+    refactor, _ = EDITS_0523["identity test moved into a helper (refactor)"]
+    status, doc, _ = sglang_json(capsys, tmp_path / "cache", apply(tmp_path, refactor))
+    [row] = doc["releases"]
+    assert row["conformance"]["conforms"] is True
+    assert row["status"] == "not modelled" and not row.get("properties")
+    withheld = row["model_rests_on"]["withheld"]
+    assert withheld.startswith("abort_barrier=no is known only for 0.5.23's code") and "release_aborted_request" in withheld

@@ -41,6 +41,7 @@ from prefetch_check.sglang.versions import is_version
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.protocols import release_protocol
 from prefetch_check.sglang.release_options import ReleaseOptions
+from prefetch_check.sglang.release_record import RECORDED
 from prefetch_check.sglang.shape import Shape
 from prefetch_check.sglang.storage_prefetch import NONE as NO_STORAGE_PREFETCH, has_storage_prefetch
 from prefetch_check.sglang.tree_shape import tree_shape
@@ -137,6 +138,7 @@ class Vouch:
     label: str
     withheld: str = ""
     rests_on: Optional[dict] = None  # once shown: what the verdicts rest on (vouch.py)
+    borrowed: dict = field(default_factory=dict)  # option -> value known only for `label` (followed.json), not read off the tree
 
 
 @dataclass
@@ -226,10 +228,11 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     row.release = release = release_protocol(shape, row.family)
     # the model the tree's code is compared with: its own configuration, or for a tree the floor
     # refuses, that of the followed release nearest its path (said in the row's note)
-    compared, nearest = release, ""
+    compared, nearest, borrowed = release, "", ()
     if not release.modelled and taken.nearest is not None:
         nearest, near_shape = taken.nearest
         compared = release_protocol(near_shape, classify(near_shape))
+        borrowed = tuple(n for n in RECORDED if not getattr(shape, n).recognised and getattr(near_shape, n).recognised)
     if CODE in engines and row.code.ran and compared.modelled and conformed(compared.protocol):
         cases = [(case.name, config) for case, config in _applied(scenarios.get(compared.protocol, []), compared)]
         row.conformance = plan_conformance(tree.srt, compared.options, cases, compared.protocol,
@@ -247,7 +250,8 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
             row.note += f"; its code is compared with the model configured as {nearest}, the followed release nearest its path"
         if row.conformance.planned:  # its code may yet earn the model's verdicts by conforming (vouch.py)
             refused = _model_runs(row, tree, compared, scenarios, limit_defaults)
-            row.vouch = Vouch(compared, nearest or "its own options", refused[1] if refused else "")
+            row.vouch = Vouch(compared, nearest or "its own options", refused[1] if refused else "",
+                              borrowed={n: getattr(near_shape, n).value for n in borrowed})
             if refused:
                 row.own, row.ours = [], []
         return row

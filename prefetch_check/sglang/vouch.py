@@ -12,7 +12,9 @@ what they rest on, and only where the check vouches for what the verdicts use:
   the child); a changed statement no replay ran withholds the verdicts, named;
 - every step kind the model's searches took was replayed on the code at least once; a kind
   never replayed withholds the verdicts, named (a proof uses every step it took; a
-  counterexample may use any).
+  counterexample may use any);
+- an option the detector cannot read off the tree (an absence recorded only for the followed
+  release) is the release's only where a replay entered a method where it is read.
 
 checks.plan plans the model's runs of such a tree beside its code (checks.Vouch); `settle` decides
 after the code, conformance and coverage passes.
@@ -20,8 +22,12 @@ after the code, conformance and coverage passes.
 
 from __future__ import annotations
 
+import ast
+
 from prefetch_check.sglang.checks import CHECKED, NOT_CHECKED, ReleaseCheck
 from prefetch_check.sglang.coverage_report import CONFORMANCE
+from prefetch_check.sglang.release_record import DESCRIBED_BY
+from prefetch_check.sglang.statements import body_of, find, statements
 
 
 def settle(rows: list[ReleaseCheck]) -> None:
@@ -59,6 +65,9 @@ def withheld(row: ReleaseCheck) -> str:
     unreplayed = sorted(fired(row) - replayed(row))
     if unreplayed:
         return (f"the model's searches take step(s) no conformance replay took on its code: {', '.join(unreplayed)}")
+    unexercised = unexercised_options(row)
+    if unexercised:
+        return "; ".join(unexercised)
     missing = unvouched_statements(row)
     if missing:
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
@@ -86,6 +95,34 @@ def unvouched_statements(row: ReleaseCheck) -> list[str]:
             if not (c.at_load or dict(c.cases).get(CONFORMANCE, 0))]
 
 
+def unexercised_options(row: ReleaseCheck) -> list[str]:
+    """For each option the model takes from the nearest release because the detector cannot read
+    it off the tree (an absence recorded for that release only): why it stands unvouched, when no
+    conformance replay entered a method whose code has or lacks it (release_record.DESCRIBED_BY)."""
+    ran = (row.conformance.coverage or {}).get("lines", {})
+    out = []
+    for option, value in sorted(row.vouch.borrowed.items()):
+        names = DESCRIBED_BY.get(option, ())
+        if not any(_entered(row, piece, ran) for piece in row.path.values()
+                   if piece.name.rpartition(".")[2] in names):
+            out.append(f"{option}={value} is known only for {row.vouch.label}'s code, and no conformance replay "
+                       f"entered {' or '.join(names)} of this tree, where it is read")
+    return out
+
+
+def _entered(row: ReleaseCheck, piece, ran: dict) -> bool:
+    """Whether a conformance replay ran a statement of this function of the tree's path."""
+    lines = set(ran.get(piece.file, ()))
+    if not lines or row.srt is None:
+        return False
+    try:
+        module = ast.parse((row.srt / piece.file).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError):
+        return False
+    node = find(module, piece.line, piece.name.rpartition(".")[2])
+    return node is not None and any(s.covers(lines) for s in statements(body_of(node)))
+
+
 def rests_on(row: ReleaseCheck) -> dict:
     """What the model's verdicts of a conforming edited tree rest on, for --json and the footnote."""
     c = row.conformance
@@ -98,6 +135,7 @@ def rests_on(row: ReleaseCheck) -> dict:
                         "states": figures["states"],
                         "steps": sum(a.get("code_steps", 0) for a in c.answers or []),
                         "budget": c.budget_summary()},
+        "options_from_release": dict(sorted(row.vouch.borrowed.items())),  # each run by a replay (unexercised_options)
         "changed_functions_replayed": functions,
         "step_kinds_replayed": sorted(replayed(row)),
     }
