@@ -26,6 +26,7 @@ import ast
 
 from prefetch_check.sglang.checks import CHECKED, NOT_CHECKED, ReleaseCheck
 from prefetch_check.sglang.coverage_report import CONFORMANCE
+from prefetch_check.sglang.path_code import WHOLE_FILE
 from prefetch_check.sglang.release_record import DESCRIBED_BY
 from prefetch_check.sglang.statements import body_of, find, statements
 
@@ -127,11 +128,11 @@ def rests_on(row: ReleaseCheck) -> dict:
     """What the model's verdicts of a conforming edited tree rest on, for --json and the footnote."""
     c = row.conformance
     figures = c.figures()
-    functions = sorted({x.changed.piece.partition(":")[2] for x in (row.coverage.changed if row.coverage else [])})
+    functions = sorted({_piece_name(x.changed.piece) for x in (row.coverage.changed if row.coverage else [])})
     return {
         "configured_as": row.vouch.label,
         "options": dict(sorted(row.vouch.release.options.items())),
-        "conformance": {"configurations": len(c.items), "schedules": figures["schedules"],
+        "conformance": {"replayed": len(c.items), "schedules": figures["schedules"],  # budget configurations and cases
                         "states": figures["states"],
                         "steps": sum(a.get("code_steps", 0) for a in c.answers or []),
                         "budget": c.budget_summary()},
@@ -139,6 +140,12 @@ def rests_on(row: ReleaseCheck) -> dict:
         "changed_functions_replayed": functions,
         "step_kinds_replayed": sorted(replayed(row)),
     }
+
+
+def _piece_name(ident: str) -> str:
+    """Class.method, or for a file the path takes whole, the file."""
+    file, _, name = ident.partition(":")
+    return f"{file} (taken whole)" if name == WHOLE_FILE else name
 
 
 def text(row: ReleaseCheck) -> str:
@@ -149,6 +156,6 @@ def text(row: ReleaseCheck) -> str:
     conf = r["conformance"]
     changed = ", ".join(r["changed_functions_replayed"]) or "none"
     return (f"the model's verdicts rest on its code conforming to the model configured as {r['configured_as']}: "
-            f"{conf['schedules']:,} model schedules replayed over {conf['configurations']} configuration(s), "
-            f"{conf['states']:,} states compared, {conf['steps']:,} code steps ({conf['budget']}); every step kind "
+            f"{conf['schedules']:,} model schedules replayed, {conf['states']:,} states compared, "
+            f"{conf['steps']:,} code steps ({conf['budget']}); every step kind "
             f"the searches took was replayed; the changed functions the replays ran: {changed}")
