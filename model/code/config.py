@@ -28,6 +28,9 @@ class CodeConfig:
     reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
     abort_round: Optional[int] = None  # in this scheduler round every waiting request is aborted instead of checked
     driven_clock: bool = False  # something moves the clock (the conformance check); else it stands still
+    host_memory_mode: str = "cache"  # buffer_only: the tree's BufferModePipeline stages fetches (worlds/ack_drain/buffer/)
+    device_pages: int = 0  # buffer_only: leading pages of each request already on the device (the splice anchor)
+    evict_device_round: Optional[int] = None  # buffer_only: in this round the device tree evicts every unpinned page
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
@@ -39,6 +42,12 @@ class CodeConfig:
 
         if self.world not in worlds():
             raise ValueError(f"world {self.world!r}: the executor has {', '.join(worlds())}")
+        if self.host_memory_mode not in ("cache", "buffer_only"):
+            raise ValueError(f"host_memory_mode {self.host_memory_mode!r}: the executor runs cache, buffer_only")
+        if self.host_memory_mode == "cache" and (self.device_pages or self.evict_device_round is not None):
+            raise ValueError("device_pages and evict_device_round need host_memory_mode='buffer_only'")
+        if not 0 <= self.device_pages < self.pages:
+            raise ValueError(f"device_pages {self.device_pages}: between 0 and pages - 1 ({self.pages - 1})")
         for name in ("hits", "failing", "query_raises", "raising_reads"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
@@ -69,13 +78,22 @@ class CodeConfig:
                                                     for r in range(self.ranks))
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields; the buffer_only ones only when set, so a cache-mode configuration's JSON (and
+        the cached verdicts keyed by it) is what it was before they existed."""
+        data = dataclasses.asdict(self)
+        for name, default in _BUFFER_DEFAULTS.items():
+            if data[name] == default:
+                del data[name]
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> "CodeConfig":
         def tup(v):
             return tuple(tup(x) for x in v) if isinstance(v, list) else v
         return cls(**{k: tup(v) for k, v in data.items()})
+
+
+_BUFFER_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None}
 
 
 @dataclass(frozen=True)

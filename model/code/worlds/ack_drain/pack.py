@@ -10,6 +10,7 @@ from prefetch_check.model.code.pack import ConformanceKit, WorldPack
 from prefetch_check.model.code.rt import hooks, loader
 from prefetch_check.model.code.worlds.ack_drain import conformance_configs as conformance
 from prefetch_check.model.code.worlds.ack_drain import identity
+from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer, params as buffer_params
 from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, COMPONENT_TYPES, CONTROLLER, FILES, HYBRID, Run
 from prefetch_check.model.protocols.ack_drain import refinement
 
@@ -19,12 +20,19 @@ PROTOCOL = "ack-drain"
 def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
     """Import the tree's files (the component types first: the stubs take their names from them)
     and install the hooks on its PrefetchOperation and the operation_identity probe."""
-    modules = loader.load_tree(srt, torch, FILES, first=COMPONENT_TYPES)
+    modules = loader.load_tree(srt, torch, FILES + buffer.FILES, first=COMPONENT_TYPES,
+                               known_extra=buffer_params.known(roots))
     ctrl = modules[CONTROLLER]
     op_mod = modules.get(HYBRID) if hasattr(modules.get(HYBRID), "PrefetchOperation") else ctrl
     hooks.install(op_mod.PrefetchOperation, ctrl.PrefetchAck, holder)
     identity.install(modules[CACHE].UnifiedRadixCache, op_mod.PrefetchOperation, holder)
     return modules
+
+
+def make_run(modules, config: CodeConfig, holder, roots):
+    """The harness of this configuration: buffer_only runs the tree's BufferModePipeline (buffer/)."""
+    cls = buffer.BufferRun if config.host_memory_mode == "buffer_only" else Run
+    return cls(modules, config, holder, roots)
 
 
 def not_judged(config: CodeConfig) -> dict[str, str]:
@@ -47,9 +55,9 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
 
 PACK = WorldPack(
     protocol=PROTOCOL,
-    files=FILES,
+    files=FILES + buffer.FILES,
     load=load,
-    run=Run,
+    run=make_run,
     not_judged=not_judged,
     conformance=ConformanceKit(
         refinement=refinement, make_run=conformance.make_run, in_transit=conformance.in_transit,
