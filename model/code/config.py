@@ -73,8 +73,9 @@ class CodeConfig:
         return self.pages * self.requests * (2 if self.reissue else 1)
 
     def undisturbed(self) -> bool:
-        """No short read, no exception, no abort: wait_complete must then deliver the agreed hits."""
-        return self.abort_round is None and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
+        """No short read, no exception, no abort, no device eviction: wait_complete must then deliver
+        the agreed hits."""
+        return self.abort_round is None and self.evict_device_round is None and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
                                                     for r in range(self.ranks))
 
     def to_json(self) -> dict:
