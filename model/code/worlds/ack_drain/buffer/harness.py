@@ -137,16 +137,21 @@ class BufferRun(Run):
         return True
 
     def round_enabled(self, rank: Rank) -> bool:
-        """`Run`'s gate, and a round also when every rank has a load ack to consume (MIN > 0)."""
+        """`Run`'s gate, and a round also when every rank has a load ack to consume (MIN > 0), or a
+        waiting request with no prefetch in flight (SGLang's loop would admit it at its next step;
+        under wait_complete `Run`'s gate waits only for what is queued)."""
         if super().round_enabled(rank):
             return True
         most = max(r.rounds for r in self.ranks)
         if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
             return False
-        return min(len(r.cc.ack_load_queue) for r in self.ranks) > 0
+        if min(len(r.cc.ack_load_queue) for r in self.ranks) > 0:
+            return True
+        return all(any(r.handles[q] not in r.cache.ongoing_prefetch for q in r.waiting) for r in self.ranks)
 
     def _gate_may_open(self, rank: Rank) -> bool:
-        return super()._gate_may_open(rank) or bool(rank.cc.ack_load_queue)
+        return (super()._gate_may_open(rank) or bool(rank.cc.ack_load_queue)
+                or any(rank.handles[q] not in rank.cache.ongoing_prefetch for q in rank.waiting))
 
 
 class _Key:
