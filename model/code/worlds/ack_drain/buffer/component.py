@@ -4,6 +4,8 @@ load-back beyond the staged KV, the match result as the walk made it, the built-
 
 from __future__ import annotations
 
+from prefetch_check.model.code.stand_ins.context import Strict
+
 
 class LoadBackContext:
     """base.py BufferLoadBackContext's default: nothing to load, insert or free beyond the KV."""
@@ -20,9 +22,13 @@ class LoadBackContext:
         return []
 
 
-class FullComponent:
-    def __init__(self, component_type):
-        self.component_type = component_type
+class FullComponent(Strict):
+    """Any other method of the component is not modelled."""
+
+    _pc_what = "FullComponent"
+
+    def __init__(self, world, component_type):
+        self.world, self.component_type = world, component_type
 
     def build_hicache_transfers(self, node, phase, **kwargs):
         return None

@@ -41,7 +41,7 @@ class DeviceTree(TreeCore):
         self.device = device  # the device KV pool (device_pool.py): slots of the resident tokens
         self.resident: dict[int, list[int]] = {}  # request -> device slots of its leading tokens
         self.pins: dict[int, int] = {}  # node -> FULL pin count
-        self.empty_match_result = MatchResult(0, ROOT, ROOT, 0, [])
+        self.empty_match_result = MatchResult(world, 0, ROOT, ROOT)
         self._inserting = False
 
     def seed(self, request: int, tokens: int) -> None:
@@ -73,7 +73,7 @@ class DeviceTree(TreeCore):
     def match_prefix(self, params):
         n, node = self._matched(params.key)
         self.world.baton.observe(f"device match {n}")
-        return MatchResult(n, node, node, 0, [])
+        return MatchResult(self.world, n, node, node)
 
     def collect_full_device_indices(self, node, root=ROOT) -> Tensor:
         if node == ROOT:

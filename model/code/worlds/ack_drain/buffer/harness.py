@@ -33,11 +33,13 @@ class _Session:
 class _PipelinePart:
     """The pipeline's state for the run's state key."""
 
-    def __init__(self, pipeline, world):
-        self.p, self.world = pipeline, world
+    def __init__(self, cache, world):
+        self.cache, self.world = cache, world
 
     def snapshot(self) -> tuple:
-        p = self.p
+        p = self.cache.buffer_pipeline
+        if p is None:
+            return ("pipeline", None)
         return ("pipeline", tuple(sorted(h.rid for h in p.staged_prefetches)),
                 tuple(self.world.label(op) for op in p.pending_hit_allocs),
                 tuple(sorted((h.rid, lock.node_id, lock.tokens) for h, lock in p.anchor_locks.items())),
@@ -59,11 +61,8 @@ class BufferRun(Run):
     def _build(self, i: int) -> Rank:
         rank = super()._build(i)
         cfg, cache, cc, tree = self.config, rank.cache, rank.cc, rank.tree
-        pipeline_mod = self.modules.get(PIPELINE)
         beliefs_mod = self.modules.get(BELIEFS)
-        if pipeline_mod is None or beliefs_mod is None:
-            raise self.world.not_modelled("buffer_only: the tree has no mem_cache/buffer_mode/pipeline.py")
-        full = FullComponent(self._component("FULL"))
+        full = FullComponent(self.world, self._component("FULL"))
         cache.host_memory_mode = cc.host_memory_mode = "buffer_only"
         fraction = getattr(self.modules[CONTROLLER], "HICACHE_LOAD_POOL_USAGE_FRACTION", 0.9)
         cc.prefetch_capacity_limit = int(fraction * rank.pool.size)  # CC 626-636, buffer_only
@@ -75,9 +74,8 @@ class BufferRun(Run):
         cache.token_to_kv_pool_allocator = tree.device
         cache.is_swa_enabled = False
         cache.insert_session_id = None
-        cache.storage_existence_cache = beliefs_mod.StorageExistenceCache()
-        cache.buffer_pipeline = pipeline_mod.BufferModePipeline(cache, None, write_backlog_cap=0)
-        self.world.register(_PipelinePart(cache.buffer_pipeline, self.world))
+        cache.storage_existence_cache = beliefs_mod.StorageExistenceCache() if beliefs_mod else None
+        self.world.register(_PipelinePart(cache, self.world))
         page = cfg.page_size
         for q in range(cfg.requests):
             n = cfg.device_pages * page
@@ -88,6 +86,11 @@ class BufferRun(Run):
     def _scheduler(self, rank: Rank) -> None:
         """SCH's loop reduced to its calls, as `Run._scheduler`, with buffer mode's admission."""
         cache, cfg = rank.cache, self.config
+        # constructed as init_hicache does, on the scheduler thread: a release whose __init__ reads
+        # what this world does not model stops here, "not modelled", judging nothing
+        if PIPELINE not in self.modules:
+            raise self.world.not_modelled(f"host_memory_mode buffer_only: the tree has no {PIPELINE}")
+        cache.buffer_pipeline = self.modules[PIPELINE].BufferModePipeline(cache, None, write_backlog_cap=0)
         d = cfg.device_pages * cfg.page_size
         for q, handle in enumerate(rank.handles):
             tokens = self.tokens(q)
@@ -119,7 +122,7 @@ class BufferRun(Run):
         loaded, start = cache.pop_prefetch_loaded_span(handle)
         tokens = self.tokens(q)
         matched, node = rank.tree._matched(_Key(tokens))
-        req = Req(handle, matched, node)
+        req = Req(self.world, handle, matched, node)
         if loaded > 0:
             req.storage_hit_length, req.storage_hit_start = loaded, start
         if not cache.buffer_pipeline.prepare_staged_prefetch(req):

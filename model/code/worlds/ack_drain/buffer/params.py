@@ -1,12 +1,15 @@
 """The parameter records of mem_cache/base_prefix_cache.py the buffer pipeline builds (plain
 dataclasses upstream; only the fields the path reads and writes), and `envs` with the two
 variables BufferModePipeline reads at construction, at their upstream defaults. Any other
-environment variable is not modelled."""
+environment variable is a placeholder, as the stub module's names are."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
+
+from prefetch_check.model.code.rt.stubs import placeholder
+from prefetch_check.model.code.stand_ins.context import Strict
 
 
 @dataclasses.dataclass
@@ -55,12 +58,16 @@ class InitLoadBackParams:
     req: Any = None
 
 
-class MatchResult(NamedTuple):
-    device_prefix_len: int
-    last_device_node: Any
-    last_host_node: Any
-    host_hit_length: int = 0
-    cache_actions: tuple = ()
+class MatchResult(Strict):
+    """base_prefix_cache.py MatchResult's fields the path reads; any other is not modelled."""
+
+    _pc_what = "MatchResult"
+
+    def __init__(self, world, device_prefix_len: int, last_device_node, last_host_node, host_hit_length: int = 0):
+        self.world = world
+        self.device_prefix_len, self.last_device_node = device_prefix_len, last_device_node
+        self.last_host_node, self.host_hit_length = last_host_node, host_hit_length
+        self.cache_actions: list = []
 
 
 class _Var:
@@ -84,14 +91,11 @@ class Envs:
     def __getattr__(self, name):
         if name.startswith("__") or name.startswith("_pc"):
             raise AttributeError(name)
-        from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
-
-        raise NotModelled(f"sglang.srt.environ.envs.{name}", caller_site(self._pc_roots))
+        return placeholder(f"sglang.srt.environ.envs.{name}", self._pc_roots)  # as the stub's: unusable
 
 
 def known(roots) -> dict[str, dict[str, object]]:
     """The stub modules' extra names for this configuration (rt/loader.load_tree's known_extra)."""
     names = {"MatchPrefixParams": MatchPrefixParams, "InsertParams": InsertParams, "EvictParams": EvictParams,
-             "DecLockRefParams": DecLockRefParams, "InitLoadBackParams": InitLoadBackParams,
-             "MatchResult": MatchResult}
+             "DecLockRefParams": DecLockRefParams, "InitLoadBackParams": InitLoadBackParams}
     return {"sglang.srt.mem_cache.base_prefix_cache": names, "sglang.srt.environ": {"envs": Envs(roots)}}

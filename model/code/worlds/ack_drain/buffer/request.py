@@ -3,13 +3,20 @@ admission reads and writes it."""
 
 from __future__ import annotations
 
+from prefetch_check.model.code.stand_ins.context import Strict
+
 
 class _KV:
     cache_protected_len = 0
 
 
-class Req:
-    def __init__(self, handle, prefix_len: int, last_node):
+class Req(Strict):
+    """Any field not set here is not modelled."""
+
+    _pc_what = "Req"
+
+    def __init__(self, world, handle, prefix_len: int, last_node):
+        self.world = world
         self.cache_request_handle, self.rid = handle, handle.rid
         self.prefix_len, self.last_node, self.best_match_node = prefix_len, last_node, last_node
         self.extra_key = self.cache_salt = None
