@@ -31,6 +31,7 @@ class CodeConfig:
     host_memory_mode: str = "cache"  # buffer_only: the tree's BufferModePipeline stages fetches (worlds/ack_drain/buffer/)
     device_pages: int = 0  # buffer_only: leading pages of each request already on the device (the splice anchor)
     evict_device_round: Optional[int] = None  # buffer_only: in this round the device tree evicts every unpinned page
+    device_room: Optional[int] = None  # buffer_only: the device KV pool in pages (None: twice every request's pages)
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
@@ -44,8 +45,9 @@ class CodeConfig:
             raise ValueError(f"world {self.world!r}: the executor has {', '.join(worlds())}")
         if self.host_memory_mode not in ("cache", "buffer_only"):
             raise ValueError(f"host_memory_mode {self.host_memory_mode!r}: the executor runs cache, buffer_only")
-        if self.host_memory_mode == "cache" and (self.device_pages or self.evict_device_round is not None):
-            raise ValueError("device_pages and evict_device_round need host_memory_mode='buffer_only'")
+        if self.host_memory_mode == "cache" and (self.device_pages or self.evict_device_round is not None
+                                                 or self.device_room is not None):
+            raise ValueError("device_pages, evict_device_round and device_room need host_memory_mode='buffer_only'")
         if not 0 <= self.device_pages < self.pages:
             raise ValueError(f"device_pages {self.device_pages}: between 0 and pages - 1 ({self.pages - 1})")
         for name in ("hits", "failing", "query_raises", "raising_reads"):
@@ -94,7 +96,7 @@ class CodeConfig:
         return cls(**{k: tup(v) for k, v in data.items()})
 
 
-_BUFFER_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None}
+_BUFFER_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None}
 
 
 @dataclass(frozen=True)

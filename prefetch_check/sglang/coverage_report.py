@@ -337,7 +337,6 @@ BUFFER_WHY = {
     "_defer_prefetch_for_host_capacity": "buffer_only: a staging allocation failing (the cases park on the rate limit first)",
     "prefetch_prefix_key": "buffer_only: not called on the prefetch path the cases run",
     "_resolve_device_covered": "buffer_only: the device covering a staged span at admission (no case inserts it meanwhile)",
-    "_refetch_staged": "buffer_only: a staged span's anchor shrinking (every case's anchor is pinned or absent)",
     "defer_staged_admission": "buffer_only: device capacity short at load-back (the device pool has room)",
     "_minimum_full_transfer_tokens": "buffer_only: the shared host arena or SWA windows (no case has them)",
     "_transfer_tokens": "buffer_only: sidecar pool transfers (no case has them)",

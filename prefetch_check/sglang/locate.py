@@ -22,9 +22,6 @@ PROTOCOL_FILES = (
     # the small real modules the executor (prefetch_check.model.code) runs besides the three above
     "utils/poll_timer.py",
     "mem_cache/unified_cache/component_type.py",
-    # host_memory_mode buffer_only (0.5.19 on): the pipeline and the storage beliefs it feeds
-    "mem_cache/buffer_mode/pipeline.py",
-    "mem_cache/buffer_mode/storage_existence_cache.py",
 )
 SRT = ("sglang", "srt")
 # the files that hold the cache classes and the controller (below sglang/srt/)

@@ -54,7 +54,8 @@ class BufferRun(Run):
         pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
         storage = StorageBackend(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page,
                                  cfg.raising_reads_of(i))
-        device = DevicePool(self.world, i, 2 * cfg.pages * cfg.requests * page, pool,
+        room = cfg.device_room if cfg.device_room is not None else 2 * cfg.pages * cfg.requests
+        device = DevicePool(self.world, i, room * page, pool,
                             lambda q, pos: f"q{q}p{pos // page}")
         return pool, DeviceTree(self.world, i, pool, page, device), storage
 
