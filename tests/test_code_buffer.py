@@ -29,8 +29,9 @@ def judged_clean(result) -> bool:
 
 @pytest.mark.parametrize("config", [buffer(ranks=1), buffer(ranks=2), ANCHORED, PRESSURE,
                                     buffer(ranks=1, device_pages=1, evict_device_round=1),
-                                    buffer(ranks=1, device_pages=1, abort_round=2)],
-                         ids=["1x1", "2x1", "anchored", "pressure", "evicted", "abort"])
+                                    buffer(ranks=1, device_pages=1, abort_round=2),
+                                    buffer(ranks=1, pages=3, device_pages=2, device_room=3, evict_device_round=2)],
+                         ids=["1x1", "2x1", "anchored", "pressure", "evicted", "abort", "shrunk"])
 def test_0_5_23_buffer_only_gets_verdicts_and_is_clean(config):
     result = check_tree(release("0.5.23"), config, LIMITS)
     assert result.not_modelled == []
