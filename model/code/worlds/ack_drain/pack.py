@@ -56,6 +56,9 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("2x1 abort in round 1", dict(ranks=2, abort_round=1)),
     ("1x1 prefetched again, wait_complete", dict(ranks=1, reissue=True)),
     ("1x1 prefetched again, best_effort", dict(ranks=1, policy="best_effort", reissue=True)),
+    ("1x1 buffer_only, 1 page on the device", dict(ranks=1, host_memory_mode="buffer_only", device_pages=1)),
+    ("2x1 buffer_only", dict(ranks=2, host_memory_mode="buffer_only")),
+    ("1x2 buffer_only, host pool of 2 pages", dict(ranks=1, requests=2, host_memory_mode="buffer_only", host_pages=2)),
 ))
 
 PACK = WorldPack(
