@@ -337,7 +337,8 @@ BUFFER_WHY = {
     "_defer_prefetch_for_host_capacity": "buffer_only: a staging allocation failing (the cases park on the rate limit first)",
     "prefetch_prefix_key": "buffer_only: not called on the prefetch path the cases run",
     "_resolve_device_covered": "buffer_only: the device covering a staged span at admission (no case inserts it meanwhile)",
-    "defer_staged_admission": "buffer_only: device capacity short at load-back (the device pool has room)",
+    "defer_staged_admission": "buffer_only: device capacity short at load-back (making room runs the cache's "
+                              "evict_for_alloc walk, which the device tree stand-in does not model)",
     "_minimum_full_transfer_tokens": "buffer_only: the shared host arena or SWA windows (no case has them)",
     "_transfer_tokens": "buffer_only: sidecar pool transfers (no case has them)",
     "_shared_": "buffer_only: the shared host arena (no case has it)",
