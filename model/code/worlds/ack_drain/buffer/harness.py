@@ -81,7 +81,6 @@ class BufferRun(Run):
         for q in range(cfg.requests):
             n = cfg.device_pages * page
             tree.resident[q] = tree.device.take(n, f"req{q}", [f"q{q}p{p // page}" for p in range(n)])
-        rank.loaded = {}
         return rank
 
     def _scheduler(self, rank: Rank) -> None:
