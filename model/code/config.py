@@ -28,6 +28,10 @@ class CodeConfig:
     reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
     abort_round: Optional[int] = None  # in this scheduler round every waiting request is aborted instead of checked
     driven_clock: bool = False  # something moves the clock (the conformance check); else it stands still
+    host_memory_mode: str = "cache"  # buffer_only: the tree's BufferModePipeline stages fetches (worlds/ack_drain/buffer/)
+    device_pages: int = 0  # buffer_only: leading pages of each request already on the device (the splice anchor)
+    evict_device_round: Optional[int] = None  # buffer_only: in this round the device tree evicts every unpinned page
+    device_room: Optional[int] = None  # buffer_only: the device KV pool in pages (None: twice every request's pages)
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
@@ -39,6 +43,13 @@ class CodeConfig:
 
         if self.world not in worlds():
             raise ValueError(f"world {self.world!r}: the executor has {', '.join(worlds())}")
+        if self.host_memory_mode not in ("cache", "buffer_only"):
+            raise ValueError(f"host_memory_mode {self.host_memory_mode!r}: the executor runs cache, buffer_only")
+        if self.host_memory_mode == "cache" and (self.device_pages or self.evict_device_round is not None
+                                                 or self.device_room is not None):
+            raise ValueError("device_pages, evict_device_round and device_room need host_memory_mode='buffer_only'")
+        if not 0 <= self.device_pages < self.pages:
+            raise ValueError(f"device_pages {self.device_pages}: between 0 and pages - 1 ({self.pages - 1})")
         for name in ("hits", "failing", "query_raises", "raising_reads"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
@@ -64,18 +75,28 @@ class CodeConfig:
         return self.pages * self.requests * (2 if self.reissue else 1)
 
     def undisturbed(self) -> bool:
-        """No short read, no exception, no abort: wait_complete must then deliver the agreed hits."""
-        return self.abort_round is None and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
+        """No short read, no exception, no abort, no device eviction: wait_complete must then deliver
+        the agreed hits."""
+        return self.abort_round is None and self.evict_device_round is None and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
                                                     for r in range(self.ranks))
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields; the buffer_only ones only when set, so a cache-mode configuration's JSON (and
+        the cached verdicts keyed by it) is what it was before they existed."""
+        data = dataclasses.asdict(self)
+        for name, default in _BUFFER_DEFAULTS.items():
+            if data[name] == default:
+                del data[name]
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> "CodeConfig":
         def tup(v):
             return tuple(tup(x) for x in v) if isinstance(v, list) else v
         return cls(**{k: tup(v) for k, v in data.items()})
+
+
+_BUFFER_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None}
 
 
 @dataclass(frozen=True)

@@ -332,7 +332,25 @@ WHY_NOT_RUN = {
 }
 
 
+BUFFER_WHY = {
+    # BufferModePipeline methods the buffer_only cases leave out (docs/executor.md, the buffer_only world)
+    "_defer_prefetch_for_host_capacity": "buffer_only: a staging allocation failing (the cases park on the rate limit first)",
+    "prefetch_prefix_key": "buffer_only: not called on the prefetch path the cases run",
+    "_resolve_device_covered": "buffer_only: the device covering a staged span at admission (no case inserts it meanwhile)",
+    "defer_staged_admission": "buffer_only: device capacity short at load-back (making room runs the cache's "
+                              "evict_for_alloc walk, which the device tree stand-in does not model)",
+    "_minimum_full_transfer_tokens": "buffer_only: the shared host arena or SWA windows (no case has them)",
+    "_transfer_tokens": "buffer_only: sidecar pool transfers (no case has them)",
+    "_shared_": "buffer_only: the shared host arena (no case has it)",
+    "_host_staging_sizes": "buffer_only: the shared host arena (no case has it)",
+}
+BUFFER_WRITE_SIDE = "buffer_only: the write-back (backup) pipeline; the cases run the prefetch side only"
+
+
 def known_why(name: str) -> str:
+    if name.startswith("BufferModePipeline."):
+        method = name.split(".", 1)[1]
+        return next((why for key, why in BUFFER_WHY.items() if key in method), BUFFER_WRITE_SIDE)
     lowered = name.lower()
     return next((why for key, why in WHY_NOT_RUN.items() if key in lowered), "")
 

@@ -7,6 +7,7 @@ from prefetch_check.model.code import CodeConfig, CodeLimits
 from prefetch_check.sglang.code_checks import Case
 from prefetch_check.sglang.code_world import methods
 from prefetch_check.sglang.mappings import Mapping
+from prefetch_check.sglang.mappings.ack_drain.buffer_cases import BUFFER_CASES
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL, release_options
 
 
@@ -39,7 +40,7 @@ CASES: tuple[Case, ...] = (
     Case("1 rank, prefetched again, best_effort", _config(ranks=1, policy="best_effort", reissue=True),
          judges=("operation_identity",),
          limits=CodeLimits(max_seconds=90, stop_on=("operation_identity",))),
-)
+) + BUFFER_CASES
 
 MAPPING = Mapping(protocol=PROTOCOL, acks="ack+sync-thread", release_options=release_options,
                   judged_class="UnifiedRadixCache", runs=runs, cases=CASES)
