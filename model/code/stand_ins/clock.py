@@ -25,12 +25,16 @@ class Clock:
         self.explored = explored
         self.armed: set[int] = set()
         self.epoch: dict[int, int] = {}
+        self.reads: dict[int, int] = {}  # readings per rank
+        self.read_at: dict[int, int] = {}  # the firings a rank had when its code last read it
 
     def now(self) -> float:
         me = self.baton.current()
         if me is None:
             return self.start
         self.armed.add(me.rank)
+        self.reads[me.rank] = self.reads.get(me.rank, 0) + 1
+        self.read_at[me.rank] = self.epoch.get(me.rank, 0)
         if self.explored:
             self.baton.observe(f"clock of rank {me.rank} read at firing {self.epoch.get(me.rank, 0)}")
         return self.start + self.ahead.get(me.rank, 0.0)

@@ -14,7 +14,11 @@ firing falls between scheduling points. The clock's firings and readings are in 
 
 from __future__ import annotations
 
+import inspect
+
 PREFIX = "D"
+PAST_DEADLINE = ("the request waits past its deadline: the timeout policy no longer bounds the time a "
+                 "request waits for storage")
 
 
 def label(rank: int) -> str:
@@ -31,8 +35,9 @@ class Deadlines:
         self.budget = cfg.requests * (2 if cfg.reissue else 1)
         self.seen = {r.index: 0 for r in run.ranks}  # the firings a rank's scheduler saw at its last round
         self.checked: dict[int, set] = {r.index: set() for r in run.ranks}  # (request, issue) checked once
+        self.pending: dict[tuple[int, int], int] = {}  # (rank, request) -> firings when a check read the clock
         for r in run.ranks:
-            run.baton.spawn(f"{PREFIX}{r.index}", r.index, "deadline", lambda i=r.index: self._thread(i))
+            run.baton.spawn(f"{PREFIX}{r.index}", r.index, "deadline", lambda i=r.index: self._thread(i), starts=False)
 
     def _thread(self, rank: int) -> None:
         for _ in range(self.budget):
@@ -42,6 +47,46 @@ class Deadlines:
 
     def may_fire(self, rank: int) -> bool:
         return rank in self.clock.armed and bool(self.run.ranks[rank].waiting)
+
+    # ---- the policy's promise, judged at each check of the rank whose clock fired
+    def check(self, rank, q: int, handle, check) -> bool:
+        """Run `check()` (the tree's check_prefetch_progress for request q) and judge the bound the
+        timeout policy promises: a check that read the clock, then a firing of that clock, then
+        another check of the same request while its KV has not landed must admit it (0.5.19:
+        start_time passed; 0.5.23: the admission deadline, which never fires once the KV landed).
+        A check that still waits is a `progress` fault at check_prefetch_progress."""
+        clock, i = self.clock, rank.index
+        due = self.pending.get((i, q))
+        fired = due is not None and clock.epoch.get(i, 0) > due  # before this check began: it reads a passed time
+        reads = clock.reads.get(i, 0)
+        admitted = check()
+        if admitted:
+            self.pending.pop((i, q), None)
+            return admitted
+        if fired and not self._landed(rank, handle):  # landing only grows: not landed now, not during the check
+            self.run.world.fault("progress", f"rank {i}: req{q} still waits at the first check after its deadline "
+                                 "fired, and its KV has not landed", PAST_DEADLINE, self._site(rank))
+        if clock.reads.get(i, 0) > reads:  # this check read the clock: a deadline may run from here
+            self.pending[(i, q)] = clock.read_at[i]
+        return admitted
+
+    def _landed(self, rank, handle) -> bool:
+        entry = rank.cache.ongoing_prefetch.get(handle)
+        if entry is None:
+            return False
+        d = entry.operation.__dict__  # the hooks are not asked: the judge is no step
+        hashes = d.get("hash_value") or []
+        return d.get("host_indices") is not None and d.get("completed_tokens", 0) >= len(hashes) * self.run.config.page_size
+
+    def _site(self, rank) -> str:
+        fn = type(rank.cache).check_prefetch_progress
+        lines, first = inspect.getsourcelines(fn)
+        path = inspect.getsourcefile(fn) or "?"
+        line = first + next((k for k, text in enumerate(lines) if text.lstrip().startswith("def ")), 0)
+        for root in self.run.baton.roots:
+            if path.startswith(root):
+                path = path[len(root):]
+        return f"{path}:{line}"
 
     # ---- the round gate under the timeout policy
     def round_due(self) -> bool:
@@ -71,5 +116,5 @@ class Deadlines:
                    and m.rank != rank.index) or self.round_due()
 
     def key(self) -> tuple:
-        return self.clock.key(), tuple(sorted(self.seen.items())), tuple(sorted((r, tuple(sorted(s)))
-                                                                               for r, s in self.checked.items()))
+        checked = tuple(sorted((r, tuple(sorted(s))) for r, s in self.checked.items()))
+        return self.clock.key(), tuple(sorted(self.seen.items())), checked, tuple(sorted(self.pending.items()))

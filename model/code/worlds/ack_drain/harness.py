@@ -131,7 +131,8 @@ class Run(WorldRun):
                     self.baton.observe(f"aborted req{q}")
             for q in list(rank.waiting):
                 self.world.draining.pop(rank.index, None)
-                if cache.check_prefetch_progress(rank.handles[q]):
+                check = lambda q=q: cache.check_prefetch_progress(rank.handles[q])  # noqa: E731
+                if check() if self.deadlines is None else self.deadlines.check(rank, q, rank.handles[q], check):
                     rank.waiting.remove(q)
                     rank.resolved[q] = rank.tree.held.get(q, 0)
                     rank.admitted_round[q] = rank.rounds
