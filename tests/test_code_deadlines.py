@@ -7,10 +7,13 @@ release's counts; the deadline's firing shows, by name, in the schedule that rep
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree, replay
-from test_code_executor import JUDGED, edited, release
+from test_code_executor import JUDGED, edited
+from test_sglang_release import release_srt
 
 URC = "mem_cache/unified_radix_cache.py"
 TIMEOUT = CodeConfig(ranks=1, policy="timeout")
@@ -36,6 +39,14 @@ EDITS = {
         "self._all_reduce(should_terminate_tensor, torch.distributed.ReduceOp.MAX)", "pass",
         TWO, FIRST, "tp_agreement", "req0: check_prefetch_progress admits it in rounds"),
 }
+
+
+def release(version: str) -> Path:
+    """The release's srt folder (fetched once; skipped with the reason where it cannot be)."""
+    srt = release_srt(version)
+    if not (srt / URC).is_file():
+        pytest.skip(f"{version}: the cached release lacks the unified cache")
+    return srt
 
 
 def clean(result) -> bool:
