@@ -28,7 +28,8 @@ def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
 
 
 def not_judged(config: CodeConfig) -> dict[str, str]:
-    return {"no_early_acceptance": "the executor's policies (wait_complete, best_effort) have no acceptance predicate to race"}
+    return {"no_early_acceptance": ("the executor's policies have no acceptance predicate to race (wait_complete and best_effort "
+                                   "vote nothing; timeout admits at its deadline by design)")}
 
 
 BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
