@@ -106,3 +106,14 @@ def test_the_timeout_policy_runs_without_a_driven_clock_and_the_poll_world_refus
 
     with pytest.raises(ValueError, match="the poll world does not fire deadlines yet"):
         PollRun({}, CodeConfig(world="predicate-poll", policy="timeout"), None, ("/",))
+
+
+def test_a_sampling_strategy_fires_the_deadline_too(tmp_path):
+    """The firing is one more choice for every strategy: PCT (depth 3, seed 1) reaches the
+    never-expiring deadline's violation within 20 runs, and says it sampled."""
+    old, new, config, _, prop, says = EDITS["the deadline never expires"]
+    srt = edited(tmp_path, release("0.5.23"), URC, old, new)
+    result = check_tree(srt, config, CodeLimits(strategy="pct", seed=1, max_runs=20, stop_on_first=True))
+    found = result.violations[prop]
+    assert says in found.message and FIRES in [s.label for s in found.steps]
+    assert not result.exhaustive and "sampling is never exhaustive" in result.bound
