@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
-POLICIES = ("wait_complete", "best_effort", "timeout")  # timeout only with driven_clock (below)
+POLICIES = ("wait_complete", "best_effort", "timeout")  # timeout: the search fires deadlines (explores_clock)
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class CodeConfig:
     threshold_pages: int = 1  # the tree's prefetch_threshold, in pages
     reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
     abort_round: Optional[int] = None  # in this scheduler round every waiting request is aborted instead of checked
-    driven_clock: bool = False  # something moves the clock (the conformance check); else it stands still
+    driven_clock: bool = False  # the conformance check moves the clock; else under timeout the search fires it
     host_memory_mode: str = "cache"  # buffer_only: the tree's BufferModePipeline stages fetches (worlds/ack_drain/buffer/)
     device_pages: int = 0  # buffer_only: leading pages of each request already on the device (the splice anchor)
     evict_device_round: Optional[int] = None  # buffer_only: in this round the device tree evicts every unpinned page
@@ -37,8 +37,6 @@ class CodeConfig:
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise ValueError(f"policy {self.policy!r}: the executor runs {', '.join(POLICIES)}")
-        if self.policy == "timeout" and not self.driven_clock:
-            raise ValueError("policy 'timeout': the executor's clock stands still unless the conformance check moves it")
         from prefetch_check.model.code.pack import worlds
 
         if self.world not in worlds():
@@ -54,6 +52,11 @@ class CodeConfig:
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
                 raise ValueError(f"{name} gives {len(value)} ranks, the configuration has {self.ranks}")
+
+    def explores_clock(self) -> bool:
+        """The search chooses where each rank's deadline fires (worlds/deadlines.py): the timeout
+        policy, unless the conformance check drives the clock."""
+        return self.policy == "timeout" and not self.driven_clock
 
     def hits_of(self, rank: int) -> int:
         return self.pages if self.hits is None else self.hits[rank]

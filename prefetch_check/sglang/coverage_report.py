@@ -312,8 +312,8 @@ WHY_NOT_RUN = {
     # substrings of a function's name -> why no case of the code engine enters it (docs/coverage.md)
     "pp_": "PP > 1: no case runs pipeline-parallel stages",
     "_pp": "PP > 1: no case runs pipeline-parallel stages",
-    "deadline": "the timeout policy: the code engine's clock stands still (only the conformance check moves it)",
-    "timeout": "the timeout policy: the code engine's clock stands still (only the conformance check moves it)",
+    "deadline": "the timeout policy: only the ack-drain world fires deadlines (the poll world's clock stands still)",
+    "timeout": "the timeout policy: only the ack-drain world fires deadlines (the poll world's clock stands still)",
     "retr": "retries: the scheduler's retry path is not run (storage_prefetch_retries is never polled)",
     "buffer": "buffer_only host memory mode: no case runs it",
     "sidecar": "sidecar pools (SWA, Mamba): no case has them",

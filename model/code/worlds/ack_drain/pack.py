@@ -38,7 +38,8 @@ def make_run(modules, config: CodeConfig, holder, roots):
 
 
 def not_judged(config: CodeConfig) -> dict[str, str]:
-    out = {"no_early_acceptance": "the executor's policies (wait_complete, best_effort) have no acceptance predicate to race"}
+    out = {"no_early_acceptance": ("the executor's policies have no acceptance predicate to race (wait_complete and "
+                                   "best_effort vote nothing; timeout admits at its deadline by design)")}
     if config.host_memory_mode != "buffer_only":
         out[buffer_judge.PROPERTY] = "the anchor locks of host_memory_mode buffer_only: CodeConfig(host_memory_mode='buffer_only')"
     return out

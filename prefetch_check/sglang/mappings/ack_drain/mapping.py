@@ -34,6 +34,8 @@ CASES: tuple[Case, ...] = (
     Case("1 rank, 1 request prefetched again", _config(ranks=1, reissue=True)),
     Case("1 rank x 2 requests", _config(ranks=1, requests=2)),
     Case("1 rank, best_effort", _config(ranks=1, policy="best_effort")),
+    # the deadline of each rank fires as a choice of the search (model/code/worlds/deadlines.py)
+    Case("1 rank, timeout (deadlines fire as choices)", _config(ranks=1, policy="timeout")),
     # the stale operation's late steps against the newer one (0.5.20-0.5.23's stale-hit revoke,
     # 0.5.19's rid-matched ACKs): the whole search takes minutes, so it stops at the first
     # violation of operation_identity and judges nothing else
