@@ -368,10 +368,19 @@ def markdown(release: dict) -> str:
     lines = [f"### {release['release']}", "", cov["summary"] + f" (checks: {', '.join(cov['checks'])})", "",
              "| file | functions | entered | statements | executed | why some are not entered (where known) |",
              "|---|---|---|---|---|---|"]
-    for rel, fs in sorted(files.items(), key=lambda kv: (-sum(f["executed"] for f in kv[1]), kv[0])):
+    ordered = sorted(files.items(), key=lambda kv: (-sum(f["executed"] for f in kv[1]), kv[0]))
+    for rel, fs in ordered:
+        if not any(f["executed"] for f in fs):
+            continue
         whys = sorted({known_why(f["function"]) for f in fs if not f["executed"]} - {""})
         lines.append(f"| {rel} | {len(fs)} | {sum(1 for f in fs if f['executed'])} | "
                      f"{sum(f['statements'] for f in fs):,} | {sum(f['executed'] for f in fs):,} | {'; '.join(whys)} |")
+    idle = sorted(((sum(f["statements"] for f in fs), rel, fs) for rel, fs in ordered
+                   if not any(f["executed"] for f in fs)), reverse=True)
+    if idle:
+        largest = ", ".join(f"{rel} ({n:,})" for n, rel, _ in idle[:5])
+        lines.append(f"| {len(idle)} other files: no case enters them | {sum(len(fs) for _, _, fs in idle):,} | 0 | "
+                     f"{sum(n for n, _, _ in idle):,} | 0 | the largest: {largest} |")
     return "\n".join(lines) + "\n"
 
 
