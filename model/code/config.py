@@ -27,6 +27,15 @@ class CodeConfig:
     threshold_pages: int = 1  # the tree's prefetch_threshold, in pages
     reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
     abort_round: Optional[int] = None  # in this scheduler round every waiting request is aborted instead of checked
+    # the retry world: the tree's own Scheduler retry/re-issue/readmission methods on a waiting queue
+    retries: bool = False
+    retry_interval: int = 1  # hicache_storage_prefetch_retry_poll_interval (upstream's default: 8)
+    retry_attempts: int = 2  # hicache_storage_prefetch_retry_max_attempts (upstream's default: 8)
+    readmissions: int = 0  # an admitted request is retracted and readmitted this many times (retries only)
+    batch: Optional[int] = None  # requests admitted per round (None: all; retries only)
+    device_pages: int = 0  # pages the device matched at the lookup, lost before admission (retries only)
+    capacity_pages: Optional[int] = None  # prefetch_capacity_limit in pages (None: every request's; rate limit)
+    rid_reuse: bool = False  # after an abort the client reuses the rid for a new request (retries only)
     driven_clock: bool = False  # something moves the clock (the conformance check); else it stands still
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
@@ -39,6 +48,8 @@ class CodeConfig:
 
         if self.world not in worlds():
             raise ValueError(f"world {self.world!r}: the executor has {', '.join(worlds())}")
+        if not self.retries and (self.readmissions or self.batch is not None or self.device_pages or self.rid_reuse):
+            raise ValueError("readmissions, batch, device_pages and rid_reuse belong to the retry world: retries=True")
         for name in ("hits", "failing", "query_raises", "raising_reads"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
@@ -58,14 +69,20 @@ class CodeConfig:
 
     def pool_pages(self) -> int:
         """Room for every request (twice with reissue: the first fetch stays in the tree)."""
-        return self.host_pages if self.host_pages is not None else self.pages * self.requests * (2 if self.reissue else 1)
+        return self.host_pages if self.host_pages is not None else self.needed_pages()
 
     def needed_pages(self) -> int:
-        return self.pages * self.requests * (2 if self.reissue else 1)
+        return self.pages * self.requests * self.fetches()
+
+    def fetches(self) -> int:
+        """How many times one request's pages may be fetched (each fetch stays in the host tree)."""
+        more = (1 + self.readmissions + self.retry_attempts + (1 if self.rid_reuse else 0)) if self.retries else 0
+        return (2 if self.reissue else 1) + more
 
     def undisturbed(self) -> bool:
-        """No short read, no exception, no abort: wait_complete must then deliver the agreed hits."""
-        return self.abort_round is None and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
+        """No short read, no exception, no abort, no rate limit (0.5.23 admits a rate-limited queue
+        head without storage: storage_prefetch.py pop_ready): wait_complete must then deliver the agreed hits."""
+        return self.abort_round is None and self.capacity_pages is None and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
                                                     for r in range(self.ranks))
 
     def to_json(self) -> dict:
