@@ -39,6 +39,15 @@ CASES: tuple[Case, ...] = (
     Case("1 rank, prefetched again, best_effort", _config(ranks=1, policy="best_effort", reissue=True),
          judges=("operation_identity",),
          limits=CodeLimits(max_seconds=90, stop_on=("operation_identity",))),
+    # the scheduler's own retry, re-issue and readmission methods (retries=True: retry poll
+    # interval 1 and at most 2 attempts, upstream's defaults are 8 and 8)
+    Case("1 rank, retries: device match lost, readmitted twice",
+         _config(ranks=1, pages=1, retries=True, device_pages=1, readmissions=2)),
+    Case("1 rank x 3 requests, retries: rate-limited to one, one admitted a round",
+         _config(ranks=1, requests=3, pages=1, retries=True, capacity_pages=1, batch=1)),
+    Case("1 rank, retries: aborted in round 1, the rid reused",
+         _config(ranks=1, pages=1, retries=True, abort_round=1, rid_reuse=True),
+         limits=CodeLimits(max_runs=300)),
 )
 
 MAPPING = Mapping(protocol=PROTOCOL, acks="ack+sync-thread", release_options=release_options,
