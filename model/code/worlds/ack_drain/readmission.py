@@ -68,9 +68,10 @@ def drive(run, rank) -> None:
         run.world.draining.pop(rank.index, None)
         for req in sch.admit(cfg.batch or cfg.requests):
             q = req.q
-            rank.resolved[q] = rank.tree.held.get(q, 0)
-            rank.admitted_round[q] = rank.rounds
-            run.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens in the host tree")
+            held = rank.tree.held.get(q, 0)
+            rank.resolved[q] = min(rank.resolved.get(q, held), held)  # the shortest admission is judged
+            rank.admitted_round.setdefault(q, rank.rounds)  # the ranks' first admissions must agree
+            run.baton.observe(f"admitted req{q} with {held} tokens in the host tree")
             if readmitted[q] < cfg.readmissions:  # retracted: SCH re-adds it to the queue
                 readmitted[q] += 1
                 sch._add_request_to_queue(req, True)
