@@ -9,6 +9,7 @@ compare the explorer against.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from collections import deque
 
 import pytest
@@ -90,6 +91,18 @@ def shortest_violation_length(model, prop, max_depth: int) -> int | None:
 @pytest.fixture(scope="session")
 def shortest_violation():
     return shortest_violation_length
+
+
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory) -> Path:
+    """A `--cache-dir` every test of this pytest session shares, on every xdist worker: the
+    executor's and the model's answers about an unmodified release are computed once a session,
+    not once a test (the cache keys them by the tree's content, the cases and the checker's code,
+    so sharing cannot mix answers). For tests that do not count what the cache answered."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "session-cache"
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
-"""PROTOCOL_FILES grew the small modules the executor runs: a release folder fetched before that
-is completed when the package index answers, and still used as it is when it does not."""
+"""A fetch keeps every sglang/srt source file (the prefetch path reaches any of them): a release
+folder fetched by an older prefetch-check (protocol files only) is fetched again when the package
+index answers, and is an error naming the folder when it does not, never a tree read with files
+missing."""
 
 from __future__ import annotations
 
@@ -9,7 +11,10 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-from prefetch_check.sglang.fetch import fetch_release
+import pytest
+
+from prefetch_check.sglang.errors import SglangSourceError
+from prefetch_check.sglang.fetch import KEEP, fetch_release
 from prefetch_check.sglang.locate import PROTOCOL_FILES
 
 
@@ -18,7 +23,9 @@ def wheel(tmp_path: Path) -> Path:
     with zipfile.ZipFile(path, "w") as z:
         for rel in ("managers/cache_controller.py", "utils/poll_timer.py", "mem_cache/unified_cache/component_type.py"):
             z.writestr(f"sglang/srt/{rel}", f"# {rel}\n")
-        z.writestr("sglang/srt/models/llama.py", "# not kept\n")
+        z.writestr("sglang/srt/models/llama.py", "# kept: any srt source file\n")
+        z.writestr("sglang/srt/models/weights.bin", "not kept: not a source file\n")
+        z.writestr("sglang/lang/api.py", "# not kept: not below sglang/srt\n")
     return path
 
 
@@ -34,26 +41,29 @@ class Pip:
         return subprocess.CompletedProcess(args, 0, "", "")
 
 
-def test_the_executor_modules_are_kept_and_an_older_cache_is_completed(tmp_path):
+def test_every_srt_source_is_kept_and_an_older_cache_is_fetched_again_or_refused(tmp_path):
     cache = tmp_path / "cache"
     srt = fetch_release("0.5.23", cache, Pip(wheel(tmp_path)))
     assert (srt / "utils/poll_timer.py").is_file() and (srt / "mem_cache/unified_cache/component_type.py").is_file()
+    assert (srt / "models/llama.py").is_file() and not (srt / "models/weights.bin").exists()
+    assert not (cache / "0.5.23" / "sglang" / "lang").exists()
     source = cache / "0.5.23" / "SOURCE.json"
-    assert set(json.loads(source.read_text())["wanted"]) == set(PROTOCOL_FILES)
+    assert json.loads(source.read_text())["kept"] == KEEP
     assert fetch_release("0.5.23", cache, Pip()) == srt  # complete: no download
-    # as a fetch made before the executor's files joined PROTOCOL_FILES left it
+    # as an older prefetch-check left it: the protocol files only
     old = json.loads(source.read_text())
-    old.pop("wanted")
-    old["files"] = ["managers/cache_controller.py"]
+    old.pop("kept")
+    old["wanted"] = list(PROTOCOL_FILES)
     source.write_text(json.dumps(old))
-    (srt / "utils/poll_timer.py").unlink()
+    (srt / "models/llama.py").unlink()
     offline = Pip()
-    assert fetch_release("0.5.23", cache, offline) == srt and offline.calls == 1  # tried, then served as it is
-    assert not (srt / "utils/poll_timer.py").exists()
+    with pytest.raises(SglangSourceError, match="older prefetch-check, which kept only the protocol files"):
+        fetch_release("0.5.23", cache, offline)
+    assert offline.calls == 1
     online = Pip(wheel(tmp_path))
-    fetch_release("0.5.23", cache, online)
-    assert online.calls == 1 and (srt / "utils/poll_timer.py").is_file()
-    assert "wanted" in json.loads(source.read_text())
+    assert fetch_release("0.5.23", cache, online) == srt
+    assert online.calls == 1 and (srt / "models/llama.py").is_file()
+    assert json.loads(source.read_text())["kept"] == KEEP
 
 
 def test_every_file_the_executor_runs_is_kept_by_a_fetch():

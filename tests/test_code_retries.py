@@ -14,7 +14,7 @@ LIMITS = CodeLimits(max_seconds=150)
 FIRST = CodeLimits(max_seconds=150, stop_on_first=True)
 SCHED, RETRIES = "managers/scheduler.py", "mem_cache/storage_prefetch.py"
 # the device match is lost before admission and each admission is retracted and readmitted, twice
-READMITTED = CodeConfig(ranks=1, pages=1, retries=True, device_pages=1, readmissions=2)
+READMITTED = CodeConfig(ranks=1, pages=1, retries=True, lost_device_pages=1, readmissions=2)
 # three requests, the prefetch budget of one, one admitted a round: paced retries fire behind the head
 PACED = CodeConfig(ranks=1, requests=3, pages=1, retries=True, capacity_pages=1, batch=1)
 

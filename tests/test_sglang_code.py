@@ -32,15 +32,18 @@ def only_cases(monkeypatch, *names):
     use_cases(monkeypatch, "ack-drain", cases("ack-drain", *names))
 
 
-def sglang(capsys, tmp_path, *args) -> tuple[int, dict, str]:
-    argv = ["sglang", *map(str, args), "--cache-dir", str(tmp_path / "cache"), "--quiet", "--json", "-",
+def sglang(capsys, cache_parent, *args) -> tuple[int, dict, str]:
+    """The command's status, JSON and table; its cache is `cache_parent`/cache (a test's tmp_path,
+    or the session's shared one for an unmodified release)."""
+    argv = ["sglang", *map(str, args), "--cache-dir", str(cache_parent / "cache"), "--quiet", "--json", "-",
             "--scenarios", str(ACK_SCENARIO)]
     status = main(argv)
     captured = capsys.readouterr()
     return status, json.loads(captured.out), captured.err
 
 
-def test_a_release_gets_its_code_verdicts_beside_the_model(tmp_path, capsys, monkeypatch):
+def test_a_release_gets_its_code_verdicts_beside_the_model(session_cache, capsys, monkeypatch):
+    tmp_path = session_cache  # an unmodified release: its answers are shared with the session's other tests
     only_cases(monkeypatch, "1 rank x 1 request", "2 ranks x 1 request")
     status, doc, table = sglang(capsys, tmp_path, release_srt("0.5.23"))
     [row] = doc["releases"]
@@ -97,9 +100,9 @@ def test_the_uncaught_storage_exceptions_of_0_5_19_to_0_5_21_come_from_their_cod
     assert verdicts["progress"] == "VIOLATED" or verdicts["deadlock_freedom"] == "VIOLATED"
 
 
-def test_0_5_22_catches_the_storage_exception(tmp_path, capsys, monkeypatch):
+def test_0_5_22_catches_the_storage_exception(session_cache, capsys, monkeypatch):
     only_cases(monkeypatch, RAISES)
-    status, doc, _ = sglang(capsys, tmp_path, "--engine", "code", release_srt("0.5.22"))
+    status, doc, _ = sglang(capsys, session_cache, "--engine", "code", release_srt("0.5.22"))
     verdicts = {p: v["verdict"] for p, v in doc["releases"][0]["code"]["properties"].items()}
     assert status == 0 and verdicts["no_crash"] == "VERIFIED"
 
@@ -126,11 +129,12 @@ STALE = "1 rank, prefetched again, best_effort"
 
 
 @pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])
-def test_a_readmitted_requests_old_operation_acts_on_the_new_one_in_the_releases_own_code(tmp_path, capsys,
+def test_a_readmitted_requests_old_operation_acts_on_the_new_one_in_the_releases_own_code(session_cache, capsys,
                                                                                          monkeypatch, version):
     """0.5.20-0.5.23: the old operation's late hit revokes the newer prefetch (a prefetch lost);
     0.5.19: its rid-matched ACK drain applies the old completion to the new operation."""
     only_cases(monkeypatch, STALE)
+    tmp_path = session_cache  # an unmodified release: shared with the session's other tests
     status, doc, _ = sglang(capsys, tmp_path, "--engine", "code", release_srt(version))
     code = doc["releases"][0]["code"]
     stale = code["properties"]["operation_identity"]

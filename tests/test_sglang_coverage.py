@@ -147,15 +147,15 @@ def fast_cases(monkeypatch):
     monkeypatch.setattr(code_checks, "mapping", cut)
 
 
-def edited_release(tmp_path: Path, old: str, new: str) -> Path:
+def edited_release(tmp_path: Path, old: str, new: str, file: str = FILE) -> Path:
     from test_sglang_release import release_srt
 
     srt = release_srt("0.5.23")
     root = tmp_path / "tree"
     shutil.copytree(srt, root / "sglang" / "srt")
-    target = root / "sglang" / "srt" / FILE
+    target = root / "sglang" / "srt" / file
     text = target.read_text()
-    assert text.count(old) == 1, f"the named edit's anchor {old!r} is not once in 0.5.23's {FILE}"
+    assert text.count(old) == 1, f"the named edit's anchor {old!r} is not once in 0.5.23's {file}"
     target.write_text(text.replace(old, new))
     return root
 
@@ -179,6 +179,20 @@ def test_an_edit_no_case_executes_is_not_checked_and_gets_no_verdict(tmp_path, c
     refusal = release["coverage"]["changed"]["never_executed"]
     assert refusal.startswith(f"{FILE}:") and "no case enters UnifiedRadixCache.evict_host" in refusal
     assert "not checked:" in out and "VERIFIED" not in out and "VIOLATED" not in out
+
+
+@pytest.mark.usefixtures("fast_cases")
+def test_an_edit_of_a_file_the_path_takes_whole_that_the_engine_never_runs_is_not_checked(tmp_path, capsys):
+    """SimStorage.batch_exists (a backend the path reaches only through a call it cannot resolve,
+    so its file is taken whole) sleeps no longer: the code engine does not run that file."""
+    sim = "mem_cache/storage/sim_storage.py"
+    tree = edited_release(tmp_path, "    ) -> int:\n        self._sleep_io(0, self.read_gbps)\n",
+                          "    ) -> int:\n", file=sim)
+    status, release, out = check(tmp_path, tree, capsys)
+    assert status == 3 and release["status"] == "not checked"
+    refusal = release["coverage"]["changed"]["never_executed"]
+    assert refusal.startswith(f"{sim}:") and f"the code engine does not run {sim}" in refusal
+    assert "VERIFIED" not in out and "VIOLATED" not in out
 
 
 @pytest.mark.usefixtures("fast_cases")

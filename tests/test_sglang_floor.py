@@ -152,6 +152,7 @@ def test_the_path_reaches_helpers_constants_and_imports_across_the_protocol_file
     assert set(path) == {
         f"{URC}:UnifiedRadixCache.check_prefetch_progress", f"{URC}:UnifiedRadixCache._helper",
         f"{URC}:<module>.LIMIT", f"{URC}:<module>.BATCH", f"{STORAGE}:<module>.BATCH",
+        f"{URC}:UnifiedRadixCache",  # the class's header: its bases and class attributes
     }
     assert path[f"{URC}:UnifiedRadixCache._helper"].line == 6
     changed = dict(files, **{STORAGE: "BATCH = 64\nOTHER = 1\n"})

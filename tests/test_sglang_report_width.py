@@ -114,7 +114,7 @@ def test_a_tree_block_fits_and_keeps_every_property_name_whole(trees, tmp_path, 
     assert "not modelled" in refused and "differs from every release the model follows" in refused
 
 
-def test_a_release_with_its_code_executed_fits_too(tmp_path, capsys, monkeypatch):
+def test_a_release_with_its_code_executed_fits_too(session_cache, capsys, monkeypatch):
     """0.5.23 with both engines: the code column, its violation (operation_identity, from its own
     code) and "not judged"; cut to two fast executor cases and the smallest conformance budget
     (the run at 80 columns answers from the run at 100's cache)."""
@@ -137,7 +137,7 @@ def test_a_release_with_its_code_executed_fits_too(tmp_path, capsys, monkeypatch
     monkeypatch.setattr(code_checks, "mapping", fast_cases)
     srt = release_srt("0.5.23")  # skipped where the index is unreachable and 0.5.23 is not cached
     for width in (100, 80):
-        out = render(capsys, monkeypatch, tmp_path / "cache", width, str(srt), scenarios=ACK, engine="both")
+        out = render(capsys, monkeypatch, session_cache / "cache", width, str(srt), scenarios=ACK, engine="both")
         assert_fits(out, width)
         assert "its code, executed" in out and "not judged" in out
         row = next(line for line in out.splitlines() if line.startswith("  operation_identity "))

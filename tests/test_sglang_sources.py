@@ -110,19 +110,20 @@ def make_wheel(tmp_path: Path, version: str, family: str) -> Path:
     with zipfile.ZipFile(wheel, "w") as z:
         for rel, text in files_of(family).items():
             z.writestr(f"sglang/srt/{rel}", text)
-        z.writestr("sglang/srt/models/llama.py", "# not a protocol file\n")
+        z.writestr("sglang/srt/models/llama.py", "# not a protocol file, kept: the path may reach it\n")
         z.writestr("sglang/multimodal_gen/runtime/managers/scheduler.py", "# same name, other package\n")
     return wheel
 
 
-def test_fetch_keeps_only_protocol_files_and_a_second_run_uses_the_cache(tmp_path):
+def test_fetch_keeps_the_srt_sources_only_and_a_second_run_uses_the_cache(tmp_path):
     pip = FakePip(wheels={"0.5.2": make_wheel(tmp_path, "0.5.2", "late2025")})
     cache = tmp_path / "cache"
     srt = fetch_release("0.5.2", cache, pip)
     kept = sorted(str(p.relative_to(srt)) for p in srt.rglob("*.py"))
-    assert kept == ["managers/cache_controller.py", "mem_cache/hiradix_cache.py", "mem_cache/registry.py"]
+    protocol = ["managers/cache_controller.py", "mem_cache/hiradix_cache.py", "mem_cache/registry.py"]
+    assert kept == sorted(protocol + ["models/llama.py"])  # not sglang/multimodal_gen: outside sglang/srt
     assert not list(cache.rglob("*.whl"))  # the wheel is dropped
-    assert json.loads((cache / "0.5.2" / "SOURCE.json").read_text())["files"] == kept
+    assert json.loads((cache / "0.5.2" / "SOURCE.json").read_text())["files"] == protocol
     assert fetch_release("0.5.2", cache, FakePip(online=False)) == srt  # cached: no pip call needed
 
 
@@ -180,6 +181,7 @@ def test_commits_in_a_range_are_read_without_touching_the_work_tree(tmp_path):
     git(repo, "config", "user.name", "t")
 
     def commit(family: str, message: str):
+        shutil.rmtree(srt, ignore_errors=True)  # the family's files alone: the path reads the scheduler too
         write_srt(srt, files_of(family))
         git(repo, "add", "-A")
         git(repo, "commit", "-qm", message)

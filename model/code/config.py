@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
-POLICIES = ("wait_complete", "best_effort", "timeout")  # timeout only with driven_clock (below)
+POLICIES = ("wait_complete", "best_effort", "timeout")  # timeout: the search fires deadlines (explores_clock)
 
 
 @dataclass(frozen=True)
@@ -33,27 +33,41 @@ class CodeConfig:
     retry_attempts: int = 2  # hicache_storage_prefetch_retry_max_attempts (upstream's default: 8)
     readmissions: int = 0  # an admitted request is retracted and readmitted this many times (retries only)
     batch: Optional[int] = None  # requests admitted per round (None: all; retries only)
-    device_pages: int = 0  # pages the device matched at the lookup, lost before admission (retries only)
+    lost_device_pages: int = 0  # pages the device matched at the lookup, lost before admission (retries only)
     capacity_pages: Optional[int] = None  # prefetch_capacity_limit in pages (None: every request's; rate limit)
     rid_reuse: bool = False  # after an abort the client reuses the rid for a new request (retries only)
-    driven_clock: bool = False  # something moves the clock (the conformance check); else it stands still
+    driven_clock: bool = False  # the conformance check moves the clock; else under timeout the search fires it
+    host_memory_mode: str = "cache"  # buffer_only: the tree's BufferModePipeline stages fetches (worlds/ack_drain/buffer/)
+    device_pages: int = 0  # buffer_only: leading pages of each request already on the device (the splice anchor)
+    evict_device_round: Optional[int] = None  # buffer_only: in this round the device tree evicts every unpinned page
+    device_room: Optional[int] = None  # buffer_only: the device KV pool in pages (None: twice every request's pages)
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise ValueError(f"policy {self.policy!r}: the executor runs {', '.join(POLICIES)}")
-        if self.policy == "timeout" and not self.driven_clock:
-            raise ValueError("policy 'timeout': the executor's clock stands still unless the conformance check moves it")
         from prefetch_check.model.code.pack import worlds
 
         if self.world not in worlds():
             raise ValueError(f"world {self.world!r}: the executor has {', '.join(worlds())}")
-        if not self.retries and (self.readmissions or self.batch is not None or self.device_pages or self.rid_reuse):
-            raise ValueError("readmissions, batch, device_pages and rid_reuse belong to the retry world: retries=True")
+        if not self.retries and (self.readmissions or self.batch is not None or self.lost_device_pages or self.rid_reuse):
+            raise ValueError("readmissions, batch, lost_device_pages and rid_reuse belong to the retry world: retries=True")
+        if self.host_memory_mode not in ("cache", "buffer_only"):
+            raise ValueError(f"host_memory_mode {self.host_memory_mode!r}: the executor runs cache, buffer_only")
+        if self.host_memory_mode == "cache" and (self.device_pages or self.evict_device_round is not None
+                                                 or self.device_room is not None):
+            raise ValueError("device_pages, evict_device_round and device_room need host_memory_mode='buffer_only'")
+        if not 0 <= self.device_pages < self.pages:
+            raise ValueError(f"device_pages {self.device_pages}: between 0 and pages - 1 ({self.pages - 1})")
         for name in ("hits", "failing", "query_raises", "raising_reads"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
                 raise ValueError(f"{name} gives {len(value)} ranks, the configuration has {self.ranks}")
+
+    def explores_clock(self) -> bool:
+        """The search chooses where each rank's deadline fires (worlds/deadlines.py): the timeout
+        policy, unless the conformance check drives the clock."""
+        return self.policy == "timeout" and not self.driven_clock
 
     def hits_of(self, rank: int) -> int:
         return self.pages if self.hits is None else self.hits[rank]
@@ -80,19 +94,30 @@ class CodeConfig:
         return (2 if self.reissue else 1) + more
 
     def undisturbed(self) -> bool:
-        """No short read, no exception, no abort, no rate limit (0.5.23 admits a rate-limited queue
-        head without storage: storage_prefetch.py pop_ready): wait_complete must then deliver the agreed hits."""
-        return self.abort_round is None and self.capacity_pages is None and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
-                                                    for r in range(self.ranks))
+        """No short read, no exception, no abort, no device eviction, no rate limit (0.5.23 admits a
+        rate-limited queue head without storage: storage_prefetch.py pop_ready): wait_complete must
+        then deliver the agreed hits."""
+        return (self.abort_round is None and self.evict_device_round is None and self.capacity_pages is None
+                and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
+                            for r in range(self.ranks)))
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields; the buffer_only ones only when set, so a cache-mode configuration's JSON (and
+        the cached verdicts keyed by it) is what it was before they existed."""
+        data = dataclasses.asdict(self)
+        for name, default in _BUFFER_DEFAULTS.items():
+            if data[name] == default:
+                del data[name]
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> "CodeConfig":
         def tup(v):
             return tuple(tup(x) for x in v) if isinstance(v, list) else v
         return cls(**{k: tup(v) for k, v in data.items()})
+
+
+_BUFFER_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None}
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from prefetch_check.sglang.baseline import from_report, from_row, is_report
 from prefetch_check.sglang.cache import CACHE_ENV, cache_root
 from prefetch_check.sglang.code_checks import run_code
 from prefetch_check.sglang.conformance_checks import run_conformance
+from prefetch_check.sglang import vouch
 from prefetch_check.sglang.checks import CHECKED, ENGINES, choose_cases, exit_status, plan, run_all
 from prefetch_check.sglang.errors import SglangSourceError
 from prefetch_check.sglang.history import changes, commit_trees
@@ -118,6 +119,7 @@ def execute(args) -> int:
     conformed_cached, conformed = run_conformance(
         [(row.srt, row.conformance) for row in every if row.conformance.planned], cache, jobs)
     coverage_report.settle(every)  # coverage: a changed statement no check ran: "not checked", no verdicts
+    vouch.settle(every)  # an edited tree whose code conforms: the model's verdicts, with what they rest on
     if base_row is not None:
         base = from_row(base_row, args.baseline)
     found = changes(rows) if args.commits else []

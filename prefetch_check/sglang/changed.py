@@ -115,6 +115,8 @@ def _parsed(files: Mapping[str, str]) -> dict[str, ast.Module]:
 
 def _piece_node(module: ast.Module, piece) -> Optional[ast.AST]:
     """The statement a piece of the path is: found again by its file and line (and its name)."""
+    if getattr(piece, "whole", False):  # a file the path takes whole (path_code's whole-file rule)
+        return module
     name = piece.name
     if name.startswith("<module>."):
         return find(module, piece.line)
@@ -127,7 +129,7 @@ def _header_piece(ident: str, path: Mapping) -> bool:
 
 
 def _piece_statements(node: ast.AST, header_only: bool) -> list[Statement]:
-    if isinstance(node, DEFS):
+    if isinstance(node, (ast.Module,) + DEFS):
         return list(statements(body_of(node)))
     if isinstance(node, ast.ClassDef):
         body = [s for s in body_of(node) if not (header_only and isinstance(s, DEFS))]
@@ -157,7 +159,9 @@ def _without_body(node: ast.AST) -> ast.AST:
 
 
 def _piece(new: ast.AST, old: ast.AST, header_only: bool, marks: list) -> None:
-    if isinstance(new, DEFS) and isinstance(old, DEFS):
+    if isinstance(new, ast.Module) and isinstance(old, ast.Module):  # a whole file: its statements in order
+        _block(new.body, old.body, marks, 1)
+    elif isinstance(new, DEFS) and isinstance(old, DEFS):
         _definition(new, old, marks)
     elif isinstance(new, ast.ClassDef) and isinstance(old, ast.ClassDef):
         if _header(new) != _header(old):
@@ -177,12 +181,17 @@ def _definition(new: ast.AST, old: ast.AST, marks: list) -> None:
 
 def _class_body(new: ast.ClassDef, old: ast.ClassDef, header_only: bool, marks: list) -> None:
     """Methods by name, the other statements of the class body in order."""
-    olds = {s.name: s for s in body_of(old) if isinstance(s, DEFS)}
+    olds: dict[str, list] = {}  # by name, in order: a property's getter and setter share one
+    for stmt in body_of(old):
+        if isinstance(stmt, DEFS):
+            olds.setdefault(stmt.name, []).append(stmt)
     if not header_only:
+        seen: dict[str, int] = {}
         for stmt in body_of(new):
             if isinstance(stmt, DEFS):
-                if stmt.name in olds:
-                    _definition(stmt, olds[stmt.name], marks)
+                k = seen[stmt.name] = seen.get(stmt.name, -1) + 1
+                if k < len(olds.get(stmt.name, ())):
+                    _definition(stmt, olds[stmt.name][k], marks)
                 else:
                     marks += [(s.line, INSERTED) for s in statements([stmt])]
     rest_new = [s for s in body_of(new) if not isinstance(s, DEFS)]

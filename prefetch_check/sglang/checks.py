@@ -41,6 +41,7 @@ from prefetch_check.sglang.versions import is_version
 from prefetch_check.sglang.locate import read_protocol_files
 from prefetch_check.sglang.protocols import release_protocol
 from prefetch_check.sglang.release_options import ReleaseOptions
+from prefetch_check.sglang.release_record import RECORDED
 from prefetch_check.sglang.shape import Shape
 from prefetch_check.sglang.storage_prefetch import NONE as NO_STORAGE_PREFETCH, has_storage_prefetch
 from prefetch_check.sglang.tree_shape import tree_shape
@@ -127,6 +128,20 @@ ALL, UPSTREAM, DROPPED = "all", "upstream", "dropped"
 
 
 @dataclass
+class Vouch:
+    """The model's verdicts a tree the floor refuses may earn by conforming (vouch.py): the model
+    configured as `label` (the followed release nearest its path, or its own options), run beside
+    its code; shown only where the conformance check vouches for every changed statement and every
+    step kind the searches took. `withheld`: why not, once known ("" until then, or shown)."""
+
+    release: ReleaseOptions
+    label: str
+    withheld: str = ""
+    rests_on: Optional[dict] = None  # once shown: what the verdicts rest on (vouch.py)
+    borrowed: dict = field(default_factory=dict)  # option -> value known only for `label` (followed.json), not read off the tree
+
+
+@dataclass
 class ReleaseCheck:
     label: str
     family: str = ""
@@ -145,6 +160,7 @@ class ReleaseCheck:
     srt: Optional[Path] = None  # the tree's sglang/srt folder
     changed: Optional[Changes] = None  # coverage: its statements that differ from the nearest followed release
     coverage: Optional[object] = None  # coverage: what its code checks ran (coverage_report.TreeCoverage)
+    vouch: Optional[Vouch] = None  # an edited tree's model verdicts, if its conforming code earns them (vouch.py)
 
     @property
     def protocol(self) -> Optional[str]:
@@ -160,7 +176,10 @@ class ReleaseCheck:
         if not ranks:
             return ""
         span = f"TP={ranks[0]}" if len(ranks) == 1 else f"TP={ranks[0]}..{ranks[-1]}"
-        return f"{len(self.own)} scenario case(s), {span}, every schedule"
+        text = f"{len(self.own)} scenario case(s), {span}, every schedule"
+        if self.vouch is not None and self.vouch.rests_on is not None:
+            text = f"as {self.vouch.label}, its code conforming: " + text
+        return text
 
     @property
     def withheld(self) -> bool:
@@ -209,10 +228,11 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     row.release = release = release_protocol(shape, row.family)
     # the model the tree's code is compared with: its own configuration, or for a tree the floor
     # refuses, that of the followed release nearest its path (said in the row's note)
-    compared, nearest = release, ""
+    compared, nearest, borrowed = release, "", ()
     if not release.modelled and taken.nearest is not None:
         nearest, near_shape = taken.nearest
         compared = release_protocol(near_shape, classify(near_shape))
+        borrowed = tuple(n for n in RECORDED if not getattr(shape, n).recognised and getattr(near_shape, n).recognised)
     if CODE in engines and row.code.ran and compared.modelled and conformed(compared.protocol):
         cases = [(case.name, config) for case, config in _applied(scenarios.get(compared.protocol, []), compared)]
         row.conformance = plan_conformance(tree.srt, compared.options, cases, compared.protocol,
@@ -228,6 +248,12 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
         row.status, row.note = NOT_MODELLED, followed.refusal(row.path_differs, follows)
         if row.conformance.planned and compared is not release:
             row.note += f"; its code is compared with the model configured as {nearest}, the followed release nearest its path"
+        if row.conformance.planned:  # its code may yet earn the model's verdicts by conforming (vouch.py)
+            refused = _model_runs(row, tree, compared, scenarios, limit_defaults)
+            row.vouch = Vouch(compared, nearest or "its own options", refused[1] if refused else "",
+                              borrowed={n: getattr(near_shape, n).value for n in borrowed})
+            if refused:
+                row.own, row.ours = [], []
         return row
     if taken.unmatched:  # nor one about a mix of releases, whose configuration no release has
         row.status, row.note = NOT_MODELLED, taken.unmatched
@@ -235,22 +261,28 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
     if not release.modelled:
         row.status, row.note = release.status, "; ".join(release.not_modelled)
         return row
+    refused = _model_runs(row, tree, release, scenarios, limit_defaults)
+    if refused:
+        row.status, row.note = refused
+        return row
+    row.status = CHECKED
+    return row
+
+
+def _model_runs(row: ReleaseCheck, tree: Tree, release: ReleaseOptions, scenarios, limit_defaults) -> Optional[tuple]:
+    """The model's runs of a tree configured as `release`, under its own predicate and our
+    transcription, into row.own and row.ours; or (status, why) where the model cannot answer."""
     try:
         name, predicate = load_source_predicate(row.predicate_spec)
     except PredicateError as exc:
-        row.status, row.note = NOT_MODELLED, f"the release's predicate cannot be read: {exc}"
-        return row
+        return NOT_MODELLED, f"the release's predicate cannot be read: {exc}"
     why = protocol_mismatch(name, predicate, release.protocol)
     if why:
-        row.status, row.note = NOT_MODELLED, why
-        return row
+        return NOT_MODELLED, why
     chosen = scenarios.get(release.protocol, [])
     if not chosen:
-        row.status = NO_SCENARIOS
-        row.note = (f"no {release.protocol} scenario to run (scenarios with protocol = \"{release.protocol}\"); "
-                    "give them with --scenarios")
-        return row
-    row.status = CHECKED
+        return NO_SCENARIOS, (f"no {release.protocol} scenario to run (scenarios with protocol = "
+                              f"\"{release.protocol}\"); give them with --scenarios")
     own_id = verdict_cache.predicate_identity(row.predicate_spec, predicate)
     version = tree.label if is_version(tree.label) else None  # a release's defaults are known by its version
     kept = _applied_cases(chosen, release)
@@ -267,7 +299,7 @@ def plan(tree: Tree, scenarios: dict[str, list[tuple[Scenario, int, Case]]], cac
                             settings=non_default_settings(config, version)))
     if skipped:
         row.note = "; ".join(filter(None, [row.note, f"not for this shape (skipped): {', '.join(skipped)}"]))
-    return row
+    return None
 
 
 def _applied_cases(chosen, release) -> list:
@@ -347,6 +379,7 @@ def summarize(result) -> dict:
         },
         "states": result.stats.states,
         "seconds": round(result.stats.total_seconds, 3),
+        "fired": sorted(result.stats.action_counts),  # the step kinds the search took (a conformance check must have replayed each)
     }
 
 

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import prefetch_check.model.code as executor_package
 from prefetch_check.explorer.result import BOUNDED, NOT_JUDGED, VERIFIED, VIOLATED
@@ -51,6 +51,7 @@ class Case:
     config: CodeConfig
     judges: tuple[str, ...] = ()
     limits: CodeLimits = LIMITS
+    skip: Optional[Callable[[Path], str]] = None  # (srt) -> why this tree does not get the case, "" when it does
 
 
 WORST = {VIOLATED: 0, BOUNDED: 1, VERIFIED: 2, NOT_JUDGED: 3}
@@ -152,7 +153,8 @@ def world_for(srt: Path, shape) -> tuple[Optional[str], str]:
         return None, "the executor needs the cache class to run (none found)"
     world, why = world_of(srt, judged)
     if world is not None:
-        why = missing_module(srt, pack(world).files)
+        found = pack(world)
+        why = missing_module(srt, tuple(rel for rel in found.files if rel not in found.optional))
     return (world if not why else None), why
 
 
@@ -203,9 +205,11 @@ def plan_code(srt: Path, shape, count: Optional[dict] = None) -> CodeCheck:
     world, why = world_for(srt, shape)
     if why:
         return CodeCheck(note=why)
-    tree = tree_digest(srt, pack(world).files)
+    tree = tree_digest(srt, pack(world).files + pack(world).read)
     runs = []
     for case in mapping(world).cases:
+        if case.skip is not None and case.skip(srt):
+            continue
         parts = [executor_fingerprint(world), tree, case.config.to_json(), case.limits.to_json()] + ([count] if count else [])
         text = json.dumps(parts, sort_keys=True)
         runs.append(CodeRun(hashlib.sha256(text.encode()).hexdigest(), case.name, case.config, case.limits,

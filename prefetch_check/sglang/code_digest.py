@@ -9,19 +9,20 @@ under every Python at hand to show it. Standard library only.
 from __future__ import annotations
 
 import ast
-import copy
 import hashlib
 
 
 def digest(node: ast.AST) -> str:
     """The fingerprint of a piece of code: its syntax tree without docstrings or positions."""
-    return hashlib.sha256(canonical(_without_docstrings(node)).encode()).hexdigest()[:16]
+    return hashlib.sha256(canonical(node, docstrings=False).encode()).hexdigest()[:16]
 
 
-def canonical(node) -> str:
+def canonical(node, docstrings: bool = True) -> str:
     """A syntax tree as text that every Python from 3.11 on writes alike: node names and their
     fields, leaving out fields that are empty (newer Pythons add some, e.g. `type_params`),
-    positions and type comments."""
+    positions and type comments; without `docstrings`, a function's or class's docstring is left
+    out (a body that was only a docstring reads as `pass`), read in place: a whole file's tree is
+    not copied."""
     if isinstance(node, ast.AST):
         parts = []
         for name in node._fields:
@@ -30,22 +31,19 @@ def canonical(node) -> str:
             value = getattr(node, name, None)
             if value is None or value == []:
                 continue
-            parts.append(f"{name}={canonical(value)}")
+            if name == "body" and not docstrings and isinstance(node, _DOCUMENTED) and _has_docstring(value):
+                value = value[1:] or [ast.Pass()]
+            parts.append(f"{name}={canonical(value, docstrings)}")
         return f"{type(node).__name__}({', '.join(parts)})"
     if isinstance(node, list):
-        return "[" + ", ".join(canonical(v) for v in node) + "]"
+        return "[" + ", ".join(canonical(v, docstrings) for v in node) + "]"
     return repr(node)
 
 
 _IGNORED_FIELDS = frozenset({"type_comment", "kind"})
+_DOCUMENTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def _without_docstrings(node: ast.AST) -> ast.AST:
-    node = copy.deepcopy(node)
-    for n in ast.walk(node):
-        body = getattr(n, "body", None)
-        if (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
-            n.body = body[1:] or [ast.Pass()]
-    return node
+def _has_docstring(body: list) -> bool:
+    return (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str))

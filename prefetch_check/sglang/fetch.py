@@ -1,9 +1,17 @@
-"""Fetching one release with `pip download --no-deps`, keeping only its protocol files.
+"""Fetching one release with `pip download --no-deps`, keeping every `sglang/srt/**/*.py` of it.
+
+Why every source file: the prefetch path (path_code.py) follows the code into any srt file it
+reaches (pools, storage backends, the buffer_only pipeline, ...), and which files those are is
+computed from the code, release by release and as the path's rules grow; keeping the Python
+sources (0.5.1: 4 MB, 0.5.23: 39 MB on disk; docs/sglang.md) means a cached release is never
+a tree whose files are missing. Native libraries, data and other packages are not kept.
 
 The wheel (~40 MB) is unpacked to `<cache>/<version>/sglang/srt/...` and deleted; a
 `SOURCE.json` written last marks the folder complete, so an interrupted fetch is redone and
-a second run reads the cache without touching the network. It records the file list it was
-fetched for (`wanted`); a folder fetched before a file joined PROTOCOL_FILES is fetched again.
+a second run reads the cache without touching the network. It records what it kept (`kept`:
+KEEP); a folder fetched by an older prefetch-check, which kept only the protocol files, is
+fetched again, and when that cannot be done it is an error naming the folder, never a tree
+read with files missing.
 """
 
 from __future__ import annotations
@@ -18,10 +26,11 @@ from pathlib import Path
 
 from prefetch_check.sglang.cache import cached_versions, release_dir
 from prefetch_check.sglang.errors import SglangSourceError
-from prefetch_check.sglang.locate import PROTOCOL_FILES, member_to_rel
+from prefetch_check.sglang.locate import PROTOCOL_FILES, member_to_srt_source
 from prefetch_check.sglang.pip import Runner, last_error_line, run_pip
 
 SOURCE_FILE = "SOURCE.json"
+KEEP = "sglang/srt/**/*.py"  # what a fetch keeps, recorded in SOURCE.json
 
 
 def fetch_release(version: str, root: Path, runner: Runner = run_pip) -> Path:
@@ -29,11 +38,14 @@ def fetch_release(version: str, root: Path, runner: Runner = run_pip) -> Path:
     dest = release_dir(root, version)
     if _complete(dest / SOURCE_FILE):
         return dest / "sglang" / "srt"
-    if (dest / SOURCE_FILE).is_file():  # fetched before a file joined PROTOCOL_FILES: complete it if we can
+    if (dest / SOURCE_FILE).is_file():  # fetched by an older prefetch-check (protocol files only)
         try:
             return _download(version, root, dest, runner)
-        except SglangSourceError:
-            return dest / "sglang" / "srt"
+        except SglangSourceError as exc:
+            raise SglangSourceError(
+                f"{dest}: fetched by an older prefetch-check, which kept only the protocol files; the prefetch "
+                f"path needs every sglang/srt source file and fetching {version} again failed ({exc}). "
+                f"Run once with the package index reachable, or delete {dest}") from None
     return _download(version, root, dest, runner)
 
 
@@ -52,10 +64,12 @@ def _download(version: str, root: Path, dest: Path, runner: Runner) -> Path:
         staged = work / "release"  # extracted aside, then renamed into place whole: a process reading
         kept = _extract(archive, staged / "sglang" / "srt")  # the cache never sees half a release
         if not kept:
-            raise SglangSourceError(f"{archive.name}: holds none of the prefetch protocol files (sglang/srt/...)")
+            raise SglangSourceError(f"{archive.name}: holds no sglang/srt source files")
         (staged / SOURCE_FILE).write_text(json.dumps({
             "version": version, "archive": archive.name, "archive_bytes": archive.stat().st_size,
-            "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "files": kept,
+            "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "files": [rel for rel in kept if rel in PROTOCOL_FILES], "kept": KEEP, "source_files": len(kept),
+            "source_bytes": sum((staged / "sglang" / "srt" / rel).stat().st_size for rel in kept),
             "wanted": list(PROTOCOL_FILES)}, indent=1))
         _install(staged, dest, work)
         return dest / "sglang" / "srt"
@@ -81,23 +95,22 @@ def _install(staged: Path, dest: Path, work: Path) -> None:
 
 
 def _complete(source: Path) -> bool:
-    """Whether a cached fetch holds every file PROTOCOL_FILES asks for today (or knows the wheel lacks it)."""
+    """Whether a cached fetch kept every srt source file (an older one kept the protocol files only)."""
     if not source.is_file():
         return False
     try:
         record = json.loads(source.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    asked = set(record.get("wanted") or record.get("files") or ())
-    return set(PROTOCOL_FILES) <= asked
+    return record.get("kept") == KEEP
 
 
 def _extract(archive: Path, srt: Path) -> list[str]:
-    """Write the protocol files of a wheel (zip) or sdist (tar.gz) below `srt`; their relative paths."""
+    """Write the srt source files of a wheel (zip) or sdist (tar.gz) below `srt`; their relative paths."""
     kept = []
 
     def keep(name: str, read) -> None:
-        rel = member_to_rel(name)
+        rel = member_to_srt_source(name)
         if rel is not None and rel not in kept:
             target = srt / rel
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,9 @@
-"""Reading the protocol files at any commit of a checkout with git, without touching the work tree.
+"""Reading the prefetch path's files at any commit of a checkout with git, without touching the
+work tree.
 
 `commits_touching(checkout, "A..B")` lists (oldest first) the commits of the range that changed
-one of the protocol files; `files_at(checkout, commit)` reads them with `git show COMMIT:path`.
+one of the protocol files or a file the prefetch path reaches at A or at B; `files_at(checkout,
+commit)` reads the files the path needs at that commit with `git show COMMIT:path`.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 from prefetch_check.sglang.errors import SglangSourceError
-from prefetch_check.sglang.locate import PROTOCOL_FILES, find_srt
+from prefetch_check.sglang.locate import PROTOCOL_FILES, SrtFiles, find_srt, read_path_files
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
@@ -36,8 +38,12 @@ def commits_touching(checkout: Path, revision_range: str) -> list[tuple[str, str
     if ".." not in revision_range or revision_range.startswith("..") or revision_range.endswith(".."):
         raise SglangSourceError(f"--commits {revision_range!r}: expected a range A..B (e.g. v0.5.19..main)")
     root, prefix = _prefix(checkout)
+    start, _, end = revision_range.partition("..")
+    watched = set(PROTOCOL_FILES)
+    for revision in (start, end):
+        watched |= set(files_at(checkout, revision))
     result = _git(root, "log", "--reverse", "--format=%H%x09%s", revision_range, "--",
-                  *(prefix + rel for rel in PROTOCOL_FILES))
+                  *(prefix + rel for rel in sorted(watched)))
     if result.returncode != 0:
         raise SglangSourceError(f"--commits {revision_range!r}: git log failed: {result.stderr.strip()}")
     return [tuple(line.split("\t", 1)) for line in result.stdout.splitlines() if line.strip()]
@@ -54,11 +60,15 @@ def resolve(checkout: Path, revision: str) -> tuple[str, str]:
 
 
 def files_at(checkout: Path, commit: str) -> dict[str, str]:
-    """{path below sglang/srt: text} of the protocol files as they are at `commit` (absent ones left out)."""
+    """{path below sglang/srt: text} of the protocol files and the files the prefetch path reaches,
+    as they are at `commit` (absent ones left out)."""
     root, prefix = _prefix(checkout)
-    out = {}
-    for rel in PROTOCOL_FILES:
+    listed = _git(root, "ls-tree", "-r", "--name-only", commit, "--", prefix)
+    names = [line[len(prefix):] for line in listed.stdout.splitlines()
+             if line.startswith(prefix) and line.endswith(".py")] if listed.returncode == 0 else []
+
+    def show(rel: str):
         shown = _git(root, "show", f"{commit}:{prefix}{rel}")
-        if shown.returncode == 0:
-            out[rel] = shown.stdout
-    return out
+        return shown.stdout if shown.returncode == 0 else None
+
+    return read_path_files(SrtFiles(names, show))

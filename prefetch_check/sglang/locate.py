@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Iterable, Iterator, Optional
 
+from prefetch_check.sglang import path_cache
 from prefetch_check.sglang.errors import SglangSourceError
+from prefetch_check.sglang.path_code import path_files, remember
+from prefetch_check.sglang.srt_index import (  # noqa: F401  (where the callers find them)
+    CACHE_FILES, CONTROLLER, HIRADIX, REGISTRY, SCHEDULER, UNIFIED)
 
 # Below sglang/srt/: the files the prefetch protocol lives in, and the ones that build the cache.
 PROTOCOL_FILES = (
@@ -24,13 +29,6 @@ PROTOCOL_FILES = (
     "mem_cache/unified_cache/component_type.py",
 )
 SRT = ("sglang", "srt")
-# the files that hold the cache classes and the controller (below sglang/srt/)
-HIRADIX = "mem_cache/hiradix_cache.py"
-UNIFIED = "mem_cache/unified_radix_cache.py"
-CONTROLLER = "managers/cache_controller.py"
-REGISTRY = "mem_cache/registry.py"
-SCHEDULER = "managers/scheduler.py"
-CACHE_FILES = {"HiRadixCache": HIRADIX, "UnifiedRadixCache": UNIFIED}
 
 
 def _is_srt(folder: Path) -> bool:
@@ -54,15 +52,76 @@ def find_srt(path: Path) -> Path:
         "or an unpacked wheel")
 
 
+class SrtFiles(Mapping):
+    """Every `.py` file below sglang/srt of one tree (path below sglang/srt -> text), read when first
+    asked for: the prefetch path (path_code.py) reads the few files it reaches out of thousands."""
+
+    def __init__(self, names: Iterable[str], read: Callable[[str], Optional[str]]):
+        self._names = sorted(names)
+        self._known = set(self._names)
+        self._read = read
+        self._texts: dict[str, str] = {}
+
+    @classmethod
+    def of_folder(cls, srt: Path) -> "SrtFiles":
+        names = [p.relative_to(srt).as_posix() for p in srt.rglob("*.py") if p.is_file()]
+        return cls(names, lambda rel: (srt / rel).read_text(encoding="utf-8", errors="replace"))
+
+    def __getitem__(self, rel: str) -> str:
+        if rel not in self._known:
+            raise KeyError(rel)
+        if rel not in self._texts:
+            text = self._read(rel)
+            if text is None:
+                raise KeyError(rel)
+            self._texts[rel] = text
+        return self._texts[rel]
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self._known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 def read_protocol_files(srt: Path, extra: tuple[str, ...] = ()) -> dict[str, str]:
-    """{path below sglang/srt: text} for each protocol file present (absent ones are left out),
-    and the `extra` ones (the files registered mappings name for their judged classes)."""
-    out = {}
-    for rel in PROTOCOL_FILES + tuple(extra):
-        f = srt / rel
-        if f.is_file():
-            out[rel] = f.read_text(encoding="utf-8", errors="replace")
+    """{path below sglang/srt: text} of each protocol file present (absent ones are left out), of
+    the `extra` ones (the files registered mappings name for their judged classes) and of every
+    file the prefetch path of each cache class reaches in the tree (path_code.py)."""
+    tree = SrtFiles.of_folder(srt)
+    key = path_cache.tree_key(srt, tree, tuple(extra))
+    kept = path_cache.load(key)
+    if kept is not None and all(rel in tree for rel in kept[0]):
+        out = {rel: tree[rel] for rel in kept[0]}
+        for cls, path in kept[1].items():
+            remember(out, cls, path)
+        return out
+    out, paths = _path_files(tree, extra)
+    path_cache.store(key, list(out), paths)
     return out
+
+
+def read_path_files(tree: Mapping[str, str], extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """The protocol files, the `extra` ones and the files the prefetch paths reach, out of all the
+    tree's files: what the path of every cache class, computed again from this dict alone, reads
+    the same."""
+    return _path_files(tree, extra)[0]
+
+
+def _path_files(tree: Mapping[str, str], extra: tuple[str, ...]) -> tuple[dict[str, str], dict]:
+    out = {rel: tree[rel] for rel in PROTOCOL_FILES + tuple(extra) if rel in tree}
+    paths = {}
+    for cls, rel in sorted(CACHE_FILES.items()):
+        if rel in tree:
+            needed, paths[cls] = path_files(tree, cls)
+            out.update((f, tree[f]) for f in sorted(needed) if f in tree)
+    out = dict(sorted(out.items()))
+    for cls, path in paths.items():
+        remember(out, cls, path)
+    return out, paths
 
 
 def installed_sglang() -> tuple[Optional[str], Path]:
@@ -79,10 +138,11 @@ def installed_sglang() -> tuple[Optional[str], Path]:
     return version, find_srt(package.parent)
 
 
-def member_to_rel(name: str) -> Optional[str]:
-    """The protocol file a wheel or sdist member is, if any (`.../sglang/srt/<rel>`)."""
-    for rel in PROTOCOL_FILES:
-        suffix = "sglang/srt/" + rel
-        if name == suffix or name.endswith("/" + suffix):
-            return rel
-    return None
+def member_to_srt_source(name: str) -> Optional[str]:
+    """The path below sglang/srt of a wheel or sdist member that is an srt source file, if it is one."""
+    marker = "sglang/srt/"
+    at = 0 if name.startswith(marker) else name.find("/" + marker) + 1
+    if at == 0 and not name.startswith(marker) or not name.endswith(".py"):
+        return None
+    rel = name[at + len(marker):]
+    return rel if rel and ".." not in rel.split("/") else None

@@ -1,21 +1,36 @@
-"""The code of a tree's prefetch path, function by function, each with a fingerprint.
+"""The code of a tree's prefetch path, piece by piece, each with a fingerprint.
 
 Why: the model answers for a tree through the few features the detector reads
 (detect.py); everything the patterns do not look at is taken to be the code of
 a release the model was checked against. That holds only where the tree's code IS that
-code, so every function of the prefetch path is fingerprinted here and compared with the
+code, so every piece of the prefetch path is fingerprinted here and compared with the
 releases the model follows (followed.py); one that differs from all of them means the
 verdicts would be about code nobody read.
 
-The path is found in the tree itself: the entry points below (issue, the prefetch, IO and
-sync threads, the drain, the check, termination, result, abort, revoke and release paths,
-in the judged cache class and the controller classes; the operation and ACK classes whole),
-then everything they reach: a method of a path class called by name (`self.x(...)`,
-`cc.x(...)`), a module-level function, class, constant or import that a path function names,
-followed across the protocol files by their imports. An edit in a helper is therefore seen
-wherever it is called from, and a helper that no release has differs from all of them.
+The path is found in the tree itself, across every file of sglang/srt: the entry points below
+(issue, the prefetch, IO and sync threads, the drain, the check, termination, result, abort,
+revoke and release paths, in the judged cache class and the controller classes; the
+scheduler's methods that issue, retry and re-issue a prefetch, wherever its mixins define
+them; the operation and ACK classes whole), then everything they reach:
+- a name a path function uses: the module-level function, class, constant or import it is,
+  followed through imports (absolute, relative, re-exports) into any srt file;
+- a call or attribute through a receiver whose class static evidence says (path_types.py:
+  `self.x = Cls(...)`, annotations, constructor locals): that class's method, from its srt
+  bases, and each override in an srt subclass unless the receiver was built by a constructor
+  (`self.buffer_pipeline.x(...)` reaches BufferModePipeline.x in buffer_mode/pipeline.py);
+  the scheduler's `self.tree_cache` is the judged class;
+- a call `obj.m(...)` whose receiver the evidence does not give and whose `m` is no method of
+  the builtin, standard-library or torch types listed in builtin_methods.py: every file the
+  path reaches (a file holding a piece, or one such a file imports) that defines a function
+  or method `m` is fingerprinted WHOLE, a piece `<file>:<file>` with `whole=True` (also a
+  property read through an unknown receiver, for files defining that property). Over-refusing
+  is the price; a clean verdict for unread code is not paid. A method called by name on an
+  unknown receiver that is a method of the cache, controller or scheduler class is also
+  taken itself, so a refusal names it.
+A class reached is taken as its header (bases, decorators, class attributes and fields) and
+its dunder methods (called implicitly), its other methods as the path calls them.
 
-A fingerprint is a digest of the function's `ast` without docstrings, so formatting and
+A fingerprint is a digest of the piece's `ast` without docstrings, so formatting and
 comments do not count and every other change does. The completion predicate is part of the
 path like every other function: its loader (model/source/predicate.py) reads only what a
 rank brings to the vote, not whether every rank reaches the vote, so an edited predicate is
@@ -26,11 +41,15 @@ from __future__ import annotations
 
 import ast
 import copy
-from dataclasses import dataclass
-from typing import Iterator, Mapping, Optional
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
 
+from prefetch_check.sglang.builtin_methods import BUILTIN_METHODS
 from prefetch_check.sglang.code_digest import digest
-from prefetch_check.sglang.locate import CACHE_FILES, CONTROLLER
+from prefetch_check.sglang.path_types import Scope, Ty, TypeReader, Types
+from prefetch_check.sglang.srt_index import CACHE_FILES, CONTROLLER, SCHEDULER, Srt, Sym
 
 HYBRID_CONTROLLER = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
 CONTROLLER_FILES = (CONTROLLER, HYBRID_CONTROLLER)
@@ -61,15 +80,38 @@ WHOLE_CLASSES = ("PrefetchOperation", "PrefetchAck", "StorageOperation")
 PACKAGE = "sglang.srt."
 
 
+# ... in the scheduler class (or the mixin its release defines them in): issue, retry, re-issue.
+SCHEDULER_CLASS = "Scheduler"
+SCHEDULER_ENTRIES = (
+    "_prefetch_kvcache", "_retry_missed_storage_prefetches", "_process_storage_prefetch_retries",
+    "_retry_storage_prefetch", "_prefetch_after_device_hit_loss",
+)
+WHOLE_FILE = "<file>"
+# Where the path is followed: the HiCache subsystem (every file below mem_cache/: caches, pools,
+# host pools, storage backends, the buffer_only pipeline, retries), the controller, the poll timer.
+# A piece outside it that a followed piece reaches (a Req method, a scheduler helper, a config
+# getter) is fingerprinted but not followed further; the scheduler's entry methods are followed
+# wherever they are defined.
+PATH_SCOPE = ("mem_cache/", "managers/cache_controller.py", "utils/poll_timer.py")
+
+
+def in_scope(rel: str) -> bool:
+    return rel.startswith(PATH_SCOPE)
+
+
 @dataclass(frozen=True)
 class PathFunction:
-    """One piece of the path: `ident` is file:Class.method, file:Class, file:function or
-    file:<module>.name (a module-level binding); `line` is where it starts in the tree."""
+    """One piece of the path: `ident` is file:Class.method, file:Class (its header), file:function,
+    file:<module>.name (a module-level binding) or file:<file> (the whole file: `whole` is True,
+    `line` is 1, `why` names the call that could not be resolved and so pulled it in); `line` is
+    where the piece starts in the tree."""
 
     ident: str
     file: str
     line: int
     digest: str
+    whole: bool = False
+    why: str = field(default="", compare=False)
 
     @property
     def name(self) -> str:
@@ -79,46 +121,6 @@ class PathFunction:
         return f"{self.file}:{self.line}"
 
 
-class _Module:
-    """One parsed protocol file: its top-level bindings, by name."""
-
-    def __init__(self, rel: str, text: str):
-        self.rel = rel
-        self.tree = ast.parse(text)
-        self.classes = {n.name: n for n in self.tree.body if isinstance(n, ast.ClassDef)}
-        self.bindings: dict[str, ast.stmt] = {}
-        for stmt in self.tree.body:
-            for name in _bound_names(stmt):
-                self.bindings[name] = stmt  # the last binding wins, as at import time
-
-    def methods(self, cls: str) -> dict[str, ast.AST]:
-        node = self.classes.get(cls)
-        if node is None:
-            return {}
-        return {n.name: n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-
-
-def _bound_names(stmt: ast.stmt) -> Iterator[str]:
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        yield stmt.name
-    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        for alias in stmt.names:
-            yield (alias.asname or alias.name).split(".")[0]
-    elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        for target in targets:
-            for n in ast.walk(target):
-                if isinstance(n, ast.Name):
-                    yield n.id
-    elif isinstance(stmt, (ast.If, ast.Try)):  # `try: import x except ImportError: ...` and the like
-        for part in ast.iter_child_nodes(stmt):
-            if isinstance(part, ast.stmt):
-                yield from _bound_names(part)
-            elif isinstance(part, ast.ExceptHandler):
-                for inner in part.body:
-                    yield from _bound_names(inner)
-
-
 def _header(cls: ast.ClassDef) -> ast.ClassDef:
     """A class without its methods: bases, decorators, class attributes."""
     out = copy.copy(cls)
@@ -126,97 +128,285 @@ def _header(cls: ast.ClassDef) -> ast.ClassDef:
     return out
 
 
-def _called_names(node: ast.AST) -> set[str]:
-    """`x` of every call `x(...)` or `obj.x(...)` below node."""
-    out = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Call):
-            f = n.func
-            if isinstance(f, ast.Attribute):
-                out.add(f.attr)
-            elif isinstance(f, ast.Name):
-                out.add(f.id)
-    return out
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
 
 
-def _named(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+class _Walk:
+    """The path of one cache class in one tree: a worklist of pieces, each read for what it reaches."""
 
+    def __init__(self, files: Mapping[str, str], cache_class: str):
+        self.srt = Srt(files)
+        self.found: dict[str, PathFunction] = {}
+        self.work: list[tuple[str, str, ast.AST, Optional[Ty], str, bool]] = []  # (ident, file, node, self, why, read)
+        self.visited: set[tuple[str, Optional[Ty]]] = set()
+        self.unresolved: dict[str, str] = {}  # method name called on an unknown receiver -> where first
+        self.unresolved_reads: dict[str, str] = {}  # attribute read on an unknown receiver -> where first
+        self.cache = Sym("class", CACHE_FILES.get(cache_class, ""), cache_class)
+        self.scheduler = Sym("class", SCHEDULER, SCHEDULER_CLASS)
+        fixed = {(self.scheduler, "tree_cache"): Types(frozenset({Ty("inst", self.cache, exact=True)}))}
+        self.types = TypeReader(self.srt, fixed)
+        self.by_name: list[Ty] = []
+        self.followed_files: set[str] = set()  # classes whose methods a call by name on an unknown receiver reaches
 
-def _module_file(module: Optional[str], level: int, importer: str) -> Optional[str]:
-    """The protocol file an import names (`sglang.srt.a.b` -> a/b.py), if it is one."""
-    if module is None:
-        return None
-    if level:
-        base = importer.split("/")[:-level]
-        return "/".join(base + module.split(".")) + ".py"
-    if module.startswith(PACKAGE):
-        return module[len(PACKAGE):].replace(".", "/") + ".py"
-    return None
+    # ---- adding pieces
 
+    def add(self, ident: str, rel: str, node: ast.AST, self_cls: Optional[Ty] = None, why: str = "",
+            entry: bool = False) -> None:
+        if (ident, self_cls) in self.visited:
+            return
+        self.visited.add((ident, self_cls))
+        read = (entry or in_scope(rel)) and not isinstance(node, ast.Module)
+        self.work.append((ident, rel, node, self_cls, why, read))
 
-def prefetch_path(files: Mapping[str, str], cache_class: str) -> dict[str, PathFunction]:
-    """Every piece of the prefetch path of `cache_class` in these protocol files (path below
-    sglang/srt -> text), by ident."""
-    modules = {}
-    for rel, text in files.items():
-        try:
-            modules[rel] = _Module(rel, text)
-        except SyntaxError:
-            continue
-    cache_file = CACHE_FILES.get(cache_class)
-    path_classes: list[tuple[str, str]] = []  # (file, class) whose methods a call by name reaches
-    if cache_file in modules and cache_class in modules[cache_file].classes:
-        path_classes.append((cache_file, cache_class))
-    for rel in CONTROLLER_FILES:
-        if rel in modules:
-            path_classes += [(rel, c) for c in modules[rel].classes if c.endswith("CacheController")]
+    def add_class(self, cls: Sym) -> None:
+        """A class reached: its header and its dunder methods (whole where it is one of WHOLE_CLASSES)."""
+        module = self.srt.module(cls.rel)
+        node = module.classes.get(cls.name) if module else None
+        if node is None:
+            return
+        if cls.name in WHOLE_CLASSES:
+            self.add(f"{cls.rel}:{cls.name}", cls.rel, node, Ty("inst", cls))
+            return
+        self.add(f"{cls.rel}:{cls.name}", cls.rel, _header(node))
+        for name, method in module.methods(cls.name).items():
+            if _is_dunder(name):
+                self.add(f"{cls.rel}:{cls.name}.{name}", cls.rel, method, Ty("inst", cls))
 
-    found: dict[str, PathFunction] = {}
-    work: list[tuple[str, str, ast.AST]] = []  # (ident, file, node)
+    def add_method(self, cls: Sym, node: ast.AST, self_cls: Ty, entry: bool = False) -> None:
+        self.add_class(cls)
+        if cls.name not in WHOLE_CLASSES:
+            self.add(f"{cls.rel}:{cls.name}.{node.name}", cls.rel, node, self_cls, entry=entry)
 
-    def add(ident: str, rel: str, node: ast.AST) -> None:
-        if ident not in found and all(ident != w[0] for w in work):
-            work.append((ident, rel, node))
+    def add_symbol(self, sym: Optional[Sym]) -> None:
+        if sym is None:
+            return
+        if sym.kind == "class":
+            self.add_class(sym)
+        elif sym.kind in ("func", "binding"):
+            self.add_binding(sym.rel, sym.name)
 
-    def add_method(rel: str, cls: str, name: str) -> None:
-        node = modules[rel].methods(cls).get(name)
-        if node is not None:
-            add(f"{rel}:{cls}.{name}", rel, node)
-
-    def add_binding(rel: str, name: str) -> None:
-        module = modules.get(rel)
+    def add_binding(self, rel: str, name: str) -> None:
+        module = self.srt.module(rel)
         stmt = module.bindings.get(name) if module else None
         if stmt is None:
             return
-        if (rel, name) in path_classes:  # its methods count one by one; here only its header
-            add(f"{rel}:{name}", rel, _header(stmt))
+        inner = module.inner[name]
+        if isinstance(inner, ast.ClassDef) and inner is stmt:
+            self.add_class(Sym("class", rel, name))
             return
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            add(f"{rel}:{name}", rel, stmt)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.add(f"{rel}:{name}", rel, stmt)
             return
-        add(f"{rel}:<module>.{name}", rel, stmt)
-        if isinstance(stmt, ast.ImportFrom):
-            source = _module_file(stmt.module, stmt.level, rel)
-            for alias in stmt.names:
-                if (alias.asname or alias.name) == name and source in modules:
-                    add_binding(source, alias.name)
+        self.add(f"{rel}:<module>.{name}", rel, stmt)
+        if isinstance(inner, (ast.Import, ast.ImportFrom)):
+            self.add_symbol(self.srt.imported(inner, rel, name))
 
-    for rel, cls in path_classes:
-        for name in CACHE_ENTRIES if (rel, cls) == (cache_file, cache_class) else CONTROLLER_ENTRIES:
-            add_method(rel, cls, name)
-    for rel, module in modules.items():
-        if rel in CONTROLLER_FILES or rel == cache_file:
-            for name in WHOLE_CLASSES:
-                if name in module.classes:
-                    add(f"{rel}:{name}", rel, module.classes[name])
+    def reach(self, ty: Ty, name: str, where: str) -> bool:
+        """Add the methods `name` of an instance or class object; whether the call is resolved."""
+        if ty.kind == "module":
+            self.add_binding(ty.sym.rel, name)
+            return True
+        if ty.kind == "external":
+            return True
+        if ty.kind not in ("inst", "cls"):
+            return False
+        found, resolved = self.types.methods(ty, name)
+        for cls, node in found:
+            self.add_method(cls, node, Ty("inst", ty.sym, ty.exact) if ty.exact else Ty("inst", cls))
+        return resolved
 
-    while work:
-        ident, rel, node = work.pop(0)
-        found[ident] = PathFunction(ident, rel, getattr(node, "lineno", 0), digest(node))
-        for name in sorted(_called_names(node)):
-            for prel, cls in path_classes:
-                add_method(prel, cls, name)
-        for name in sorted(_named(node)):
-            add_binding(rel, name)
-    return dict(sorted(found.items()))
+    # ---- reading one piece
+
+    def read(self, ident: str, rel: str, node: ast.AST, self_cls: Optional[Ty]) -> None:
+        if isinstance(node, ast.Module):
+            for stmt in node.body:
+                if isinstance(stmt, ast.ClassDef):
+                    self.read(ident, rel, stmt, Ty("inst", Sym("class", rel, stmt.name)))
+                else:
+                    self.read(ident, rel, stmt, None)
+            return
+        if isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                self.read(ident, rel, stmt, self_cls if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+                          else None)
+            return
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope = self.types.scope(node, rel, self_cls)
+        else:
+            scope = Scope(rel, None)
+        nodes = list(ast.walk(node))
+        called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        for n in nodes:
+            if isinstance(n, ast.Name):
+                self.add_binding(rel, n.id)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)) and n is not node:
+                for alias in n.names:
+                    self.add_symbol(self.srt.imported(n, rel, alias.asname or alias.name.split(".")[0]))
+            elif isinstance(n, ast.Attribute):
+                self.attribute(n, id(n) in called, scope, self_cls, f"{ident} ({rel}:{n.lineno})")
+
+    def attribute(self, n: ast.Attribute, is_call: bool, scope: Scope, self_cls: Optional[Ty], where: str) -> None:
+        value = n.value
+        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super"
+                and self_cls is not None):
+            for base in self.srt.mro(self_cls.sym)[1:]:
+                if self.reach(Ty("inst", base, exact=True), n.attr, where):
+                    return
+            return
+        owner = self.types.infer(value, scope)
+        resolved = True
+        for ty in sorted(owner.known, key=repr):
+            resolved = self.reach(ty, n.attr, where) and resolved
+        if owner.unknown or not resolved:
+            if is_call:
+                for ty in self.by_name:
+                    found, _ = self.types.methods(ty, n.attr)
+                    for cls, node in found:
+                        self.add_method(cls, node, ty)
+                if n.attr not in BUILTIN_METHODS:
+                    self.unresolved.setdefault(n.attr, where)
+            else:
+                self.unresolved_reads.setdefault(n.attr, where)
+
+    # ---- the whole-file rule
+
+    def reached_files(self) -> list[str]:
+        """Files holding a piece the path follows, and the srt files they import, inside PATH_SCOPE."""
+        holding = sorted(self.followed_files)
+        out = set(holding)
+        for rel in holding:
+            module = self.srt.module(rel)
+            for stmt in module.imported_modules() if module else ():
+                if isinstance(stmt, ast.ImportFrom):
+                    source = self.srt.module_file(stmt.module, stmt.level, rel)
+                    if source:
+                        out.add(source)
+                    for alias in stmt.names:
+                        sym = self.srt.imported(stmt, rel, alias.asname or alias.name.split(".")[0])
+                        if sym is not None and sym.kind != "external" and sym.rel:
+                            out.add(sym.rel)
+                else:
+                    for alias in stmt.names:
+                        target = self.srt.module_file(alias.name, 0, rel)
+                        if target:
+                            out.add(target)
+        return sorted(rel for rel in out if in_scope(rel))
+
+    def whole_files(self) -> bool:
+        """Add every reached file defining a method an unresolved call names; whether any was new."""
+        new = False
+        for rel in self.reached_files():
+            module = self.srt.module(rel)
+            if module is None or f"{rel}:{WHOLE_FILE}" in self.found:
+                continue
+            why = next((f"{m}(...) at {w}" for m, w in sorted(self.unresolved.items()) if m in module.defines), "")
+            why = why or next((f".{a} at {w}" for a, w in sorted(self.unresolved_reads.items())
+                               if a in module.properties), "")
+            if why:
+                self.add(f"{rel}:{WHOLE_FILE}", rel, module.tree, None, why)
+                self.add_definitions(rel, module)
+                new = True
+        return new
+
+    def add_definitions(self, rel: str, module) -> None:
+        """The functions and methods of a whole file that an unresolved call or read may reach,
+        followed like any piece (the file's other code is fingerprinted, not followed)."""
+        names = set(self.unresolved) | set(self.unresolved_reads)
+        for name, stmt in module.bindings.items():
+            if name in names and isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.add_binding(rel, name)
+        for cls in sorted(module.classes):
+            for name, node in module.methods(cls).items():
+                if name in names:
+                    self.add_method(Sym("class", rel, cls), node, Ty("inst", Sym("class", rel, cls)))
+
+    def run(self) -> dict[str, PathFunction]:
+        while True:
+            while self.work:
+                ident, rel, node, self_cls, why, read = self.work.pop(0)
+                if ident not in self.found:
+                    line = 1 if isinstance(node, ast.Module) else getattr(node, "lineno", 0)
+                    self.found[ident] = PathFunction(ident, rel, line, digest(node), isinstance(node, ast.Module), why)
+                if read:
+                    self.followed_files.add(rel)
+                    self.read(ident, rel, node, self_cls)
+            for rel in self.reached_files():  # new unresolved names reach the whole files' definitions too
+                if f"{rel}:{WHOLE_FILE}" in self.found:
+                    self.add_definitions(rel, self.srt.module(rel))
+            if not self.whole_files():
+                break
+        return dict(sorted(self.found.items(), key=lambda p: (p[1].whole, p[0])))
+
+
+def path_files(files: Mapping[str, str], cache_class: str) -> tuple[set[str], dict[str, PathFunction]]:
+    """(the files the path of `cache_class` reads (parses) in these files: all it needs of the tree,
+    the path)."""
+    walk = _walk(files, cache_class)
+    return walk.srt.parsed(), walk.found
+
+
+# The paths last computed, by (cache class, digest of the files): a tree's path is asked for by
+# reading the tree (locate.read_path_files), by its shape and by the report, and takes seconds.
+# A pure function's results keyed by the content itself: an edit is a different key.
+_RECENT: "OrderedDict[tuple[str, str], dict[str, PathFunction]]" = OrderedDict()
+_RECENT_SIZE = 8
+
+
+def _key(files: Mapping[str, str], cache_class: str) -> tuple[str, str]:
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        h.update(rel.encode() + b"\0" + files[rel].encode("utf-8", "replace") + b"\0")
+    return cache_class, h.hexdigest()
+
+
+def remember(files: Mapping[str, str], cache_class: str, path: dict[str, PathFunction]) -> None:
+    """Record the path of these files (computed over a lazy tree whose reach they are)."""
+    _RECENT[_key(files, cache_class)] = path
+    while len(_RECENT) > _RECENT_SIZE:
+        _RECENT.popitem(last=False)
+
+
+def prefetch_path(files: Mapping[str, str], cache_class: str) -> dict[str, PathFunction]:
+    """Every piece of the prefetch path of `cache_class` in these files (path below sglang/srt ->
+    text; any srt file the path reaches, protocol files or not), by ident: the specific pieces
+    first, then the whole files."""
+    if isinstance(files, dict):
+        key = _key(files, cache_class)
+        if key in _RECENT:
+            return dict(_RECENT[key])
+        path = _walk(files, cache_class).found
+        remember(files, cache_class, path)
+        return dict(path)
+    return _walk(files, cache_class).found
+
+
+def _walk(files: Mapping[str, str], cache_class: str) -> _Walk:
+    walk = _Walk(files, cache_class)
+    cache_file = CACHE_FILES.get(cache_class)
+    cache_module = walk.srt.module(cache_file)
+    roots: list[tuple[Ty, tuple[str, ...]]] = []
+    if cache_module is not None and cache_class in cache_module.classes:
+        roots.append((Ty("inst", walk.cache, exact=True), CACHE_ENTRIES))
+    for rel in CONTROLLER_FILES:
+        module = walk.srt.module(rel)
+        for name in sorted(module.classes) if module else ():
+            if name.endswith("CacheController"):
+                roots.append((Ty("inst", Sym("class", rel, name)), CONTROLLER_ENTRIES))
+    scheduler = walk.srt.module(SCHEDULER)
+    if scheduler is not None and SCHEDULER_CLASS in scheduler.classes:
+        roots.append((Ty("inst", walk.scheduler, exact=True), SCHEDULER_ENTRIES))
+    walk.by_name = [ty for ty, _ in roots]
+    for ty, entries in roots:
+        walk.add_class(ty.sym)
+        for name in entries:
+            found, _ = walk.types.methods(Ty("inst", ty.sym, exact=True), name)
+            for cls, node in found:
+                walk.add_method(cls, node, ty, entry=True)
+    for rel in (cache_file, *CONTROLLER_FILES):
+        module = walk.srt.module(rel)
+        for name in WHOLE_CLASSES:
+            if module is not None and name in module.classes:
+                walk.add_class(Sym("class", rel, name))
+    walk.found = walk.run()
+    return walk

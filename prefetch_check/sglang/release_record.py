@@ -25,6 +25,21 @@ from prefetch_check.sglang.source_ast import calls, parse_file
 RECORDED = ("acks", "ack_match", "hit_queue", "revoke_queue", "storage_exceptions", "write_order", "abort_barrier",
             "round_collectives")
 
+# where each recorded feature is read (detect.py): the methods whose code has it or lacks it.
+# An edited tree given a release's recorded value (the model configured as that release, vouch.py)
+# keeps it only where the conformance check ran one of them on the tree's code.
+_DRAINS = ("drain_storage_control_queues", "_drain_storage_control_queues_impl", "check_revoked_prefetch")
+DESCRIBED_BY: dict[str, tuple[str, ...]] = {
+    "acks": ("prefetch_sync_thread_func",) + _DRAINS,
+    "ack_match": _DRAINS,
+    "hit_queue": _DRAINS,
+    "revoke_queue": _DRAINS,
+    "storage_exceptions": ("prefetch_thread_func", "prefetch_io_aux_func", "_page_transfer"),
+    "write_order": ("_generic_page_get", "generic_page_transfer", "_page_transfer"),
+    "abort_barrier": ("release_aborted_request",),
+    "round_collectives": ("check_hicache_events",),
+}
+
 
 def _absent(r: Reader, feature: str) -> Optional[str]:
     """The value of a feature the positive reading did not see, in a whole release tree."""

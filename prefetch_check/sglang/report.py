@@ -316,7 +316,9 @@ def _conformance_json(row: ReleaseCheck) -> dict:
     c = row.conformance
     out = {"checked": c.planned and c.answers is not None, "conforms": c.conforms, "note": c.note or c.error,
            "model_verdicts": "withheld: the code diverges" if row.withheld else
-           ("shown" if row.properties() else "none"), "rests_on": row.sizes(), "budget": c.budget_text(),
+           ("shown" if row.properties() else
+            f"withheld: {row.vouch.withheld}" if row.vouch is not None and row.vouch.withheld else "none"),
+           "rests_on": row.sizes(), "budget": c.budget_text(),
            "summary": conformance_headlines(row)[0],
            "skipped": [{"case": n, "why": w} for n, w in c.skipped], "not_modelled": c.not_modelled(), "cached": c.cached}
     if c.answers is not None:
@@ -406,6 +408,9 @@ def row_json(row: ReleaseCheck, base=None) -> dict:
     if row.coverage is not None:  # coverage: per function of the path, per changed statement (coverage_report.py)
         out["coverage"] = coverage_report.to_json(row)
     out["conformance"] = _conformance_json(row)
+    if row.vouch is not None:  # an edited tree: the model's verdicts only where its conforming code earns them
+        out["model_rests_on"] = row.vouch.rests_on or {"configured_as": row.vouch.label,
+                                                       "withheld": row.vouch.withheld}
     if row.status == CHECKED:
         out["properties"] = _properties_json(row)
         if base is not None:

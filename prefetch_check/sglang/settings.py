@@ -44,4 +44,6 @@ def non_default_settings(config, version: Optional[str]) -> tuple[str, ...]:
     if getattr(config, "prefetch_threshold", None) == 0:
         out.append(f"prefetch_threshold=0 (default {DEFAULT_THRESHOLD_TOKENS} tokens, "
                    "set in --hicache-storage-backend-extra-config)")
+    if getattr(config, "host_memory_mode", "cache") == "buffer_only":
+        out.append("hicache_host_memory_mode=buffer_only (default: cache; --hicache-host-memory-mode)")
     return tuple(out)

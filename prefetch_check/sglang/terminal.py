@@ -28,6 +28,7 @@ from prefetch_check.sglang import layout
 from prefetch_check.sglang.checks import CHECKED, DROPPED, NOT_ASKED, NOT_CHECKED, UPSTREAM, TRANSCRIPTION, PropertyVerdict, ReleaseCheck
 from prefetch_check.sglang.code_checks import NOT_JUDGED
 from prefetch_check.sglang.families import UNKNOWN
+from prefetch_check.sglang import vouch
 from prefetch_check.sglang.report import (
     FAILING, _short, code_note, code_rests_on, code_verdict, conformance_headlines, conformance_text,
 )
@@ -191,7 +192,9 @@ def _model_line(row: ReleaseCheck, notes: Notes, width: int) -> str:
         return "verdicts withheld: its code diverges from the model (conformance, above)"
     if row.status == CHECKED:
         rests = row.sizes()
-        if row.note:
+        if row.vouch is not None and row.vouch.rests_on:  # an edited tree its conforming code vouches for
+            rests += " " + notes.add(Note(vouch.text(row)))
+        elif row.note:
             rests += " " + notes.add(Note(row.note))
         return rests
     if row.status == NOT_ASKED:
@@ -247,7 +250,8 @@ def property_columns(row: ReleaseCheck, notes: Notes, base) -> tuple[list[str], 
     """The property table of one tree: its headers and rows (cells as text with line breaks)."""
     model = row.status == CHECKED and not row.withheld
     code = row.code.verdicts() if row.code.ran else {}
-    heads = ["property"] + ([UPSTREAM_HEAD, DROPPED_HEAD] if model else []) + ([CODE_HEAD] if code else [])
+    upstream = UPSTREAM_HEAD if row.vouch is None else UPSTREAM_HEAD.replace("the model", f"the model as {row.vouch.label}")
+    heads = ["property"] + ([upstream, DROPPED_HEAD] if model else []) + ([CODE_HEAD] if code else [])
     own = row.verdicts("own", UPSTREAM) if model else {}
     dropped = row.verdicts("own", DROPPED) if model else {}
     marks = base.marks(row) if base is not None and model else {}

@@ -67,12 +67,15 @@ def config_text(config) -> str:
     return json.dumps(plain(dataclasses.asdict(config)), sort_keys=True)
 
 
+SUMMARY_FORMAT = "summary 2"  # what a stored summary holds (2: the step kinds fired): older ones are not read
+
+
 def task_key(protocol: str, predicate_id: str, config, limits) -> str:
     """The key of one check. Of the limits only those that shape a finished search count: a
     search the machine's memory cut is BOUNDED, and BOUNDED results are never stored."""
     digest = hashlib.sha256()
     shaping = (limits.max_states, limits.max_depth)
-    for part in (checker_fingerprint(), protocol, predicate_id, config_text(config), repr(shaping)):
+    for part in (checker_fingerprint(), SUMMARY_FORMAT, protocol, predicate_id, config_text(config), repr(shaping)):
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()

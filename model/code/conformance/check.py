@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from prefetch_check.model.code.pack import ConformanceKit, pack
@@ -176,6 +176,7 @@ class Conformance:
     not_modelled: str = ""
     unsupported: str = ""
     counterexamples: int = 0
+    kinds: list = field(default_factory=list)  # the model's step kinds replayed on the code (matched), sorted
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -200,12 +201,14 @@ def check(executor, name: str, protocol_cls, cfg, budget: int, schedules: list[l
         paths, result.model_states, result.local_views = reachable_schedules(model, budget, cover, near, kit)
         todo += paths
     compared: set = set()
+    kinds: set = set()
     for ids in todo:
         states, actions = model_path(model, ids)
         out = replay(executor, model, states, actions, kit)
         result.schedules += 1
         result.code_steps += out.code_steps
         compared.update(states[: out.matched + 1])
+        kinds.update(model.action_kind(a) for a in actions[: out.matched])
         if out.not_modelled:
             result.not_modelled = out.not_modelled
             break
@@ -213,6 +216,7 @@ def check(executor, name: str, protocol_cls, cfg, budget: int, schedules: list[l
             result.divergence = out.divergence.to_json()
             break
     result.states = len(compared)
+    result.kinds = sorted(kinds)
     result.seconds = round(time.monotonic() - start, 3)
     return result
 

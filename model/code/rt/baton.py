@@ -44,6 +44,7 @@ class Managed:
     digest: bytes = b""
     error: Optional[tuple[str, str, str]] = None  # (exception, site, traceback) when it died
     thread: Optional[greenlet.greenlet] = None
+    starts: bool = True  # parks at "start" before its target (False: its target's first point is its first choice)
 
 
 @dataclass
@@ -95,8 +96,8 @@ class Baton:
             self.steps[-1].observed = (self.steps[-1].observed + "; " + value).lstrip("; ")
 
     # ---- the driver's side
-    def spawn(self, name: str, rank: int, role: str, target: Callable[[], None]) -> None:
-        self.threads.append(Managed(name, rank, role, target))
+    def spawn(self, name: str, rank: int, role: str, target: Callable[[], None], starts: bool = True) -> None:
+        self.threads.append(Managed(name, rank, role, target, starts=starts))
 
     def run(self, decide: Callable[[], Optional[Managed]]) -> None:
         """Start every thread (each parks at its start), then run the steps `decide` picks until it
@@ -118,7 +119,8 @@ class Baton:
 
     def _body(self, m: Managed) -> None:
         try:
-            self.point("start")
+            if m.starts:
+                self.point("start")
             m.target()
             m.status = "done"
         except Abandon:

@@ -104,6 +104,10 @@ def cat(tensors, dim: int = 0) -> Tensor:
     return Tensor(out)
 
 
+def equal(a: Tensor, b: Tensor) -> bool:
+    return a.data == b.data
+
+
 def make_torch(collective_ops, not_modelled) -> types.ModuleType:
     """The `torch` module object; `collective_ops` provides all_reduce/get_world_size/get_rank."""
     torch = types.ModuleType("torch")
@@ -122,7 +126,7 @@ def make_torch(collective_ops, not_modelled) -> types.ModuleType:
     dist.get_rank = collective_ops.get_rank
     dist.barrier = collective_ops.barrier
     dist.__getattr__ = lambda name: not_modelled(f"torch.distributed.{name}")
-    for name, value in dict(Tensor=Tensor, tensor=tensor, empty=empty, zeros=zeros, cat=cat, dtype=dtype,
+    for name, value in dict(Tensor=Tensor, tensor=tensor, empty=empty, zeros=zeros, cat=cat, equal=equal, dtype=dtype,
                             int=int32, int32=int32, int64=int64, long=int64, bool=bool_, distributed=dist).items():
         setattr(torch, name, value)
     torch.__getattr__ = lambda name: not_modelled(f"torch.{name}")

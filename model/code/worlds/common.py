@@ -53,7 +53,9 @@ class WorldRun:
         holder.world = self.world
         holder.collectives = Collectives(self.world, lambda: self.baton.current().rank)
         not_modelled = stubs.not_modelled_factory(roots)
-        self.clock = Clock(self.baton)  # moves only where the conformance check fires it (timeout policy)
+        # under the timeout policy the clock moves where the conformance check fires it, or where the
+        # search chooses a deadline to fire (worlds/deadlines.py: the world's harness spawns the choices)
+        self.clock = Clock(self.baton, explored=config.explores_clock())
         loader.bind_world(modules, QueueFactory(self.world), Empty, make_threading(self.world, not_modelled),
                           make_time(not_modelled, clock=self.clock))
         r = config.ranks

@@ -11,6 +11,7 @@ from prefetch_check.model.code.rt import stubs
 from prefetch_check.model.code.stand_ins.sync import Event, Lock
 from prefetch_check.model.code.worlds.ack_drain import readmission
 from prefetch_check.model.code.worlds.common import GATE, ROOT_NODE, Rank, WorldRun
+from prefetch_check.model.code.worlds.deadlines import Deadlines
 
 # Below sglang/srt: the files this world runs as written (those a release lacks are stubbed like the rest).
 COMPONENT_TYPES = "mem_cache/unified_cache/component_type.py"
@@ -29,9 +30,10 @@ class Run(WorldRun):
     PER_RANK = 4  # threads per rank, spawned in this order: S, P, IO, Y
     DRAINED = S_QUEUES  # the queues the scheduler's drain pops
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         self.schedulers: dict = {}  # rank -> its scheduler stand-in (retry world only)
-        super().__init__(*args, **kwargs)
+        super().__init__(modules, config, holder, roots)
+        self.deadlines = Deadlines(self) if config.explores_clock() else None  # timeout: firing is a choice
 
     # ---- building
     def _build(self, i: int) -> Rank:
@@ -122,6 +124,8 @@ class Run(WorldRun):
             self.baton.point(GATE, lambda: self.round_enabled(rank))
             rank.rounds += 1
             self.baton.observe(f"round {rank.rounds}")
+            if self.deadlines is not None:
+                self.deadlines.round_starts(rank)
             cache.check_hicache_events()
             if rank.rounds == self.config.abort_round:  # SCH's abort path: tree_cache.finish -> release_aborted_request
                 for q in list(rank.waiting):
@@ -131,7 +135,8 @@ class Run(WorldRun):
                     self.baton.observe(f"aborted req{q}")
             for q in list(rank.waiting):
                 self.world.draining.pop(rank.index, None)
-                if cache.check_prefetch_progress(rank.handles[q]):
+                check = lambda q=q: cache.check_prefetch_progress(rank.handles[q])  # noqa: E731
+                if check() if self.deadlines is None else self.deadlines.check(rank, q, rank.handles[q], check):
                     rank.waiting.remove(q)
                     rank.resolved[q] = rank.tree.held.get(q, 0)
                     rank.admitted_round[q] = rank.rounds
@@ -157,12 +162,18 @@ class Run(WorldRun):
                 return True
         if self.config.retries and readmission.pending(self):
             return True
+        if self.deadlines is not None:  # timeout: a round is due where a deadline fired or a check is new
+            return self.deadlines.round_due()
         return self.config.policy != "wait_complete" and any(r.waiting for r in self.ranks)
+
+    def _gate_may_open(self, rank: Rank) -> bool:
+        return super()._gate_may_open(rank) or (self.deadlines is not None and self.deadlines.may_open(rank))
 
     def key(self) -> tuple:
         ranks = tuple((r.rounds, tuple(r.waiting), tuple(sorted(r.resolved.items())),
                        len(r.cache.ongoing_prefetch), r.cc.prefetch_tokens_occupied) for r in self.ranks)
-        return (self.baton.threads_key(), self.world.snapshot(), ranks)
+        key = (self.baton.threads_key(), self.world.snapshot(), ranks)
+        return key if self.deadlines is None else key + (self.deadlines.key(),)
 
 
 class _Counter(dict):

@@ -10,6 +10,9 @@ from prefetch_check.model.code.pack import ConformanceKit, WorldPack
 from prefetch_check.model.code.rt import hooks, loader
 from prefetch_check.model.code.worlds.ack_drain import conformance_configs as conformance
 from prefetch_check.model.code.worlds.ack_drain import identity
+from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer, judge as buffer_judge
+from prefetch_check.model.code.worlds.ack_drain.buffer import params as buffer_params
+from prefetch_check.model.code.rt import verdicts
 from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, COMPONENT_TYPES, CONTROLLER, FILES, HYBRID, Run
 from prefetch_check.model.protocols.ack_drain import refinement
 
@@ -19,7 +22,8 @@ PROTOCOL = "ack-drain"
 def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
     """Import the tree's files (the component types first: the stubs take their names from them)
     and install the hooks on its PrefetchOperation and the operation_identity probe."""
-    modules = loader.load_tree(srt, torch, FILES, first=COMPONENT_TYPES)
+    modules = loader.load_tree(srt, torch, FILES + buffer.FILES, first=COMPONENT_TYPES,
+                               known_extra=buffer_params.known(roots))
     ctrl = modules[CONTROLLER]
     op_mod = modules.get(HYBRID) if hasattr(modules.get(HYBRID), "PrefetchOperation") else ctrl
     hooks.install(op_mod.PrefetchOperation, ctrl.PrefetchAck, holder)
@@ -27,8 +31,18 @@ def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
     return modules
 
 
+def make_run(modules, config: CodeConfig, holder, roots):
+    """The harness of this configuration: buffer_only runs the tree's BufferModePipeline (buffer/)."""
+    cls = buffer.BufferRun if config.host_memory_mode == "buffer_only" else Run
+    return cls(modules, config, holder, roots)
+
+
 def not_judged(config: CodeConfig) -> dict[str, str]:
-    return {"no_early_acceptance": "the executor's policies (wait_complete, best_effort) have no acceptance predicate to race"}
+    out = {"no_early_acceptance": ("the executor's policies have no acceptance predicate to race (wait_complete and "
+                                   "best_effort vote nothing; timeout admits at its deadline by design)")}
+    if config.host_memory_mode != "buffer_only":
+        out[buffer_judge.PROPERTY] = "the anchor locks of host_memory_mode buffer_only: CodeConfig(host_memory_mode='buffer_only')"
+    return out
 
 
 BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
@@ -43,13 +57,18 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("2x1 abort in round 1", dict(ranks=2, abort_round=1)),
     ("1x1 prefetched again, wait_complete", dict(ranks=1, reissue=True)),
     ("1x1 prefetched again, best_effort", dict(ranks=1, policy="best_effort", reissue=True)),
+    ("1x1 buffer_only, 1 page on the device", dict(ranks=1, host_memory_mode="buffer_only", device_pages=1)),
+    ("2x1 buffer_only", dict(ranks=2, host_memory_mode="buffer_only")),
+    ("1x2 buffer_only, host pool of 2 pages", dict(ranks=1, requests=2, host_memory_mode="buffer_only", host_pages=2)),
 ))
 
 PACK = WorldPack(
     protocol=PROTOCOL,
-    files=FILES,
+    files=FILES + buffer.FILES,
+    read=("managers/scheduler.py",),  # the retry world compiles its Scheduler methods (scheduler_methods.py)
+    optional=buffer.FILES,  # only buffer_only runs them; without them its cases stop "not modelled"
     load=load,
-    run=Run,
+    run=make_run,
     not_judged=not_judged,
     conformance=ConformanceKit(
         refinement=refinement, make_run=conformance.make_run, in_transit=conformance.in_transit,
@@ -57,4 +76,6 @@ PACK = WorldPack(
         unsupported=conformance.unsupported, protocol_class=conformance.protocol_class, budgets=conformance.BUDGETS,
         budget_config=conformance.budget_config, release_batch_size=conformance.RELEASE_STORAGE_BATCH_SIZE),
     bench=BENCH,
+    properties=verdicts.PROPERTIES + (buffer_judge.PROPERTY,),
+    judge=buffer_judge.judge,
 )

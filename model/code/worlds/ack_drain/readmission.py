@@ -39,7 +39,7 @@ def drive(run, rank) -> None:
     page = cfg.page_size
 
     def request(q: int) -> Req:
-        return Req(q, f"req{q}", run.tokens(q) + [q * 1000 + 999], page, cfg.device_pages, by_handle)
+        return Req(q, f"req{q}", run.tokens(q) + [q * 1000 + 999], page, cfg.lost_device_pages, by_handle)
 
     def sync() -> None:
         rank.waiting[:] = [r.q for r in sch.waiting_queue]
@@ -47,7 +47,7 @@ def drive(run, rank) -> None:
     for q in range(cfg.requests):
         req = request(q)
         sch._add_request_to_queue(req)
-        req.device_lost = cfg.device_pages > 0  # evicted from the device while it waits
+        req.device_lost = cfg.lost_device_pages > 0  # evicted from the device while it waits
     sync()
     readmitted = [0] * cfg.requests
     while True:

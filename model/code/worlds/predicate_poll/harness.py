@@ -39,6 +39,8 @@ class PollRun(WorldRun):
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         if config.reissue or config.abort_round is not None:
             raise ValueError("the poll world runs no re-issued or aborted requests yet")
+        if config.explores_clock():  # its clock stands still: a timeout would never expire
+            raise ValueError("the poll world does not fire deadlines yet: policy 'timeout' runs in the ack-drain world")
         self.started = None
         holder.run = self
         super().__init__(modules, config, holder, roots)

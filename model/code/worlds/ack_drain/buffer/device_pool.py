@@ -1,0 +1,116 @@
+"""The device KV pool of one rank (`token_to_kv_pool_allocator`, its kvcache and the controller's
+`load`, the H2D copy): slots free or owned, what page each slot holds. The copy of a load-back
+happens when its ack's event is synchronised (loading_check), as the H2D stream's work is done by
+then: it reads the host bounce slots, and judges data_integrity on what it reads (a host slot
+freed or rewritten before the copy read it: a use after free of a staged page)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prefetch_check.model.code.stand_ins.host_pool import HELD
+from prefetch_check.model.code.stand_ins.torch_stub import Tensor
+
+
+class _KVCache:
+    def __init__(self, size: int):
+        self.size = size
+
+
+@dataclass
+class _Event:
+    copy: object  # the pending copy to run at synchronize
+
+    def query(self) -> bool:
+        return True  # the H2D of this model is done by the next poll
+
+    def synchronize(self) -> None:
+        self.copy()
+
+
+@dataclass
+class LoadAck:
+    """cache_controller's ack of a load (what loading_check reads of it)."""
+
+    node_ids: list
+    finish_event: _Event
+    num_tokens_by_pool: dict = field(default_factory=dict)
+    num_bytes: int = 0
+    timing_enabled: bool = False
+
+
+class DevicePool:
+    def __init__(self, world, rank: int, size: int, host_pool, expected):
+        self.world, self.rank, self.host = world, rank, host_pool
+        self.owner: list = [None] * size  # None free, else who owns the slot
+        self.data: dict[int, str] = {}  # slot -> the page it holds
+        self.expected = expected  # (request, position) -> the page hash a token's KV is
+        self._kv = _KVCache(size)
+        world.register(self)
+
+    # ---- the allocator API the pipeline reads
+    def get_kvcache(self):
+        return self._kv
+
+    def available_size(self) -> int:
+        return self.owner.count(None)
+
+    def full_available_size(self) -> int:
+        return self.available_size()
+
+    # ---- what the device tree does with slots
+    def take(self, n: int, owner: str, data=None) -> list[int]:
+        slots = [i for i, o in enumerate(self.owner) if o is None][:n]
+        if len(slots) < n:
+            return []
+        for k, i in enumerate(slots):
+            self.owner[i] = owner
+            if data is not None:
+                self.data[i] = data[k]
+        return slots
+
+    def give_back(self, slots) -> None:
+        for i in slots:
+            self.owner[i] = None
+            self.data.pop(i, None)
+
+    def own(self, slots, owner: str) -> None:
+        for i in slots:
+            self.owner[i] = owner
+
+    # ---- the controller's load (HCC.load: allocate FULL rows, queue the H2D; the ack carries node_id)
+    def load(self, host_indices, priority=None, node_id: int = -1, extra_pools=None, **kwargs):
+        baton = self.world.baton
+        baton.point(f"load {len(host_indices)} host slots to device (rank {self.rank})")
+        site = baton.current().point.site if baton.current() else "?"
+        slots = self.take(len(host_indices), f"load{node_id}")
+        if len(slots) < len(host_indices):
+            return None
+        pairs = list(zip(host_indices.data, slots))
+
+        def copy() -> None:
+            for h, d in pairs:
+                got = self.host.written.get(h) if self.host.status[h] == HELD else None
+                if got is None:
+                    state = self.host.status[h]
+                    self.world.fault("data_integrity",
+                                     f"rank {self.rank}: the H2D copy of load-back {node_id} reads host slot {h}, "
+                                     f"which is {state} and holds {'nothing written' if got is None else got}",
+                                     "wrong KV data served: the device copy of a staged page read a slot freed or "
+                                     "never written (use after free of the bounce)", site)
+                self.data[d] = got
+
+        self.cc_ack_queue.append(LoadAck([node_id], _Event(copy)))
+        return Tensor(slots)
+
+    def check_resident(self, request: int, slots) -> list[str]:
+        """The resident slots of request whose page is not the one its position holds."""
+        bad = []
+        for pos, s in enumerate(slots):
+            want = self.expected(request, pos)
+            if self.data.get(s) != want:
+                bad.append(f"slot {s} (token {pos}) holds {self.data.get(s) or 'nothing'}, not {want}")
+        return bad
+
+    def snapshot(self) -> tuple:
+        return ("device", self.rank, tuple(self.owner), tuple(sorted(self.data.items())))

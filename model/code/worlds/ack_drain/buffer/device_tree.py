@@ -1,0 +1,146 @@
+"""The device radix tree of one rank, as the buffer pipeline reaches it through `tree_core`: each
+request's leading tokens resident on the device (request q's tokens are q*1000 + position, so a
+key names its request), the FULL pins that anchor a staged prefetch's splice base, eviction of
+unpinned tokens (which shrinks a later match), and the insert that publishes a loaded span. The
+host side (`insert_host`, host eviction) is the cache-mode tree's (stand_ins/tree.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prefetch_check.model.code.stand_ins.torch_stub import Tensor
+from prefetch_check.model.code.stand_ins.tree import InsertResult, TreeCore
+from prefetch_check.model.code.worlds.ack_drain.buffer.params import MatchResult
+
+ROOT = 0
+
+
+def node_of(request: int, tokens: int) -> int:
+    """The node id ending request's first `tokens` tokens (the root for none)."""
+    return 0 if tokens == 0 else 1 + request * 1000 + tokens
+
+
+def request_of_node(node: int) -> tuple[int, int]:
+    return (node - 1) // 1000, (node - 1) % 1000
+
+
+@dataclass
+class _Step:
+    """One step of the resumable insert (unified_tree_core begin_insert/resume_insert): no
+    actions, the result at once."""
+
+    result: InsertResult
+    actions: list = field(default_factory=list)
+
+
+class DeviceTree(TreeCore):
+    _pc_what = "tree_core (device)"
+
+    def __init__(self, world, rank: int, pool, page_size: int, device):
+        super().__init__(world, rank, pool, page_size)
+        self.device = device  # the device KV pool (device_pool.py): slots of the resident tokens
+        self.resident: dict[int, list[int]] = {}  # request -> device slots of its leading tokens
+        self.pins: dict[int, int] = {}  # node -> FULL pin count
+        self.empty_match_result = MatchResult(world, 0, ROOT, ROOT)
+        self._inserting = False
+
+    def seed(self, request: int, tokens: int) -> None:
+        """Request's first `tokens` tokens already on the device (another request computed them)."""
+        if tokens:
+            self.resident[request] = self.device.take(tokens, f"req{request}")
+
+    # ---- matching
+    def _matched(self, key) -> tuple[int, int]:
+        tokens = key.token_ids
+        if not tokens:
+            return 0, ROOT
+        request = tokens[0] // 1000
+        n = 0
+        for i, t in enumerate(tokens[: len(self.resident.get(request, ()))]):
+            if t != request * 1000 + i:
+                break
+            n = i + 1
+        n -= n % self.page_size
+        return n, node_of(request, n)
+
+    def match_full_device_prefix(self, key) -> tuple[int, int, int]:
+        """(matched tokens, the node ending them, the tokens an anchor pin there protects)."""
+        self.world.baton.point(f"match device prefix of {len(key)} tokens (rank {self.rank})")
+        n, node = self._matched(key)
+        self.world.baton.observe(f"device match {n}")
+        return n, node, n
+
+    def match_prefix(self, params):
+        n, node = self._matched(params.key)
+        self.world.baton.observe(f"device match {n}")
+        return MatchResult(self.world, n, node, node)
+
+    def collect_full_device_indices(self, node, root=ROOT) -> Tensor:
+        if node == ROOT:
+            return Tensor([])
+        request, tokens = request_of_node(node)
+        return Tensor(self.resident.get(request, [])[:tokens])
+
+    def root_node_handle(self, extra_key=None) -> int:
+        return ROOT
+
+    # ---- pins
+    def inc_full_pin(self, node) -> None:
+        self.world.baton.point(f"pin device node {node} (rank {self.rank})")
+        self.pins[node] = self.pins.get(node, 0) + 1
+
+    def dec_full_pin(self, node) -> None:
+        self.world.baton.point(f"unpin device node {node} (rank {self.rank})")
+        left = self.pins.get(node, 0) - 1
+        if left < 0:
+            site = self.world.baton.current().point.site if self.world.baton.current() else "?"
+            self.world.fault("anchor_release", f"rank {self.rank}: device node {node} unpinned more often than pinned",
+                             "a device prefix another request pinned becomes evictable under it: its splice "
+                             "reads freed KV", site)
+        self.pins[node] = max(0, left)
+        if not self.pins[node]:
+            del self.pins[node]
+
+    def pinned_tokens(self, request: int) -> int:
+        return max((request_of_node(n)[1] for n in self.pins if request_of_node(n)[0] == request), default=0)
+
+    def evict_unpinned(self) -> None:
+        """Eviction under device pressure: every request's tokens beyond its pinned prefix go."""
+        self.world.baton.point(f"device eviction (rank {self.rank})")
+        for request in list(self.resident):
+            keep = self.pinned_tokens(request)
+            slots = self.resident[request]
+            if keep < len(slots):
+                self.device.give_back(slots[keep:])
+                self.resident[request] = slots[:keep]
+                self.world.baton.observe(f"evicted req{request} down to {keep}")
+
+    # ---- insert (the loaded span published)
+    def has_ongoing_insert(self) -> bool:
+        return self._inserting
+
+    def begin_insert(self, params) -> _Step:
+        self.world.baton.point(f"insert {len(params.key)} tokens into device tree (rank {self.rank})")
+        self._inserting = True
+        tokens = params.key.token_ids
+        request = tokens[0] // 1000 if tokens else 0
+        have = self.resident.get(request, [])
+        prefix = min(len(have), len(tokens))
+        value = params.value.data
+        # upstream's insert keeps the resident prefix and takes the new tail's slots; a duplicate
+        # tail slot the tree already holds would be freed (the pipeline's ownership check reads it)
+        self.resident[request] = have[:prefix] + value[prefix:len(tokens)]
+        self.device.own(value[prefix:len(tokens)], f"req{request}")
+        self.world.baton.observe(f"device insert prefix {prefix}")
+        return _Step(InsertResult(prefix_len=prefix, total_len=len(tokens)))
+
+    def resume_insert(self):
+        raise AssertionError("the insert stand-in finishes in begin_insert")
+
+    def end_insert(self) -> list:
+        self._inserting = False
+        return []
+
+    def snapshot(self) -> tuple:
+        return super().snapshot() + (tuple(sorted((q, tuple(s)) for q, s in self.resident.items())),
+                                     tuple(sorted(self.pins.items())))

@@ -1,0 +1,162 @@
+"""A buffer_only run of the ack-drain world: per rank the same real cache, controller and threads
+as `Run`, with the tree's real BufferModePipeline (constructed by its own __init__) as
+`cache.buffer_pipeline`, the device tree and pool of this folder, and the scheduler loop's
+admission of a staged prefetch as SCH's `_get_new_batch_prefill_raw` and schedule_policy's adder
+make it: `check_prefetch_progress`, `pop_prefetch_loaded_span`, the pipeline's
+`prepare_staged_prefetch`, then the cache's `init_load_back`; the load ack is consumed by the real
+`loading_check` in a later round (`try_finish_load_back`)."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code.worlds.ack_drain.buffer.component import FullComponent
+from prefetch_check.model.code.worlds.ack_drain.buffer.device_pool import DevicePool
+from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import DeviceTree
+from prefetch_check.model.code.worlds.ack_drain.buffer.params import InitLoadBackParams
+from prefetch_check.model.code.worlds.ack_drain.buffer.request import Req
+from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, CONTROLLER, Run
+from prefetch_check.model.code.worlds.common import GATE, ROOT_NODE, Rank
+from prefetch_check.model.code.stand_ins.host_pool import HostPool
+from prefetch_check.model.code.stand_ins.storage import StorageBackend
+
+PIPELINE = "mem_cache/buffer_mode/pipeline.py"
+BELIEFS = "mem_cache/buffer_mode/storage_existence_cache.py"
+FILES = (BELIEFS, PIPELINE)  # loaded after the cache's files; a tree without them is stubbed like the rest
+
+
+class _Session:
+    """The cache's streaming session: no session holds a row here."""
+
+    def try_match_prefix(self, params):
+        return None
+
+
+class _PipelinePart:
+    """The pipeline's state for the run's state key."""
+
+    def __init__(self, cache, world):
+        self.cache, self.world = cache, world
+
+    def snapshot(self) -> tuple:
+        p = self.cache.buffer_pipeline
+        if p is None:
+            return ("pipeline", None)
+        return ("pipeline", tuple(sorted(h.rid for h in p.staged_prefetches)),
+                tuple(self.world.label(op) for op in p.pending_hit_allocs),
+                tuple(sorted((h.rid, lock.node_id, lock.tokens) for h, lock in p.anchor_locks.items())),
+                tuple(sorted(p.ongoing_buffer_load_back)), p.anchor_locked_tokens_)
+
+
+class BufferRun(Run):
+    """`Run` with host_memory_mode buffer_only."""
+
+    def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
+        cfg, page = self.config, self.config.page_size
+        pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
+        storage = StorageBackend(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page,
+                                 cfg.raising_reads_of(i))
+        room = cfg.device_room if cfg.device_room is not None else 2 * cfg.pages * cfg.requests
+        device = DevicePool(self.world, i, room * page, pool,
+                            lambda q, pos: f"q{q}p{pos // page}")
+        return pool, DeviceTree(self.world, i, pool, page, device), storage
+
+    def _build(self, i: int) -> Rank:
+        rank = super()._build(i)
+        cfg, cache, cc, tree = self.config, rank.cache, rank.cc, rank.tree
+        beliefs_mod = self.modules.get(BELIEFS)
+        full = FullComponent(self.world, self._component("FULL"))
+        cache.host_memory_mode = cc.host_memory_mode = "buffer_only"
+        fraction = getattr(self.modules[CONTROLLER], "HICACHE_LOAD_POOL_USAGE_FRACTION", 0.9)
+        cc.prefetch_capacity_limit = int(fraction * rank.pool.size)  # CC 626-636, buffer_only
+        cc.load = tree.device.load  # the H2D (device side): the ack lands on cc.ack_load_queue
+        tree.device.cc_ack_queue = cc.ack_load_queue
+        cache.components = {full.component_type: full}
+        cache._components_tuple = (full,)
+        cache.session = _Session()
+        cache.token_to_kv_pool_allocator = tree.device
+        cache.is_swa_enabled = False
+        cache.insert_session_id = None
+        cache.storage_existence_cache = beliefs_mod.StorageExistenceCache() if beliefs_mod else None
+        self.world.register(_PipelinePart(cache, self.world))
+        page = cfg.page_size
+        for q in range(cfg.requests):
+            n = cfg.device_pages * page
+            tree.resident[q] = tree.device.take(n, f"req{q}", [f"q{q}p{p // page}" for p in range(n)])
+        return rank
+
+    def _scheduler(self, rank: Rank) -> None:
+        """SCH's loop reduced to its calls, as `Run._scheduler`, with buffer mode's admission."""
+        cache, cfg = rank.cache, self.config
+        # constructed as init_hicache does, on the scheduler thread: a release whose __init__ reads
+        # what this world does not model stops here, "not modelled", judging nothing
+        if PIPELINE not in self.modules:
+            raise self.world.not_modelled(f"host_memory_mode buffer_only: the tree has no {PIPELINE}")
+        cache.buffer_pipeline = self.modules[PIPELINE].BufferModePipeline(cache, None, write_backlog_cap=0)
+        d = cfg.device_pages * cfg.page_size
+        for q, handle in enumerate(rank.handles):
+            tokens = self.tokens(q)
+            cache.prefetch_from_storage(handle, ROOT_NODE, tokens[d:], matched_prefix_tokens=tokens[:d])
+        while True:
+            self.baton.point(GATE, lambda: self.round_enabled(rank))
+            rank.rounds += 1
+            self.baton.observe(f"round {rank.rounds}")
+            if rank.rounds == cfg.evict_device_round:  # another request's allocation evicts (evict_for_alloc)
+                rank.tree.evict_unpinned()
+            cache.check_hicache_events()
+            if rank.rounds == cfg.abort_round:
+                for q in list(rank.waiting):
+                    self.world.draining.pop(rank.index, None)
+                    cache.release_aborted_request(rank.handles[q])
+                    rank.waiting.remove(q)
+                    self.baton.observe(f"aborted req{q}")
+            for q in list(rank.waiting):
+                self.world.draining.pop(rank.index, None)
+                if self._admit(rank, q):
+                    rank.waiting.remove(q)
+                    rank.admitted_round[q] = rank.rounds
+                    self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens on the device")
+
+    def _admit(self, rank: Rank, q: int) -> bool:
+        cache, handle = rank.cache, rank.handles[q]
+        if not cache.check_prefetch_progress(handle):
+            return False
+        loaded, start = cache.pop_prefetch_loaded_span(handle)
+        tokens = self.tokens(q)
+        matched, node = rank.tree._matched(_Key(tokens))
+        req = Req(self.world, handle, matched, node)
+        if loaded > 0:
+            req.storage_hit_length, req.storage_hit_start = loaded, start
+        if not cache.buffer_pipeline.prepare_staged_prefetch(req):
+            # the staged span's anchor shrank: SCH's retry re-issues the prefetch from the new prefix
+            d = rank.tree._matched(_Key(tokens))[0]
+            cache.prefetch_from_storage(handle, ROOT_NODE, tokens[d:], matched_prefix_tokens=tokens[:d])
+            return False
+        if req.staged_prefetch_plan is not None:
+            got = cache.init_load_back(InitLoadBackParams(best_match_node=req.best_match_node,
+                                                          host_hit_length=req.host_hit_length, req=req))
+            if got is None:
+                return False
+            req.host_loaded_length, req.last_node = got
+        rank.resolved[q] = len(rank.tree.resident.get(q, ()))
+        return True
+
+    def round_enabled(self, rank: Rank) -> bool:
+        """`Run`'s gate, and a round also when every rank has a load ack to consume (MIN > 0), or a
+        waiting request with no prefetch in flight (SGLang's loop would admit it at its next step;
+        under wait_complete `Run`'s gate waits only for what is queued)."""
+        if super().round_enabled(rank):
+            return True
+        most = max(r.rounds for r in self.ranks)
+        if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
+            return False
+        if min(len(r.cc.ack_load_queue) for r in self.ranks) > 0:
+            return True
+        return all(any(r.handles[q] not in r.cache.ongoing_prefetch for q in r.waiting) for r in self.ranks)
+
+    def _gate_may_open(self, rank: Rank) -> bool:
+        return (super()._gate_may_open(rank) or bool(rank.cc.ack_load_queue)
+                or any(rank.handles[q] not in rank.cache.ongoing_prefetch for q in rank.waiting))
+
+
+class _Key:
+    def __init__(self, tokens):
+        self.token_ids = tokens

@@ -1,0 +1,101 @@
+"""The parameter records of mem_cache/base_prefix_cache.py the buffer pipeline builds (plain
+dataclasses upstream; only the fields the path reads and writes), and `envs` with the two
+variables BufferModePipeline reads at construction, at their upstream defaults. Any other
+environment variable is a placeholder, as the stub module's names are."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+from prefetch_check.model.code.rt.stubs import placeholder
+from prefetch_check.model.code.stand_ins.context import Strict
+
+
+@dataclasses.dataclass
+class MatchPrefixParams:
+    key: Any
+    cow_mamba: bool = False
+    req: Any = None
+
+
+@dataclasses.dataclass
+class InsertParams:
+    """upstream's fields (base_prefix_cache.py InsertParams), the component ones unused here."""
+
+    key: Any = None
+    value: Any = None
+    mamba_value: Any = None
+    mamba_keep_idx: Optional[int] = None
+    c128_value: Any = None
+    prev_prefix_len: int = 0
+    swa_branching_seqlen: Optional[int] = None
+    component_evicted_seqlens: dict = dataclasses.field(default_factory=dict, kw_only=True)
+    inserted_len: int = 0
+    priority: int = 0
+    session_id: Optional[str] = None
+    track_adopted_ranges: bool = False
+    rotation_base: Optional[int] = None
+
+
+@dataclasses.dataclass
+class EvictParams:
+    num_tokens: int = 0
+    swa_num_tokens: int = 0
+    mamba_num: int = 0
+
+
+@dataclasses.dataclass
+class DecLockRefParams:
+    node_id: Optional[int] = None
+
+
+@dataclasses.dataclass
+class InitLoadBackParams:
+    best_match_node: Any
+    host_hit_length: int
+    mem_quota: Optional[int] = None
+    req: Any = None
+
+
+class MatchResult(Strict):
+    """base_prefix_cache.py MatchResult's fields the path reads; any other is not modelled."""
+
+    _pc_what = "MatchResult"
+
+    def __init__(self, world, device_prefix_len: int, last_device_node, last_host_node, host_hit_length: int = 0):
+        self.world = world
+        self.device_prefix_len, self.last_device_node = device_prefix_len, last_device_node
+        self.last_host_node, self.host_hit_length = last_host_node, host_hit_length
+        self.cache_actions: list = []
+
+
+class _Var:
+    def __init__(self, value):
+        self.value = value
+
+    def get(self):
+        return self.value
+
+
+class Envs:
+    """`sglang.srt.environ.envs`: the buffer pipeline's two variables at upstream's defaults
+    (environ.py: SGLANG_HICACHE_BUFFER_ANCHOR_LOCK_CAP 0.5, SGLANG_ENABLE_HICACHE_SWA_TAIL_ONLY_BACKUP False)."""
+
+    SGLANG_HICACHE_BUFFER_ANCHOR_LOCK_CAP = _Var(0.5)
+    SGLANG_ENABLE_HICACHE_SWA_TAIL_ONLY_BACKUP = _Var(False)
+
+    def __init__(self, roots):
+        self._pc_roots = roots
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name.startswith("_pc"):
+            raise AttributeError(name)
+        return placeholder(f"sglang.srt.environ.envs.{name}", self._pc_roots)  # as the stub's: unusable
+
+
+def known(roots) -> dict[str, dict[str, object]]:
+    """The stub modules' extra names for this configuration (rt/loader.load_tree's known_extra)."""
+    names = {"MatchPrefixParams": MatchPrefixParams, "InsertParams": InsertParams, "EvictParams": EvictParams,
+             "DecLockRefParams": DecLockRefParams, "InitLoadBackParams": InitLoadBackParams}
+    return {"sglang.srt.mem_cache.base_prefix_cache": names, "sglang.srt.environ": {"envs": Envs(roots)}}

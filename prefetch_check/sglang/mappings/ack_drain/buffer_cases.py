@@ -1,0 +1,56 @@
+"""The ack-drain cases with `--hicache-host-memory-mode buffer_only` (0.5.19 on): the tree's
+BufferModePipeline runs as written (model/code/worlds/ack_drain/buffer/). Each names its
+non-default settings; together they run the pipeline's prefetch side: the hit's staging
+allocation and anchor lock, parking under host pressure, staging at the ACK, admission's
+plan and load-back, the load ack, an anchor lost to eviction, an abort of a staged hold and a staged span
+whose unpinned anchor shrank."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefetch_check.model.code import CodeConfig
+from prefetch_check.sglang.code_checks import Case
+from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
+
+BUFFER = "host_memory_mode=buffer_only"
+PIPELINE = "mem_cache/buffer_mode/pipeline.py"
+# the pipeline shape the world's stand-ins model (0.5.22 on): the hit drain hands the hit to this method
+STAGING_ENTRY = "def allocate_and_queue_prefetch("
+
+
+def skip(srt: Path) -> str:
+    """Why this tree gets no buffer_only case: it has no pipeline, or one of the shape before
+    0.5.22, whose staging reads device state the world's device tree does not give (0.5.20-0.5.21:
+    a match's device indices; 0.5.19: another anchor-lock variable). Its edits are then refused by
+    the coverage check, as code no case runs."""
+    path = Path(srt) / PIPELINE
+    if not path.is_file():
+        return f"the tree has no {PIPELINE}"
+    if STAGING_ENTRY not in path.read_text(encoding="utf-8", errors="replace"):
+        return "its buffer pipeline predates the staging the world models (0.5.22 on)"
+    return ""
+
+
+def _buffer(**kwargs) -> CodeConfig:
+    return CodeConfig(world=PROTOCOL, host_memory_mode="buffer_only", **kwargs)
+
+
+def _case(name: str, config: CodeConfig) -> Case:
+    return Case(name, config, skip=skip)
+
+
+BUFFER_CASES: tuple[Case, ...] = (
+    _case(f"1 rank, {BUFFER}", _buffer(ranks=1)),
+    _case(f"2 ranks, {BUFFER}", _buffer(ranks=2)),
+    _case(f"1 rank, {BUFFER}, 1 page on the device (anchor locked)", _buffer(ranks=1, device_pages=1)),
+    _case(f"1 rank, {BUFFER}, 1 page on the device, evicted in round 1",
+          _buffer(ranks=1, device_pages=1, evict_device_round=1)),
+    _case(f"1 rank x 2 requests, {BUFFER}, host pool of 2 pages (a hit parks)",
+          _buffer(ranks=1, requests=2, host_pages=2)),
+    _case(f"1 rank, {BUFFER}, abort in round 2", _buffer(ranks=1, device_pages=1, abort_round=2)),
+    # the anchor (2 pages) over the lock cap of a 3-page device pool: launched unpinned, evicted
+    # after staging, so admission finds the span shrunk and prefetches again
+    _case(f"1 rank x 3 pages, {BUFFER}, 2 on a 3-page device, evicted in round 2",
+          _buffer(ranks=1, pages=3, device_pages=2, device_room=3, evict_device_round=2)),
+)
