@@ -27,6 +27,15 @@ class CodeConfig:
     threshold_pages: int = 1  # the tree's prefetch_threshold, in pages
     reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
     abort_round: Optional[int] = None  # in this scheduler round every waiting request is aborted instead of checked
+    # the retry world: the tree's own Scheduler retry/re-issue/readmission methods on a waiting queue
+    retries: bool = False
+    retry_interval: int = 1  # hicache_storage_prefetch_retry_poll_interval (upstream's default: 8)
+    retry_attempts: int = 2  # hicache_storage_prefetch_retry_max_attempts (upstream's default: 8)
+    readmissions: int = 0  # an admitted request is retracted and readmitted this many times (retries only)
+    batch: Optional[int] = None  # requests admitted per round (None: all; retries only)
+    lost_device_pages: int = 0  # pages the device matched at the lookup, lost before admission (retries only)
+    capacity_pages: Optional[int] = None  # prefetch_capacity_limit in pages (None: every request's; rate limit)
+    rid_reuse: bool = False  # after an abort the client reuses the rid for a new request (retries only)
     driven_clock: bool = False  # the conformance check moves the clock; else under timeout the search fires it
     host_memory_mode: str = "cache"  # buffer_only: the tree's BufferModePipeline stages fetches (worlds/ack_drain/buffer/)
     device_pages: int = 0  # buffer_only: leading pages of each request already on the device (the splice anchor)
@@ -41,6 +50,8 @@ class CodeConfig:
 
         if self.world not in worlds():
             raise ValueError(f"world {self.world!r}: the executor has {', '.join(worlds())}")
+        if not self.retries and (self.readmissions or self.batch is not None or self.lost_device_pages or self.rid_reuse):
+            raise ValueError("readmissions, batch, lost_device_pages and rid_reuse belong to the retry world: retries=True")
         if self.host_memory_mode not in ("cache", "buffer_only"):
             raise ValueError(f"host_memory_mode {self.host_memory_mode!r}: the executor runs cache, buffer_only")
         if self.host_memory_mode == "cache" and (self.device_pages or self.evict_device_round is not None
@@ -72,16 +83,23 @@ class CodeConfig:
 
     def pool_pages(self) -> int:
         """Room for every request (twice with reissue: the first fetch stays in the tree)."""
-        return self.host_pages if self.host_pages is not None else self.pages * self.requests * (2 if self.reissue else 1)
+        return self.host_pages if self.host_pages is not None else self.needed_pages()
 
     def needed_pages(self) -> int:
-        return self.pages * self.requests * (2 if self.reissue else 1)
+        return self.pages * self.requests * self.fetches()
+
+    def fetches(self) -> int:
+        """How many times one request's pages may be fetched (each fetch stays in the host tree)."""
+        more = (1 + self.readmissions + self.retry_attempts + (1 if self.rid_reuse else 0)) if self.retries else 0
+        return (2 if self.reissue else 1) + more
 
     def undisturbed(self) -> bool:
-        """No short read, no exception, no abort, no device eviction: wait_complete must then deliver
-        the agreed hits."""
-        return self.abort_round is None and self.evict_device_round is None and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
-                                                    for r in range(self.ranks))
+        """No short read, no exception, no abort, no device eviction, no rate limit (0.5.23 admits a
+        rate-limited queue head without storage: storage_prefetch.py pop_ready): wait_complete must
+        then deliver the agreed hits."""
+        return (self.abort_round is None and self.evict_device_round is None and self.capacity_pages is None
+                and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
+                            for r in range(self.ranks)))
 
     def to_json(self) -> dict:
         """The fields; the buffer_only ones only when set, so a cache-mode configuration's JSON (and

@@ -63,6 +63,7 @@ class WorldPack:
     bench: tuple = ()  # (name, CodeConfig) pairs: python -m prefetch_check.model.code.bench --world NAME
     properties: tuple[str, ...] = verdicts.PROPERTIES  # what a run is judged for, in report order
     judge: Callable = verdicts.judge  # (run, terminal) -> [Finding]
+    read: tuple[str, ...] = ()  # files the world reads from the tree without importing them (the retry world's scheduler methods): in the cache keys
     optional: tuple[str, ...] = ()  # of `files`, those only some configurations run: a tree without them is no partial copy
 
 

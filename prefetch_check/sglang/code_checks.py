@@ -205,7 +205,7 @@ def plan_code(srt: Path, shape, count: Optional[dict] = None) -> CodeCheck:
     world, why = world_for(srt, shape)
     if why:
         return CodeCheck(note=why)
-    tree = tree_digest(srt, pack(world).files)
+    tree = tree_digest(srt, pack(world).files + pack(world).read)
     runs = []
     for case in mapping(world).cases:
         if case.skip is not None and case.skip(srt):

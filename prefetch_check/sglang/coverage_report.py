@@ -314,7 +314,7 @@ WHY_NOT_RUN = {
     "_pp": "PP > 1: no case runs pipeline-parallel stages",
     "deadline": "the timeout policy: only the ack-drain world fires deadlines (the poll world's clock stands still)",
     "timeout": "the timeout policy: only the ack-drain world fires deadlines (the poll world's clock stands still)",
-    "retr": "retries: the scheduler's retry path is not run (storage_prefetch_retries is never polled)",
+    "retr": "retries: the retry cases (0.5.23 on) do not reach it (a third attempt, the immediate refetch of buffer mode)",
     "buffer": "buffer_only host memory mode: no case runs it",
     "sidecar": "sidecar pools (SWA, Mamba): no case has them",
     "nonkv": "sidecar pools (SWA, Mamba): no case has them",

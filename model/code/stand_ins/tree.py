@@ -50,6 +50,19 @@ class TreeCore(Strict):
     def prefetch_anchor_info(self, node_id):
         return None, None
 
+    # the anchor queries of the scheduler's _prefetch_kvcache (the retry world anchors at the root)
+    def is_root(self, node_id) -> bool:
+        return node_id == 0
+
+    def is_backuped(self, node_id) -> bool:
+        return node_id == 0
+
+    def get_last_hash_value(self, node_id):
+        return None
+
+    def get_prefix_hash_values(self, node_id) -> list:
+        return []
+
     def inc_host_lock_ref(self, node_id):
         self.locks += 1
         return _Lock()

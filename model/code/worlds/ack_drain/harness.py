@@ -9,6 +9,7 @@ import inspect
 
 from prefetch_check.model.code.rt import stubs
 from prefetch_check.model.code.stand_ins.sync import Event, Lock
+from prefetch_check.model.code.worlds.ack_drain import readmission
 from prefetch_check.model.code.worlds.common import GATE, ROOT_NODE, Rank, WorldRun
 from prefetch_check.model.code.worlds.deadlines import Deadlines
 
@@ -30,6 +31,7 @@ class Run(WorldRun):
     DRAINED = S_QUEUES  # the queues the scheduler's drain pops
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
+        self.schedulers: dict = {}  # rank -> its scheduler stand-in (retry world only)
         super().__init__(modules, config, holder, roots)
         self.deadlines = Deadlines(self) if config.explores_clock() else None  # timeout: firing is a choice
 
@@ -56,7 +58,7 @@ class Run(WorldRun):
         cc.host_memory_mode = "cache"
         cc.prefetch_threshold = max(cfg.threshold_pages * page, page)
         # room for every request's tokens: never rate-limited, even with a short pool (host_pages)
-        cc.prefetch_capacity_limit = cfg.needed_pages() * page
+        cc.prefetch_capacity_limit = (cfg.capacity_pages or cfg.needed_pages()) * page
         cc.prefetch_tokens_occupied = 0
         cc.host_write_staged_tokens_fn = None
         cc.pp_prefetch_command_group = None
@@ -112,6 +114,8 @@ class Run(WorldRun):
     def _scheduler(self, rank: Rank) -> None:
         """The scheduler's part of the path (not prefetch-path code: SCH's loop, reduced to its
         calls): issue every request, then rounds of check_hicache_events + check_prefetch_progress."""
+        if self.config.retries:  # the tree's own Scheduler methods on a waiting-queue stand-in
+            return readmission.drive(self, rank)
         cache = rank.cache
         for q, handle in enumerate(rank.handles):
             cache.prefetch_from_storage(handle, ROOT_NODE, self.tokens(q))
@@ -156,6 +160,8 @@ class Run(WorldRun):
         for q in S_QUEUES:
             if min(getattr(r.cc, q).peek_size() for r in self.ranks) > 0:
                 return True
+        if self.config.retries and readmission.pending(self):
+            return True
         if self.deadlines is not None:  # timeout: a round is due where a deadline fired or a check is new
             return self.deadlines.round_due()
         return self.config.policy != "wait_complete" and any(r.waiting for r in self.ranks)

@@ -65,6 +65,7 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
 PACK = WorldPack(
     protocol=PROTOCOL,
     files=FILES + buffer.FILES,
+    read=("managers/scheduler.py",),  # the retry world compiles its Scheduler methods (scheduler_methods.py)
     optional=buffer.FILES,  # only buffer_only runs them; without them its cases stop "not modelled"
     load=load,
     run=make_run,

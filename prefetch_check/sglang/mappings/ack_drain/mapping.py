@@ -3,6 +3,8 @@ sync thread (0.5.19 on); its executor world runs UnifiedRadixCache (worlds/ack_d
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefetch_check.model.code import CodeConfig, CodeLimits
 from prefetch_check.sglang.code_checks import Case
 from prefetch_check.sglang.code_world import methods
@@ -19,6 +21,22 @@ def runs(cache, controllers: dict) -> str:
         return ""
     return ("the executor runs the UnifiedRadixCache of the ack-drain path (PrefetchAck and the sync "
             "thread prefetch_sync_thread_func); this tree's controller has neither")
+
+
+SCHEDULER = "managers/scheduler.py"
+RETRY_ENTRY = "def _process_storage_prefetch_retries("
+
+
+def retry_skip(srt: Path) -> str:
+    """Why a tree gets no retry case: its scheduler lacks the retry methods the retry world runs
+    (0.5.19-0.5.22 keep a missed-rids set instead). Its edits there are then refused by the
+    coverage check, as code no case runs."""
+    path = Path(srt) / SCHEDULER
+    if not path.is_file():
+        return f"the tree has no {SCHEDULER}"
+    if RETRY_ENTRY not in path.read_text(encoding="utf-8", errors="replace"):
+        return "its scheduler has no storage-prefetch retry methods (0.5.23 on)"
+    return ""
 
 
 def _config(**kwargs) -> CodeConfig:
@@ -42,6 +60,13 @@ CASES: tuple[Case, ...] = (
     Case("1 rank, prefetched again, best_effort", _config(ranks=1, policy="best_effort", reissue=True),
          judges=("operation_identity",),
          limits=CodeLimits(max_seconds=90, stop_on=("operation_identity",))),
+    # the scheduler's own retry, re-issue and readmission methods (retries=True: retry poll
+    # interval 1 and at most 2 attempts, upstream's defaults are 8 and 8); trees whose scheduler
+    # lacks them (0.5.19-0.5.22: a missed-rids set instead) do not get these cases
+    Case("1 rank, retries: device match lost, readmitted twice",
+         _config(ranks=1, pages=1, retries=True, lost_device_pages=1, readmissions=2), skip=retry_skip),
+    Case("1 rank x 3 requests, retries: rate-limited to one, one admitted a round",
+         _config(ranks=1, requests=3, pages=1, retries=True, capacity_pages=1, batch=1), skip=retry_skip),
 ) + BUFFER_CASES
 
 MAPPING = Mapping(protocol=PROTOCOL, acks="ack+sync-thread", release_options=release_options,

@@ -1,0 +1,93 @@
+"""The scheduler loop of the retry world (CodeConfig.retries): the tree's own Scheduler methods
+(scheduler_methods.py) issue, re-issue and readmit, on the waiting-queue stand-in
+(waiting_queue.py). Each round: the drain (check_hicache_events), the due retries
+(_process_storage_prefetch_retries, as SCH _process_hicache_events runs them), the client's aborts,
+then admission; an admitted request is retracted and readmitted (`_add_request_to_queue(req,
+is_retracted=True)`) up to `readmissions` times; with `rid_reuse` the client sends a new request
+under an aborted request's rid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefetch_check.model.code.stand_ins.errors import NotModelled
+from prefetch_check.model.code.worlds.ack_drain.scheduler_methods import RETRY, SCHEDULER
+from prefetch_check.model.code.worlds.ack_drain.waiting_queue import Req, SchedulerStandIn
+from prefetch_check.model.code.worlds.common import GATE
+
+CACHE = "mem_cache/unified_radix_cache.py"
+NEEDED = ("_prefetch_kvcache", "_add_request_to_queue", "_release_aborted_request") + RETRY
+
+
+def scheduler_of(run, rank) -> SchedulerStandIn:
+    """Rank's scheduler object, with the tree's methods; a release without them is not modelled."""
+    cfg = run.config
+    srt = Path(run.modules[CACHE].__file__).resolve().parents[1]
+    sch = SchedulerStandIn(srt, rank.cache, cfg.retry_interval, cfg.retry_attempts)
+    missing = [n for n in NEEDED if not sch.has(n)]
+    if missing or getattr(rank.cache, "storage_prefetch_retries", None) is None:
+        raise NotModelled(f"Scheduler.{(missing or ['storage_prefetch_retries'])[0]} (the retry world runs "
+                          "0.5.23's StoragePrefetchRetries path)", f"{SCHEDULER}")
+    return sch
+
+
+def drive(run, rank) -> None:
+    cfg, cache = run.config, rank.cache
+    sch = scheduler_of(run, rank)
+    run.schedulers[rank.index] = sch
+    by_handle = not isinstance(rank.handles[0], str)
+    page = cfg.page_size
+
+    def request(q: int) -> Req:
+        return Req(q, f"req{q}", run.tokens(q) + [q * 1000 + 999], page, cfg.lost_device_pages, by_handle)
+
+    def sync() -> None:
+        rank.waiting[:] = [r.q for r in sch.waiting_queue]
+
+    for q in range(cfg.requests):
+        req = request(q)
+        sch._add_request_to_queue(req)
+        req.device_lost = cfg.lost_device_pages > 0  # evicted from the device while it waits
+    sync()
+    readmitted = [0] * cfg.requests
+    while True:
+        run.baton.point(GATE, lambda: run.round_enabled(rank))
+        rank.rounds += 1
+        run.baton.observe(f"round {rank.rounds}")
+        cache.check_hicache_events()
+        sch._process_storage_prefetch_retries()
+        if rank.rounds == cfg.abort_round:  # SCH's abort path: _release_aborted_request -> tree_cache.finish
+            for req in list(sch.waiting_queue):
+                run.world.draining.pop(rank.index, None)
+                sch._release_aborted_request(req)
+                sch.waiting_queue.remove(req)
+                run.baton.observe(f"aborted req{req.q}")
+                if cfg.rid_reuse:  # the client sends a new request under the same rid
+                    sch._add_request_to_queue(request(req.q))
+                    run.baton.observe(f"req{req.q}'s rid reused by a new request")
+        run.world.draining.pop(rank.index, None)
+        for req in sch.admit(cfg.batch or cfg.requests):
+            q = req.q
+            held = rank.tree.held.get(q, 0)
+            rank.resolved[q] = min(rank.resolved.get(q, held), held)  # the shortest admission is judged
+            rank.admitted_round.setdefault(q, rank.rounds)  # the ranks' first admissions must agree
+            run.baton.observe(f"admitted req{q} with {held} tokens in the host tree")
+            if readmitted[q] < cfg.readmissions:  # retracted: SCH re-adds it to the queue
+                readmitted[q] += 1
+                sch._add_request_to_queue(req, True)
+                run.baton.observe(f"req{q} retracted and readmitted ({readmitted[q]})")
+        sync()
+
+
+def pending(run) -> bool:
+    """Whether some rank's scheduler still has a retry to pace or a waiting request no prefetch
+    holds (the next round admits or re-issues it): rounds go on while so."""
+    for rank in run.ranks:
+        sch = run.schedulers.get(rank.index)
+        if sch is None:
+            continue
+        armed = getattr(sch.tree_cache.storage_prefetch_retries, "_pending", {})
+        if any(r.rid in armed or r.cache_request_handle not in sch.tree_cache.ongoing_prefetch
+               for r in sch.waiting_queue):
+            return True
+    return False

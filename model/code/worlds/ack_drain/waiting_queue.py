@@ -1,0 +1,127 @@
+"""The waiting-queue stand-in: the scheduler object the tree's own retry, re-issue and readmission
+methods (scheduler_methods.py) run on, its requests, and one scheduling round reduced to the
+prefetch path's calls (SCH get_new_batch_prefill: drain, due retries, then per waiting request
+check_prefetch_progress, the device-hit-loss re-query, admission up to `batch`).
+
+Stood in (not the prefetch path): Req (rid, handle, the match lengths the device tree gives),
+the device radix tree (a match of `device_pages` pages at the first lookup, lost before
+admission when asked), add_one_req (admits while the batch has room), priority and queue limits
+(always accepted), the finished request's cache bookkeeping (tree_cache.finish on ABORT is
+release_aborted_request, base_prefix_cache.py)."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code.rt import stubs
+from prefetch_check.model.code.worlds.ack_drain.scheduler_methods import (CacheRequestOutcome, DisaggregationMode,
+                                                                           Memory, scheduler_methods)
+from prefetch_check.model.code.worlds.common import ROOT_NODE
+
+
+class _TimeStats:
+    def set_wait_queue_entry_time(self):
+        pass
+
+    def observe_storage_prefetch_ready(self, ready):
+        pass
+
+
+class Req:
+    """A request as the retry methods read it. `fill_ids` ends with one token past the prefetched
+    pages (the matched length stops one short of the input: Req._compute_max_prefix_len)."""
+
+    def __init__(self, q: int, rid: str, fill_ids: list[int], page_size: int, device_pages: int, by_handle: bool):
+        self.q, self.rid = q, rid
+        self.cache_request_handle = stubs.CacheRequestHandle(rid, 0) if by_handle else rid
+        self.full_untruncated_fill_ids = fill_ids
+        self.page_size, self.device_pages = page_size, device_pages
+        self.device_lost = False  # the device match was evicted while the request waited
+        self.storage_prefetch_retry_attempts = 0
+        self.storage_prefetch_last_match_len = None
+        self.staged_prefetch_plan = None
+        self.prefix_len = self.host_hit_length = 0
+        self.last_node = self.last_host_node = ROOT_NODE
+        self.extra_key = self.cache_salt = None
+        self.session = None
+        self.time_stats = _TimeStats()
+
+    def init_next_round_input(self, tree_cache=None, cow_mamba=True):
+        """The device tree's match (stand-in): `device_pages` pages until lost; the host tree's
+        match is not modelled (the lookup anchors at the root)."""
+        self.prefix_len = 0 if self.device_lost else self.device_pages * self.page_size
+
+    def _compute_max_prefix_len(self, input_len: int) -> int:
+        return input_len - 1
+
+    def release_mm_inputs_on_abort(self):
+        pass
+
+
+class SchedulerStandIn:
+    """The scheduler object: the attributes the tree's methods read, the methods bound from the tree."""
+
+    def __init__(self, srt, cache, poll_interval: int, max_attempts: int):
+        self.tree_cache = cache
+        self.waiting_queue: list[Req] = []
+        self.enable_hicache_storage = True
+        self.enable_lmcache = False
+        self.disaggregation_mode = DisaggregationMode.NULL
+        self.processed_tokens_counter = 0
+        self.methods = scheduler_methods(srt, Memory(poll_interval, max_attempts))
+        if not hasattr(cache, "finish"):
+            cache.finish = self._finish
+
+    def has(self, name: str) -> bool:
+        return name in self.methods
+
+    def call(self, name: str, *args):
+        return self.methods[name](self, *args)
+
+    # ---- what _add_request_to_queue reads besides the path
+    def _set_or_validate_priority(self, req) -> bool:
+        return True
+
+    def _abort_on_queued_limit(self, req) -> bool:
+        return False
+
+    def _prefetch_kvcache(self, req, storage_hit_end=None):
+        return self.call("_prefetch_kvcache", req, storage_hit_end)
+
+    def _retry_storage_prefetch(self, req, storage_hit_end=None):
+        return self.call("_retry_storage_prefetch", req, storage_hit_end)
+
+    def _prefetch_after_device_hit_loss(self, req):
+        return self.call("_prefetch_after_device_hit_loss", req)
+
+    def _release_aborted_request(self, req):
+        return self.call("_release_aborted_request", req)
+
+    def _process_storage_prefetch_retries(self):
+        return self.call("_process_storage_prefetch_retries")
+
+    def _add_request_to_queue(self, req, is_retracted=False):
+        return self.call("_add_request_to_queue", req, is_retracted)
+
+    def _finish(self, handle, outcome):
+        """base_prefix_cache.finish: an aborted request's cache state is released."""
+        if outcome is CacheRequestOutcome.ABORT:
+            self.tree_cache.release_aborted_request(handle)
+
+    # ---- one round's admission (get_new_batch_prefill, reduced to the prefetch path's calls)
+    def admit(self, batch: int) -> list[Req]:
+        """The requests admitted this round: checked in queue order, up to `batch`."""
+        admitted = []
+        for req in list(self.waiting_queue):
+            if not self.tree_cache.check_prefetch_progress(req.cache_request_handle):
+                continue
+            req.init_next_round_input(self.tree_cache)
+            if self._prefetch_after_device_hit_loss(req):
+                continue
+            if len(admitted) >= batch:  # add_one_req: no room left (NO_TOKEN) ends the round's admission
+                break
+            admitted.append(req)
+        retries = getattr(self.tree_cache, "storage_prefetch_retries", None)
+        if retries is not None:
+            for req in admitted:
+                retries.cancel(req.rid)
+        self.waiting_queue = [r for r in self.waiting_queue if r not in admitted]
+        return admitted

@@ -1,0 +1,74 @@
+"""The retry world (CodeConfig.retries): 0.5.23's own Scheduler retry, re-issue and readmission
+methods (managers/scheduler.py, compiled from the release as written) and StoragePrefetchRetries
+on the waiting-queue stand-in. The release's cases get verdicts; one-place edits of that code,
+applied here, are caught with their consequence; a behaviour-keeping refactor keeps every figure."""
+
+from __future__ import annotations
+
+import pytest
+
+from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
+from tests.test_code_executor import clean, edited, release
+
+LIMITS = CodeLimits(max_seconds=150)
+FIRST = CodeLimits(max_seconds=150, stop_on_first=True)
+SCHED, RETRIES = "managers/scheduler.py", "mem_cache/storage_prefetch.py"
+# the device match is lost before admission and each admission is retracted and readmitted, twice
+READMITTED = CodeConfig(ranks=1, pages=1, retries=True, lost_device_pages=1, readmissions=2)
+# three requests, the prefetch budget of one, one admitted a round: paced retries fire behind the head
+PACED = CodeConfig(ranks=1, requests=3, pages=1, retries=True, capacity_pages=1, batch=1)
+
+EDITS = {
+    # the device-hit-loss re-query skipped: the request is admitted without what storage holds
+    "device_hit_loss_requery_skipped": (
+        SCHED, READMITTED, "        if not previous_match_len or (\n", "        if True or (\n", "wait_complete_delivers"),
+    # the re-issue counts an attempt but issues nothing
+    "reissue_issues_nothing": (
+        SCHED, READMITTED, "        self._prefetch_kvcache(req, storage_hit_end)\n", "        pass\n",
+        "wait_complete_delivers"),
+    # the lookup's matched length is not remembered: a later device loss is never noticed
+    "lookup_length_forgotten": (
+        SCHED, READMITTED, "            req.storage_prefetch_last_match_len = matched_len\n", "            pass\n",
+        "wait_complete_delivers"),
+    # pop_ready hands back the request alone, not (request, storage_hit_end)
+    "pop_ready_wrong_shape": (
+        RETRIES, PACED, "            ready.append((req, retry.storage_hit_end))\n", "            ready.append(req)\n",
+        "no_crash"),
+}
+
+
+def test_0_5_23_retry_world_runs_the_schedulers_methods_and_is_clean():
+    srt = release("0.5.23")
+    for config in (READMITTED, PACED):
+        result = check_tree(srt, config, LIMITS, coverage={})
+        assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
+        assert clean(result), result.verdicts
+        ran = set(result.coverage["lines"].get(SCHED, []))
+        assert 3404 in ran or config is READMITTED  # the paced retry fires (_process_storage_prefetch_retries)
+        assert 3452 in ran or config is PACED  # the device-hit-loss re-issue (_prefetch_after_device_hit_loss)
+        assert 3424 in ran  # _retry_storage_prefetch issues again through _prefetch_kvcache
+    assert "wait_complete_delivers" in check_tree(srt, PACED, CodeLimits(max_runs=1)).not_judged
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_a_one_place_edit_of_the_retry_path_is_caught(tmp_path, name):
+    rel, config, old, new, prop = EDITS[name]
+    result = check_tree(edited(tmp_path, release("0.5.23"), rel, old, new), config, FIRST)
+    assert result.verdicts[prop] == "VIOLATED", result.verdicts
+    found = result.violations[prop]
+    assert found.consequence and found.schedule
+
+
+def test_a_refactor_of_the_retry_path_keeps_every_figure(tmp_path):
+    srt = release("0.5.23")
+    refactored = edited(tmp_path, srt, SCHED,
+                        "        req.storage_prefetch_retry_attempts += 1\n",
+                        "        req.storage_prefetch_retry_attempts = req.storage_prefetch_retry_attempts + 1\n")
+    a, b = check_tree(srt, READMITTED, LIMITS), check_tree(refactored, READMITTED, LIMITS)
+    assert (a.verdicts, a.runs, a.states) == (b.verdicts, b.runs, b.states)
+
+
+def test_a_release_without_the_retry_methods_is_refused_by_name():
+    result = check_tree(release("0.5.19"), CodeConfig(ranks=1, retries=True), LIMITS)
+    assert result.not_modelled and "Scheduler." in result.not_modelled[0], result.not_modelled
+    assert "VERIFIED" not in result.verdicts.values()
