@@ -54,10 +54,11 @@ def apply(tmp_path, edits) -> object:
 
 
 def test_a_refactor_that_conforms_gets_the_model_verdicts_of_the_release_it_is_nearest(tmp_path, capsys,
-                                                                                       small_with_abort):
+                                                                                       small_with_abort, session_cache):
     refactor, _ = EDITS_0523["identity test moved into a helper (refactor)"]
     tree = apply(tmp_path, refactor)
-    status, doc, table = sglang_json(capsys, tmp_path / "cache", tree)
+    # the session's cache: the next test's tree is this one, its code cases and searches the same
+    status, doc, table = sglang_json(capsys, session_cache / "vouch", tree)
     [row] = doc["releases"]
     assert row["path_code"]["differing"], "the floor sees the edit"
     assert row["conformance"]["conforms"] is True and row["conformance"]["model_verdicts"] == "shown"
@@ -76,7 +77,7 @@ def test_a_refactor_that_conforms_gets_the_model_verdicts_of_the_release_it_is_n
                                              "write_order": "write-then-ack"}
     assert "as 0.5.23, its code conforming" in " ".join(table.split())
     # the verdicts are the release's own, configuration for configuration
-    _, release_doc, _ = sglang_json(capsys, tmp_path / "cache", release("0.5.23"))
+    _, release_doc, _ = sglang_json(capsys, session_cache / "vouch", release("0.5.23"))
     mine = {p: v["release"]["verdict"] for p, v in row["properties"].items()}
     theirs = {p: v["release"]["verdict"] for p, v in release_doc["releases"][0]["properties"].items()}
     assert mine == theirs
@@ -116,11 +117,11 @@ def test_a_change_no_conformance_replay_runs_withholds_the_model_naming_it(tmp_p
 
 
 def test_an_option_known_only_for_the_release_stands_unvouched_where_no_replay_runs_its_code(tmp_path, capsys,
-                                                                                           small):
+                                                                                           small, session_cache):
     """The same refactor, replayed without an abort: 0.5.23's abort_barrier=no (recorded, since an
     absence is not read off a user's tree) would be borrowed unexercised, so no model verdicts."""
     refactor, _ = EDITS_0523["identity test moved into a helper (refactor)"]
-    status, doc, _ = sglang_json(capsys, tmp_path / "cache", apply(tmp_path, refactor))
+    status, doc, _ = sglang_json(capsys, session_cache / "vouch", apply(tmp_path, refactor))
     [row] = doc["releases"]
     assert row["conformance"]["conforms"] is True
     assert row["status"] == "not modelled" and not row.get("properties")
