@@ -42,6 +42,17 @@ FOLDER = "code-verdicts"
 LIMITS = CodeLimits(max_seconds=120)
 
 
+def needs(file: str, marker: str, why: str) -> Callable[[Path], str]:
+    """A Case.skip: the tree gets the case only where its `file` (below sglang/srt) holds `marker`,
+    the shape the case's world models; else `why` (or that the file is missing)."""
+    def skip(srt: Path) -> str:
+        path = Path(srt) / file
+        if not path.is_file():
+            return f"the tree has no {file}"
+        return "" if marker in path.read_text(encoding="utf-8", errors="replace") else why
+    return skip
+
+
 @dataclass(frozen=True)
 class Case:
     """One executor configuration every run of `prefetch-check sglang` executes; `judges` names

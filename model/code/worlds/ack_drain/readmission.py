@@ -39,7 +39,8 @@ def drive(run, rank) -> None:
     page = cfg.page_size
 
     def request(q: int) -> Req:
-        return Req(q, f"req{q}", run.tokens(q) + [q * 1000 + 999], page, cfg.lost_device_pages, by_handle)
+        return Req(q, f"req{q}", run.tokens(q) + [q * 1000 + 999], page, cfg.lost_device_pages, by_handle,
+                   run.baton.roots)
 
     def sync() -> None:
         rank.waiting[:] = [r.q for r in sch.waiting_queue]

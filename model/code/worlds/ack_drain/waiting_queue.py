@@ -12,6 +12,7 @@ release_aborted_request, base_prefix_cache.py)."""
 from __future__ import annotations
 
 from prefetch_check.model.code.rt import stubs
+from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
 from prefetch_check.model.code.worlds.ack_drain.scheduler_methods import (CacheRequestOutcome, DisaggregationMode,
                                                                            Memory, scheduler_methods)
 from prefetch_check.model.code.worlds.common import ROOT_NODE
@@ -29,7 +30,9 @@ class Req:
     """A request as the retry methods read it. `fill_ids` ends with one token past the prefetched
     pages (the matched length stops one short of the input: Req._compute_max_prefix_len)."""
 
-    def __init__(self, q: int, rid: str, fill_ids: list[int], page_size: int, device_pages: int, by_handle: bool):
+    def __init__(self, q: int, rid: str, fill_ids: list[int], page_size: int, device_pages: int, by_handle: bool,
+                 roots: tuple[str, ...] = ()):
+        self.roots = roots  # where the tree's files are: a read of an attribute we lack names its line
         self.q, self.rid = q, rid
         self.cache_request_handle = stubs.CacheRequestHandle(rid, 0) if by_handle else rid
         self.full_untruncated_fill_ids = fill_ids
@@ -43,6 +46,13 @@ class Req:
         self.extra_key = self.cache_salt = None
         self.session = None
         self.time_stats = _TimeStats()
+
+    def __getattr__(self, name: str):
+        """An attribute of SGLang's Req this stand-in does not have (another release's scheduler
+        reads more of it): not modelled, never a crash of the code under test."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NotModelled(f"Req.{name} (the retry world's request stand-in)", caller_site(self.__dict__.get("roots", ())))
 
     def init_next_round_input(self, tree_cache=None, cow_mamba=True):
         """The device tree's match (stand-in): `device_pages` pages until lost; the host tree's

@@ -7,10 +7,9 @@ whose unpinned anchor shrank."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from prefetch_check.model.code import CodeConfig
-from prefetch_check.sglang.code_checks import Case
+from prefetch_check.sglang.code_checks import Case, needs
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
 
 BUFFER = "host_memory_mode=buffer_only"
@@ -19,17 +18,10 @@ PIPELINE = "mem_cache/buffer_mode/pipeline.py"
 STAGING_ENTRY = "def allocate_and_queue_prefetch("
 
 
-def skip(srt: Path) -> str:
-    """Why this tree gets no buffer_only case: it has no pipeline, or one of the shape before
-    0.5.22, whose staging reads device state the world's device tree does not give (0.5.20-0.5.21:
-    a match's device indices; 0.5.19: another anchor-lock variable). Its edits are then refused by
-    the coverage check, as code no case runs."""
-    path = Path(srt) / PIPELINE
-    if not path.is_file():
-        return f"the tree has no {PIPELINE}"
-    if STAGING_ENTRY not in path.read_text(encoding="utf-8", errors="replace"):
-        return "its buffer pipeline predates the staging the world models (0.5.22 on)"
-    return ""
+# the pipeline shape the world's stand-ins model (0.5.22 on); before it, staging reads device state
+# the world's device tree does not give (0.5.20-0.5.21: a match's device indices; 0.5.19: another
+# anchor-lock variable). Such a tree gets no buffer_only case: its edits are refused by coverage.
+skip = needs(PIPELINE, STAGING_ENTRY, "its buffer pipeline predates the staging the world models (0.5.22 on)")
 
 
 def _buffer(**kwargs) -> CodeConfig:

@@ -3,10 +3,8 @@ sync thread (0.5.19 on); its executor world runs UnifiedRadixCache (worlds/ack_d
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from prefetch_check.model.code import CodeConfig, CodeLimits
-from prefetch_check.sglang.code_checks import Case
+from prefetch_check.sglang.code_checks import Case, needs
 from prefetch_check.sglang.code_world import methods
 from prefetch_check.sglang.mappings import Mapping
 from prefetch_check.sglang.mappings.ack_drain.buffer_cases import BUFFER_CASES
@@ -24,19 +22,13 @@ def runs(cache, controllers: dict) -> str:
 
 
 SCHEDULER = "managers/scheduler.py"
-RETRY_ENTRY = "def _process_storage_prefetch_retries("
+RETRY_ENTRY = "matched_len = req.prefix_len + req.host_hit_length"  # _prefetch_kvcache as of 0.5.22
 
 
-def retry_skip(srt: Path) -> str:
-    """Why a tree gets no retry case: its scheduler lacks the retry methods the retry world runs
-    (0.5.19-0.5.22 keep a missed-rids set instead). Its edits there are then refused by the
-    coverage check, as code no case runs."""
-    path = Path(srt) / SCHEDULER
-    if not path.is_file():
-        return f"the tree has no {SCHEDULER}"
-    if RETRY_ENTRY not in path.read_text(encoding="utf-8", errors="replace"):
-        return "its scheduler has no storage-prefetch retry methods (0.5.23 on)"
-    return ""
+# the retry world's request stand-in has the device match as prefix_len, as _prefetch_kvcache reads
+# it from 0.5.22 on (0.5.20-0.5.21 read prefix_indices; 0.5.19 keeps a missed-rids set): other
+# trees get no retry case, and their edits there are refused by the coverage check
+retry_skip = needs(SCHEDULER, RETRY_ENTRY, "its scheduler's retry path predates the one the retry world models (0.5.22 on)")
 
 
 def _config(**kwargs) -> CodeConfig:
