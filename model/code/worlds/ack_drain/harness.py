@@ -127,12 +127,8 @@ class Run(WorldRun):
             if self.deadlines is not None:
                 self.deadlines.round_starts(rank)
             cache.check_hicache_events()
-            if rank.rounds == self.config.abort_round:  # SCH's abort path: tree_cache.finish -> release_aborted_request
-                for q in list(rank.waiting):
-                    self.world.draining.pop(rank.index, None)
-                    cache.release_aborted_request(rank.handles[q])
-                    rank.waiting.remove(q)
-                    self.baton.observe(f"aborted req{q}")
+            if rank.rounds == self.config.abort_round:
+                self._abort_waiting(rank)
             for q in list(rank.waiting):
                 self.world.draining.pop(rank.index, None)
                 check = lambda q=q: cache.check_prefetch_progress(rank.handles[q])  # noqa: E731
@@ -145,6 +141,14 @@ class Run(WorldRun):
                         reissued.add(q)
                         cache.prefetch_from_storage(rank.handles[q], ROOT_NODE, self.tokens(q))
                         rank.waiting.append(q)
+
+    def _abort_waiting(self, rank: Rank) -> None:
+        """SCH's abort path (tree_cache.finish -> release_aborted_request) for every waiting request."""
+        for q in list(rank.waiting):
+            self.world.draining.pop(rank.index, None)
+            rank.cache.release_aborted_request(rank.handles[q])
+            rank.waiting.remove(q)
+            self.baton.observe(f"aborted req{q}")
 
     def round_enabled(self, rank: Rank) -> bool:
         """A round starts when a peer is a round ahead (lockstep), or when every scheduler waits at

@@ -103,11 +103,7 @@ class BufferRun(Run):
                 rank.tree.evict_unpinned()
             cache.check_hicache_events()
             if rank.rounds == cfg.abort_round:
-                for q in list(rank.waiting):
-                    self.world.draining.pop(rank.index, None)
-                    cache.release_aborted_request(rank.handles[q])
-                    rank.waiting.remove(q)
-                    self.baton.observe(f"aborted req{q}")
+                self._abort_waiting(rank)
             for q in list(rank.waiting):
                 self.world.draining.pop(rank.index, None)
                 if self._admit(rank, q):
