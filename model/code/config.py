@@ -139,10 +139,10 @@ class CodeLimits:
     child_memory_bytes: int = 2 << 30
 
     def __post_init__(self):
-        from prefetch_check.model.code.strategies import SAMPLING
+        from prefetch_check.model.code.strategies import EXHAUSTIVE, SAMPLING
 
-        if self.strategy not in ("dfs",) + SAMPLING:
-            raise ValueError(f"strategy {self.strategy!r}: the executor has dfs, {', '.join(SAMPLING)}")
+        if self.strategy not in EXHAUSTIVE + SAMPLING:
+            raise ValueError(f"strategy {self.strategy!r}: the executor has {', '.join(EXHAUSTIVE + SAMPLING)}")
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

@@ -45,6 +45,7 @@ class TreeCore(Strict):
         self.write_back_duplicate_reclaim_digest = 0
         self.held: dict[int, int] = {}  # request -> tokens the tree holds (from the request's start)
         self.locks = 0
+        self._pc_name = f"r{rank}.tree"  # its name in a step's footprint (rt/baton.py)
         world.register(self)
 
     def prefetch_anchor_info(self, node_id):
@@ -64,15 +65,18 @@ class TreeCore(Strict):
         return []
 
     def inc_host_lock_ref(self, node_id):
+        self.world.baton.touch(self._pc_name)
         self.locks += 1
         return _Lock()
 
     def dec_host_lock_ref(self, node_id, params=None):
+        self.world.baton.touch(self._pc_name)
         self.locks -= 1
 
     def insert_host(self, node_id, key, host_indices, hash_values=None, *args, **kwargs) -> InsertResult:
         baton = self.world.baton
         baton.point(f"insert {len(key)} tokens into host tree")
+        baton.touch(self._pc_name)
         tokens = key.token_ids
         if not tokens:
             return InsertResult(prefix_len=0)
@@ -102,6 +106,7 @@ class TreeCore(Strict):
         tree holds (LRU leaves, their host values freed) is not modelled: the model's host_pages
         is the room a prefetch gets, with no eviction."""
         self.world.baton.point(f"host eviction of {num_tokens} tokens (rank {self.rank})")
+        self.world.baton.touch(self._pc_name, write=False)
         if any(self.held.values()):
             from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
 

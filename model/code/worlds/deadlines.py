@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import inspect
 
+from prefetch_check.model.code.stand_ins.clock import name as clock_name
+from prefetch_check.model.code.worlds.common import GATE_INPUTS
+
 PREFIX = "D"
 PAST_DEADLINE = ("the request waits past its deadline: the timeout policy no longer bounds the time a "
                  "request waits for storage")
@@ -37,11 +40,12 @@ class Deadlines:
         self.checked: dict[int, set] = {r.index: set() for r in run.ranks}  # (request, issue) checked once
         self.pending: dict[tuple[int, int], int] = {}  # (rank, request) -> firings when a check read the clock
         for r in run.ranks:
-            run.baton.spawn(f"{PREFIX}{r.index}", r.index, "deadline", lambda i=r.index: self._thread(i), starts=False)
+            run.baton.spawn(f"{PREFIX}{r.index}", r.index, "deadline", lambda i=r.index: self._thread(i), starts=False,
+                            touches=(GATE_INPUTS,))  # firing changes what the round gate reads (round_due)
 
     def _thread(self, rank: int) -> None:
         for _ in range(self.budget):
-            self.run.baton.point(label(rank), lambda: self.may_fire(rank))
+            self.run.baton.point(label(rank), lambda: self.may_fire(rank), (GATE_INPUTS, clock_name(rank)))
             self.clock.fire(rank)
             self.run.baton.observe(f"rank {rank}'s clock passes every deadline it started")
 

@@ -47,6 +47,7 @@ class _PipelinePart:
 
 
 class BufferRun(Run):
+    FOOTPRINTS = False  # the device pool, device tree and pipeline stand-ins record no footprint yet
     """`Run` with host_memory_mode buffer_only."""
 
     def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
@@ -96,7 +97,7 @@ class BufferRun(Run):
             tokens = self.tokens(q)
             cache.prefetch_from_storage(handle, ROOT_NODE, tokens[d:], matched_prefix_tokens=tokens[:d])
         while True:
-            self.baton.point(GATE, lambda: self.round_enabled(rank))
+            self.baton.point(GATE, lambda: self.round_enabled(rank), self.gate_guard())
             rank.rounds += 1
             self.baton.observe(f"round {rank.rounds}")
             if rank.rounds == cfg.evict_device_round:  # another request's allocation evicts (evict_for_alloc)
