@@ -20,7 +20,7 @@ from test_code_executor import EDITS, edited, release
 
 def both(srt, config, reduce: bool = True, seconds: float = 120):
     """The DFS's result and the sleep-set search's, each exhaustive."""
-    dfs = check_tree(srt, config, CodeLimits(max_seconds=seconds, reduce=reduce))
+    dfs = check_tree(srt, config, CodeLimits(max_seconds=seconds, reduce=reduce, strategy="dfs"))
     sleep = check_tree(srt, config, CodeLimits(max_seconds=seconds, reduce=reduce, strategy="sleep"))
     assert dfs.exhaustive and sleep.exhaustive, (dfs.bound, sleep.bound)
     return dfs, sleep

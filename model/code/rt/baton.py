@@ -65,8 +65,6 @@ class StepRecord:
     label: str
     site: str
     observed: str = ""
-    reads: frozenset = frozenset()  # the step's footprint (Baton.touch)
-    writes: frozenset = frozenset()
 
 
 class Baton:
@@ -78,6 +76,7 @@ class Baton:
         self.by_glet: dict = {}
         self.abandoning = False
         self.steps: list[StepRecord] = []
+        self.footprints: list[tuple[frozenset, frozenset]] = []  # per step: (read, written), Baton.touch
         self.stepping = False  # a managed thread runs: `touch` records into the step's footprint
         self.reads: set = set()
         self.writes: set = set()
@@ -139,7 +138,7 @@ class Baton:
             self.stepping = True
             m.thread.switch()
             self.stepping = False
-            record.reads, record.writes = frozenset(self.reads - self.writes), frozenset(self.writes)
+            self.footprints.append((frozenset(self.reads - self.writes), frozenset(self.writes)))
             if m.status == "dead" and m.error:
                 self.steps[-1].observed = (self.steps[-1].observed + "; died: " + m.error[0]).lstrip("; ")
 

@@ -118,23 +118,19 @@ class SleepSets:
         branch, its explored siblings fall asleep; every step wakes the sleepers it depends on."""
         if depth == 0:
             return
-        step = decision.run.baton.steps[depth - 1]
-        done = (step.reads, step.writes)
+        baton = decision.run.baton
+        choice, done = baton.steps[depth - 1].choice, baton.footprints[depth - 1]
         branch = self.branch
         if branch is not None and branch.depth == depth - 1:
             sleepers = dict(branch.asleep)
             sleepers.update(branch.explored)
-            branch.explored[step.choice] = done
+            branch.explored[choice] = done  # every step is followed by a choice: each branch learns its own
         else:
             sleepers = self.asleep
-        self.asleep = {t: f for t, f in sleepers.items() if t != step.choice and not conflict(f, done)}
+        self.asleep = {t: f for t, f in sleepers.items() if t != choice and not conflict(f, done)}
 
     def finish(self, outcome) -> None:
         schedule = outcome.schedule
-        for branch, todo in reversed(self.expanded):
-            if branch.depth < len(outcome.steps) and todo[0] not in branch.explored:
-                step = outcome.steps[branch.depth]  # the run ended right after this choice
-                branch.explored[step.choice] = (step.reads, step.writes)
         for branch, todo in self.expanded:
             for alt in reversed(todo[1:]):
                 self.stack.append((schedule[: branch.depth] + [alt], branch))
