@@ -47,8 +47,11 @@ class _PipelinePart:
 
 
 class BufferRun(Run):
-    FOOTPRINTS = False  # the device pool, device tree and pipeline stand-ins record no footprint yet
     """`Run` with host_memory_mode buffer_only."""
+
+    # not yet: whether the tree's BufferModePipeline and the device stand-ins are reached by one
+    # thread only is not established, so a step's footprint may miss them (strategies/sleep.py)
+    FOOTPRINTS = False
 
     def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
         cfg, page = self.config, self.config.page_size
