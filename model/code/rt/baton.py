@@ -77,7 +77,8 @@ class Baton:
         self.abandoning = False
         self.steps: list[StepRecord] = []
         self.footprints: list[tuple[frozenset, frozenset]] = []  # per step: (read, written), Baton.touch
-        self.stepping = False  # a managed thread runs: `touch` records into the step's footprint
+        self.recording = False  # footprints wanted (the world declares them complete: WorldRun.FOOTPRINTS)
+        self.stepping = False  # a managed thread runs and footprints are wanted: `touch` records
         self.reads: set = set()
         self.writes: set = set()
 
@@ -134,11 +135,14 @@ class Baton:
             record = StepRecord(m.name, m.rank, m.point.label, m.point.site)
             self.steps.append(record)
             m.status = "running"
-            self.reads, self.writes = set(m.point.guard), set(m.touches)
-            self.stepping = True
-            m.thread.switch()
-            self.stepping = False
-            self.footprints.append((frozenset(self.reads - self.writes), frozenset(self.writes)))
+            if self.recording:
+                self.reads, self.writes = set(m.point.guard), set(m.touches)
+                self.stepping = True
+                m.thread.switch()
+                self.stepping = False
+                self.footprints.append((frozenset(self.reads - self.writes), frozenset(self.writes)))
+            else:
+                m.thread.switch()
             if m.status == "dead" and m.error:
                 self.steps[-1].observed = (self.steps[-1].observed + "; died: " + m.error[0]).lstrip("; ")
 

@@ -59,7 +59,7 @@ def install(op_cls, ack_cls, holder, observed=OBSERVED) -> None:
                 world.baton.touch(f"{d['_pc_label']}.{name}", write=False)
                 world.baton.observe(f"{d['_pc_label']}.{name}={world.label(value)}")
                 return value
-        elif name[0] != "_" or not name.startswith(("_pc", "__")):
+        elif holder.world is not None and holder.world.baton.stepping and not name.startswith(("_pc", "__")):
             d = object.__getattribute__(self, "__dict__")
             if name in d and "_pc_label" in d:
                 value = d[name]
@@ -67,11 +67,15 @@ def install(op_cls, ack_cls, holder, observed=OBSERVED) -> None:
         return base_get(self, name)
 
     def __setattr__(self, name, value):
-        d = object.__getattribute__(self, "__dict__")
-        if "_pc_label" in d:
-            if name in SHARED:
+        if name in SHARED:
+            d = object.__getattribute__(self, "__dict__")
+            if "_pc_label" in d:
                 holder.world.baton.point(f"write {d['_pc_label']}.{name} = {holder.world.label(value)}")
-            holder.world.baton.touch(f"{d['_pc_label']}.{name}")
+                holder.world.baton.touch(f"{d['_pc_label']}.{name}")
+        elif holder.world is not None and holder.world.baton.stepping:
+            label = object.__getattribute__(self, "__dict__").get("_pc_label")
+            if label is not None:
+                holder.world.baton.touch(f"{label}.{name}")
         base_set(self, name, value)
 
     op_cls.__init__, op_cls.__getattribute__, op_cls.__setattr__ = __init__, __getattribute__, __setattr__

@@ -55,6 +55,7 @@ class WorldRun:
     def __init__(self, modules: dict, config: CodeConfig, holder, roots: tuple[str, ...]):
         self.config, self.modules = config, modules
         self.baton = Baton(roots)
+        self.baton.recording = self.FOOTPRINTS  # nobody reads the footprints of a world that has none
         self.world = World(self.baton)
         holder.world = self.world
         holder.collectives = Collectives(self.world, lambda: self.baton.current().rank)
