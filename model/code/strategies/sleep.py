@@ -23,11 +23,14 @@ the intersection of both sleep sets, which becomes the state's set. That stays s
 state's key determines its future (dfs.py): the union of both visits explores every enabled
 thread outside the intersection, and the intersection's threads are covered by both paths' sleep
 claims. The world's persistent set (reduce.py, `ample`) still narrows the enabled threads first:
-persistent sets and sleep sets combine soundly (ch. 5), the states of the persistent-set search
-are all reached.
+persistent sets and sleep sets combine soundly (ch. 5: every class of equivalent schedules the
+persistent-set search runs keeps one representative, with the same steps, so the same faults
+and the same end state), but the states between may differ: with the persistent set on, the
+sleep sets may expand fewer states than it alone (0.5.23 2x1: 1,135 against 1,983).
 
 Footprints are trusted only where the world says every object its threads share records one
 (`WorldRun.FOOTPRINTS`); elsewhere no thread ever sleeps and this is dfs.py's search, run for run.
+What a footprint cannot see (an object kept in a local across a point) is said in rt/hooks.py.
 Source-set DPOR (Abdulla et al., POPL 2014) over the same footprints is the next step: it would
 push an alternative only where a race was seen, instead of every enabled thread not asleep."""
 
