@@ -91,3 +91,22 @@ def test_random_small_configurations_keep_every_state_and_verdict(config):
     dfs, sleep = both(release("0.5.23"), config, reduce=False)
     same_findings(dfs, sleep)
     assert sleep.states == dfs.states
+
+
+@st.composite
+def two_rank_configs(draw):
+    """Two ranks, one request of one page, wait_complete; what each rank's storage holds, fails to
+    read or raises random. With the persistent set (the search the default replaces): best_effort
+    and aborts at two ranks take the DFS minutes (the bench rows)."""
+    return CodeConfig(
+        ranks=2, pages=1, hits=tuple(draw(st.integers(0, 1)) for _ in range(2)),
+        failing=tuple(tuple(draw(st.sets(st.just(0), max_size=1))) for _ in range(2)),
+        query_raises=tuple(draw(st.booleans()) for _ in range(2)))
+
+
+@settings(max_examples=10, **SETTINGS)
+@given(two_rank_configs())
+def test_random_two_rank_configurations_keep_every_verdict(config):
+    dfs, sleep = both(release("0.5.23"), config)
+    same_findings(dfs, sleep)
+    assert sleep.runs <= dfs.runs
