@@ -161,6 +161,8 @@ def functions_of(path: Mapping) -> list[tuple[str, str, ast.AST]]:
 
 
 def _functions_with_modules(path: Mapping, modules: dict) -> list:
+    # the idents with pieces of their own inside them (every proper dotted prefix of an ident)
+    split = {ident.rsplit(".", k)[0] for ident in path for k in range(1, ident.count(".") + 1)}
     out = []
     for ident, piece in path.items():
         module = modules.get(piece.file)
@@ -172,7 +174,7 @@ def _functions_with_modules(path: Mapping, modules: dict) -> list:
         node = find(module, piece.line, name.rpartition(".")[2])
         if isinstance(node, DEFS):
             out.append(((ident, piece.file, node), module))
-        elif isinstance(node, ast.ClassDef) and not any(other.startswith(ident + ".") for other in path):
+        elif isinstance(node, ast.ClassDef) and ident not in split:
             for stmt in body_of(node):
                 if isinstance(stmt, DEFS):
                     out.append(((f"{ident}.{stmt.name}", piece.file, stmt), module))
@@ -205,9 +207,10 @@ def tree_coverage(row, read=None) -> Optional[TreeCoverage]:
     functions.sort(key=lambda f: (f.file, f.line))
     result = TreeCoverage(functions, [name for name, _ in checks], row.changed)
     if row.changed is not None:
-        covered = {rel: {s.line for s in statements(body_of(module)) if s.covers(raw.get(rel, set()))}
-                   for rel, module in modules.items()}
-        by_block = {rel: _statements_by_block(module) for rel, module in modules.items()}
+        files = {c.file for c in row.changed.statements if c.file in modules}  # only where a statement changed
+        covered = {rel: {s.line for s in statements(body_of(modules[rel])) if s.covers(raw.get(rel, set()))}
+                   for rel in files}
+        by_block = {rel: _statements_by_block(modules[rel]) for rel in files}
         for c in row.changed.statements:
             cases, at_load = [], False
             for name, cov in checks:
