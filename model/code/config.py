@@ -95,9 +95,11 @@ class CodeConfig:
 
     def undisturbed(self) -> bool:
         """No short read, no exception, no abort, no device eviction, no rate limit (0.5.23 admits a
-        rate-limited queue head without storage: storage_prefetch.py pop_ready): wait_complete must
-        then deliver the agreed hits."""
+        rate-limited queue head without storage: storage_prefetch.py pop_ready), no device match lost
+        with no re-issue left (past the cap the scheduler admits the shorter match as is):
+        wait_complete must then deliver the agreed hits."""
         return (self.abort_round is None and self.evict_device_round is None and self.capacity_pages is None
+                and not (self.lost_device_pages and self.retry_attempts < 1)
                 and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
                             for r in range(self.ranks)))
 

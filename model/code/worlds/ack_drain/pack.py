@@ -10,9 +10,9 @@ from prefetch_check.model.code.pack import ConformanceKit, WorldPack
 from prefetch_check.model.code.rt import hooks, loader
 from prefetch_check.model.code.worlds.ack_drain import conformance_configs as conformance
 from prefetch_check.model.code.worlds.ack_drain import identity
-from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer, judge as buffer_judge
+from prefetch_check.model.code.worlds.ack_drain import judge
+from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer
 from prefetch_check.model.code.worlds.ack_drain.buffer import params as buffer_params
-from prefetch_check.model.code.rt import verdicts
 from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, COMPONENT_TYPES, CONTROLLER, FILES, HYBRID, Run
 from prefetch_check.model.protocols.ack_drain import refinement
 
@@ -40,9 +40,7 @@ def make_run(modules, config: CodeConfig, holder, roots):
 def not_judged(config: CodeConfig) -> dict[str, str]:
     out = {"no_early_acceptance": ("the executor's policies have no acceptance predicate to race (wait_complete and "
                                    "best_effort vote nothing; timeout admits at its deadline by design)")}
-    if config.host_memory_mode != "buffer_only":
-        out[buffer_judge.PROPERTY] = "the anchor locks of host_memory_mode buffer_only: CodeConfig(host_memory_mode='buffer_only')"
-    return out
+    return {**out, **judge.not_judged(config)}
 
 
 BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
@@ -76,6 +74,6 @@ PACK = WorldPack(
         unsupported=conformance.unsupported, protocol_class=conformance.protocol_class, budgets=conformance.BUDGETS,
         budget_config=conformance.budget_config, release_batch_size=conformance.RELEASE_STORAGE_BATCH_SIZE),
     bench=BENCH,
-    properties=verdicts.PROPERTIES + (buffer_judge.PROPERTY,),
-    judge=buffer_judge.judge,
+    properties=judge.PROPERTIES,
+    judge=judge.judge,
 )
