@@ -58,6 +58,14 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("1x1 buffer_only, 1 page on the device", dict(ranks=1, host_memory_mode="buffer_only", device_pages=1)),
     ("2x1 buffer_only", dict(ranks=2, host_memory_mode="buffer_only")),
     ("1x2 buffer_only, host pool of 2 pages", dict(ranks=1, requests=2, host_memory_mode="buffer_only", host_pages=2)),
+    ("1x1 timeout, deadlines fire", dict(ranks=1, policy="timeout")),
+    ("1x1 retries, device match lost, readmitted twice", dict(ranks=1, pages=1, retries=True, lost_device_pages=1,
+                                                              readmissions=2)),
+    ("1x3 retries, rate-limited to one, one a round", dict(ranks=1, requests=3, pages=1, retries=True, capacity_pages=1,
+                                                           batch=1)),
+    ("1x1 retries, aborted in round 1", dict(ranks=1, pages=1, retries=True, abort_round=1)),
+    ("1x1 retries, aborted in round 1, the rid reused", dict(ranks=1, pages=1, retries=True, abort_round=1,
+                                                              rid_reuse=True)),
 ))
 
 PACK = WorldPack(
