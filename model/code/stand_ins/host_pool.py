@@ -9,9 +9,14 @@ from prefetch_check.model.code.stand_ins.context import Strict
 
 import contextlib
 
+from prefetch_check.model.code.stand_ins.errors import WorldFault
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 
 FREE, HELD, TREE, EVICTED = "free", "held", "tree", "evicted"
+
+
+class NotWholePages(AssertionError, WorldFault):
+    """The pool's own assertion (upstream's alloc asserts whole pages): the caller's bug, not ours."""
 
 
 class _Entry:
@@ -42,8 +47,12 @@ class HostPool(Strict):
         self.world.baton.point(f"alloc {need_size} host slots (rank {self.rank})")
         # upstream's pool asserts whole pages (pool_host/base.py alloc): a caller's misaligned size
         # kills the calling thread there, so it does here
-        assert need_size % self.page_size == 0, f"host alloc of {need_size} slots: not whole pages of {self.page_size}"
+        if need_size % self.page_size:
+            raise NotWholePages(f"host alloc of {need_size} slots: not whole pages of {self.page_size}")
         if need_size > self.available_size():
+            # observed: a failed alloc changes nothing else, and a retry of the same size parks at
+            # the same label; unobserved, its state would be the first attempt's (SEEN, never run on)
+            self.world.baton.observe("alloc failed")
             return None
         slots = [i for i, s in enumerate(self.status) if s == FREE][:need_size]
         for i in slots:
