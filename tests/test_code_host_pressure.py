@@ -1,7 +1,8 @@
 """Host memory pressure (CodeConfig.host_held_pages): the tree holds an earlier request's host-only
 pages, the prefetch's host allocation fails, and the release's own evict_host (tree_core's
 eviction, then components[FULL].free_host_values) makes room before the retry and the partial
-prefix. 0.5.23 and 0.5.19 are clean and exhausted, their eviction and partial-prefix lines run;
+prefix; anchored at the held pages, the release's own anchor lock keeps eviction off them. 0.5.23
+and 0.5.19 are clean and exhausted, their eviction and partial-prefix lines run;
 one-place edits of that path, applied here, are caught with their consequence; a behaviour-keeping
 refactor keeps every figure."""
 
@@ -21,6 +22,10 @@ EVICTABLE = CodeConfig(ranks=1, pages=2, host_pages=2, host_held_pages=2)
 LOCKED = CodeConfig(ranks=1, pages=2, host_pages=2, host_held_pages=2, host_locked_pages=1)
 # the same with pages of 2 tokens (the partial prefix's page alignment matters)
 LOCKED_PAGES_OF_2 = CodeConfig(ranks=1, pages=2, page_size=2, host_pages=2, host_held_pages=2, host_locked_pages=1)
+# the held pages are the request's own prefix, its prefetch anchored at them: the release's anchor lock
+# keeps eviction off them, and of a pool of 3 the partial prefix takes the 1 page left
+ANCHORED = CodeConfig(ranks=1, pages=2, host_pages=3, host_held_pages=2, host_anchored=True)
+ANCHOR_LOCK = ("            else self.inc_host_lock_ref(last_host_node_id).to_dec_params()\n", "            else None\n")
 
 # release -> name -> (file, configuration, old text, new text, the property that catches it)
 EDITS = {
@@ -45,6 +50,8 @@ EDITS = {
         "partial_prefix_threshold_strict": (
             HCC, LOCKED, "        if alloc_len >= min_tokens:\n", "        if alloc_len > min_tokens:\n",
             "wait_complete_delivers"),
+        # the prefetch takes no host lock on its anchor: eviction frees the prefix the fetch extends
+        "anchor_lock_dropped": (URC, ANCHORED, *ANCHOR_LOCK, "data_integrity"),
     },
     "0.5.19": {
         "evict_host_frees_nothing": (
@@ -55,6 +62,7 @@ EDITS = {
         "partial_prefix_alignment_off_by_one": (
             URC, LOCKED_PAGES_OF_2, "                    available_size - (available_size % self.page_size),\n",
             "                    available_size - (available_size % self.page_size) + 1,\n", "no_crash"),
+        "anchor_lock_dropped": (URC, ANCHORED, *ANCHOR_LOCK, "data_integrity"),
     },
 }
 # the lines of the release's eviction and allocation-failure path each clean case must run
@@ -68,7 +76,7 @@ LINES = {
 def test_the_releases_eviction_runs_against_the_trees_pages_and_is_clean(version):
     srt = release(version)
     ran: dict[str, set] = {}
-    for config in (EVICTABLE, LOCKED, LOCKED_PAGES_OF_2):
+    for config in (EVICTABLE, LOCKED, LOCKED_PAGES_OF_2, ANCHORED):
         result = check_tree(srt, config, LIMITS, coverage={})
         assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
         assert clean(result), result.verdicts
@@ -109,8 +117,10 @@ def test_a_refactor_of_the_partial_prefix_keeps_every_figure(tmp_path):
         assert (a.verdicts, a.runs, a.states) == (b.verdicts, b.runs, b.states)
 
 
-def test_the_pages_the_tree_holds_are_not_modelled_in_buffer_only():
+def test_host_pressure_settings_outside_the_world_are_refused():
     with pytest.raises(ValueError, match="host_held_pages needs host_memory_mode='cache'"):
         CodeConfig(host_memory_mode="buffer_only", host_held_pages=1)
     with pytest.raises(ValueError, match="host_locked_pages 2"):
         CodeConfig(host_held_pages=1, host_locked_pages=2)
+    with pytest.raises(ValueError, match="host_anchored: one request"):
+        CodeConfig(requests=2, host_held_pages=1, host_anchored=True)

@@ -45,6 +45,7 @@ class CodeConfig:
     # release's evict_host when a prefetch's host allocation fails), the leading ones locked
     host_held_pages: int = 0  # pages of the host pool (host_pages) the tree holds at the start
     host_locked_pages: int = 0  # of those, the leading pages a running request locks (never evictable)
+    host_anchored: bool = False  # the held pages are the request's own prefix: its prefetch anchors at them
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
@@ -68,6 +69,8 @@ class CodeConfig:
                              f"({self.host_held_pages})")
         if self.host_held_pages and self.host_memory_mode != "cache":
             raise ValueError("host_held_pages needs host_memory_mode='cache' (buffer_only's tree holds no host pages)")
+        if self.host_anchored and (not self.host_held_pages or self.requests != 1 or self.reissue or self.retries):
+            raise ValueError("host_anchored: one request (no reissue, no retries) continuing host_held_pages > 0")
         if self.host_held_pages > self.pool_pages():
             raise ValueError(f"host_held_pages {self.host_held_pages}: more than the host pool's {self.pool_pages()} pages")
         for name in ("hits", "failing", "query_raises", "raising_reads"):
@@ -99,8 +102,13 @@ class CodeConfig:
 
     def room_pages(self) -> int:
         """What the prefetches can get of the host pool: all of it but the locked pages (the
-        release's evict_host makes room by evicting the tree's unlocked ones)."""
-        return self.pool_pages() - self.host_locked_pages
+        release's evict_host makes room by evicting the tree's unlocked ones); anchored at the held
+        pages, the release's own anchor lock keeps all of them."""
+        return self.pool_pages() - (self.host_held_pages if self.host_anchored else self.host_locked_pages)
+
+    def first_page(self) -> int:
+        """The request's first page the prefetch asks for: after the held pages it continues."""
+        return self.host_held_pages if self.host_anchored else 0
 
     def needed_pages(self) -> int:
         return self.pages * self.requests * self.fetches()
@@ -152,7 +160,7 @@ class CodeConfig:
 
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
-                      "host_held_pages": 0, "host_locked_pages": 0}
+                      "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False}
 
 
 @dataclass(frozen=True)

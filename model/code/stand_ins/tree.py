@@ -68,10 +68,15 @@ class TreeCore(Strict):
 
     def inc_host_lock_ref(self, node_id):
         self.locks += 1
+        if self.host_only is not None and self.host_only.holds(node_id) and not self.host_only.was_evicted(node_id):
+            self.host_only.lock(node_id, +1)
         return _Lock()
 
     def dec_host_lock_ref(self, node_id, params=None):
         self.locks -= 1
+        if self.host_only is not None and self.host_only.holds(node_id) and not self.host_only.was_evicted(node_id):
+            if not self.host_only.lock(node_id, -1):
+                raise self.world.not_modelled(f"tree_core.dec_host_lock_ref of node {node_id}, which holds no host lock")
 
     def insert_host(self, node_id, key, host_indices, hash_values=None, *args, **kwargs) -> InsertResult:
         baton = self.world.baton
@@ -80,6 +85,13 @@ class TreeCore(Strict):
         if not tokens:
             return InsertResult(prefix_len=0)
         request = tokens[0] // 1000
+        if self.host_only is not None and self.host_only.was_evicted(node_id):
+            site = baton.current().point.site if baton.current() else "?"
+            self.world.fault("data_integrity",
+                             f"rank {self.rank}: req{request}'s prefetched pages inserted below node {node_id}, "
+                             "whose host pages were evicted during the fetch",
+                             "wrong KV data served: the prefix the new pages extend was freed and its slots reused",
+                             site)
         prefix = min(self.held.get(request, 0), len(tokens))
         slots = host_indices.data[prefix:]
         expected = storage_hashes(key, None, self.page_size)

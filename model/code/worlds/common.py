@@ -72,8 +72,8 @@ class WorldRun:
         earlier request whose pages the tree holds is numbered after this run's requests)."""
         cfg, page = self.config, self.config.page_size
         pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
-        storage = StorageBackend(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page,
-                                 cfg.raising_reads_of(i))
+        storage = StorageBackend(self.world, i, cfg.first_page() + cfg.hits_of(i), cfg.failing_of(i),
+                                 cfg.raises_of(i), page, cfg.raising_reads_of(i))
         held = (HostHeldPages(self.world, i, pool, page, cfg.host_held_pages, cfg.host_locked_pages, cfg.requests)
                 if cfg.host_held_pages else None)
         return pool, TreeCore(self.world, i, pool, page, held), storage
@@ -83,7 +83,13 @@ class WorldRun:
             setattr(cc, q, Queue(self.world, f"r{i}.{q}"))
 
     def tokens(self, q: int) -> list[int]:
-        return [q * 1000 + t for t in range(self.config.pages * self.config.page_size)]
+        """Request q's tokens the prefetch asks for (after the held pages it continues, if anchored)."""
+        first = self.config.first_page() * self.config.page_size
+        return [q * 1000 + t for t in range(first, first + self.config.pages * self.config.page_size)]
+
+    def anchor(self, rank: Rank) -> int:
+        """The node the prefetch anchors at: the root, or the deepest held page it continues."""
+        return rank.tree.host_only.deepest() if self.config.host_anchored else ROOT_NODE
 
     # ---- the round gate and the reduction's hook (a world's own: round_enabled(rank), key())
     def _at_gate(self, rank: Rank) -> bool:

@@ -122,7 +122,7 @@ class Run(WorldRun):
             return readmission.drive(self, rank)
         cache = rank.cache
         for q, handle in enumerate(rank.handles):
-            cache.prefetch_from_storage(handle, ROOT_NODE, self.tokens(q))
+            cache.prefetch_from_storage(handle, self.anchor(rank), self.tokens(q))
         reissued: set = set()
         while True:
             self.baton.point(GATE, lambda: self.round_enabled(rank))

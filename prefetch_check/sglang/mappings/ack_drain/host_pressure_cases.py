@@ -1,8 +1,9 @@
 """The ack-drain cases under host memory pressure (0.5.19 on): the host pool is full of pages the
 tree holds from an earlier request (CodeConfig.host_held_pages), so the prefetch's allocation
 fails and the release's own `evict_host` runs against them (model/code/stand_ins/host_held.py):
-eviction making room for the retry, and with a locked page the partial page-aligned prefix. Each
-names its non-default settings."""
+eviction making room for the retry, with a locked page the partial page-aligned prefix, and with
+the prefetch anchored at the held pages the release's own anchor lock keeping them. Each names
+what it sets."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def skip(srt) -> str:
 
 
 def _pressure(**kwargs) -> CodeConfig:
-    return CodeConfig(world=PROTOCOL, ranks=1, pages=2, host_pages=2, host_held_pages=2, **kwargs)
+    return CodeConfig(world=PROTOCOL, **{"ranks": 1, "pages": 2, "host_pages": 2, "host_held_pages": 2, **kwargs})
 
 
 HELD = "host pool of 2 pages, both held by the tree"
@@ -34,4 +35,8 @@ HOST_PRESSURE_CASES: tuple[Case, ...] = (
     Case(f"1 rank, {HELD}, 1 locked (a partial prefix)", _pressure(host_locked_pages=1), skip=skip),
     Case(f"1 rank, page_size=2, {HELD}, 1 locked (a partial prefix)", _pressure(page_size=2, host_locked_pages=1),
          skip=skip),
+    # the held pages are the request's own prefix and the prefetch anchors at them: the release's
+    # anchor lock keeps them from eviction, and the partial prefix takes the one page left
+    Case("1 rank, host pool of 3 pages, 2 held by the tree as the request's prefix, the prefetch anchored "
+         "there (a partial prefix)", _pressure(host_pages=3, host_anchored=True), skip=skip),
 )
