@@ -107,12 +107,23 @@ def test_a_retry_skipped_after_eviction_keeps_what_is_delivered_in_cache_mode(tm
     assert result.exhaustive and clean(result), result.verdicts
 
 
-def test_a_refactor_of_the_partial_prefix_keeps_every_figure(tmp_path):
+REFACTORS = {
+    "partial_prefix": (HCC, (LOCKED, LOCKED_PAGES_OF_2),
+                       "            alloc_len = min(hit_tokens, available - available % self.page_size)\n",
+                       "            alloc_len = min(hit_tokens, available // self.page_size * self.page_size)\n"),
+    "evict_host": (URC, (EVICTABLE, ANCHORED),
+                   "        self._apply_eviction_result(result)\n        return result.tracker.get(component_type, 0)\n",
+                   "        evicted = result.tracker.get(component_type, 0)\n"
+                   "        self._apply_eviction_result(result)\n        return evicted\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFACTORS))
+def test_a_refactor_of_the_eviction_path_keeps_every_figure(tmp_path, name):
+    rel, configs, old, new = REFACTORS[name]
     srt = release("0.5.23")
-    refactored = edited(tmp_path, srt, HCC,
-                        "            alloc_len = min(hit_tokens, available - available % self.page_size)\n",
-                        "            alloc_len = min(hit_tokens, available // self.page_size * self.page_size)\n")
-    for config in (LOCKED, LOCKED_PAGES_OF_2):
+    refactored = edited(tmp_path, srt, rel, old, new)
+    for config in configs:
         a, b = check_tree(srt, config, LIMITS), check_tree(refactored, config, LIMITS)
         assert (a.verdicts, a.runs, a.states) == (b.verdicts, b.runs, b.states)
 
