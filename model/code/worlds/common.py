@@ -69,12 +69,14 @@ class WorldRun:
     # ---- building (a world's own: _build(i) -> Rank, and these helpers)
     def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
         """Rank i's host pool, host tree and storage backend, as the configuration says (the
-        earlier request whose pages the tree holds is numbered after this run's requests)."""
+        earlier request whose pages the tree holds is numbered after this run's requests, unless
+        the request continues them)."""
         cfg, page = self.config, self.config.page_size
         pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
         storage = StorageBackend(self.world, i, cfg.first_page() + cfg.hits_of(i), cfg.failing_of(i),
                                  cfg.raises_of(i), page, cfg.raising_reads_of(i))
-        held = (HostHeldPages(self.world, i, pool, page, cfg.host_held_pages, cfg.host_locked_pages, cfg.requests)
+        earlier = 0 if cfg.host_anchored else cfg.requests  # anchored: request 0's own leading pages
+        held = (HostHeldPages(self.world, i, pool, page, cfg.host_held_pages, cfg.host_locked_pages, earlier)
                 if cfg.host_held_pages else None)
         return pool, TreeCore(self.world, i, pool, page, held), storage
 
