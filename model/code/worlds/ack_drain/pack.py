@@ -60,6 +60,8 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("1x1 buffer_only, 1 page on the device", dict(ranks=1, host_memory_mode="buffer_only", device_pages=1)),
     ("2x1 buffer_only", dict(ranks=2, host_memory_mode="buffer_only")),
     ("1x2 buffer_only, host pool of 2 pages", dict(ranks=1, requests=2, host_memory_mode="buffer_only", host_pages=2)),
+    ("1x1 host pool of 2 pages held by the tree, evicted", dict(ranks=1, host_pages=2, host_held_pages=2)),
+    ("2x1 the same, 1 page locked: a partial prefix", dict(ranks=2, host_pages=2, host_held_pages=2, host_locked_pages=1)),
 ))
 
 PACK = WorldPack(
