@@ -323,7 +323,8 @@ WHY_NOT_RUN = {
     "nonkv": "sidecar pools (SWA, Mamba): no case has them",
     "mamba": "sidecar pools (SWA, Mamba): no case has them",
     "swa": "sidecar pools (SWA, Mamba): no case has them",
-    "evict": "host eviction of pages the tree holds is not modelled",
+    "evict": ("eviction: only the ack-drain host-pressure cases evict (UnifiedRadixCache.evict_host, an earlier "
+              "request's host pages); device eviction and the poll world's are not run"),
     "abort": "aborts: no case of `prefetch-check sglang` aborts a request",
     "__init__": "the executor builds the objects with __new__ and the attributes the path reads",
     "attach_storage_backend": "the executor builds the objects with __new__ and the attributes the path reads",
