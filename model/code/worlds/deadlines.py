@@ -143,19 +143,25 @@ class OwnDeadlineAdmits(Deadlines):
 
 
 class EveryDeadlineAdmits(Deadlines):
-    """The predicate-poll releases (0.5.1-0.5.18): can_terminate_prefetch MAX-reduces
+    """The predicate-poll releases (0.5.1-0.5.18): a deadline runs from the issue (the operation's
+    `start_time`, read when PrefetchOperation is built), and can_terminate_prefetch MAX-reduces
     [not can_terminate, terminated] over the ranks, so a rank whose deadline passed still waits for
-    the others. The bound: in a round where every rank that checks the request read its clock in
-    that check after a firing since an earlier check's reading, each rank's own verdict
-    (`completed or is_prefetch_timeout(op)`, its start_time read at issue) is True, and the vote must
-    admit it on every rank. A rank whose check did not read its clock (its prefetch completed) makes
-    no claim: that round is not judged. The scheduler polls every round while a request waits, so
-    these deadlines ask nothing of the round gate."""
+    the others. The bound: in a round where every rank that checks the request began its check
+    after a firing of its clock that followed the issue's reading, each rank's own verdict
+    (`completed or` the timeout, read after the firing) is True, and the vote must admit the
+    request on every rank. The scheduler polls every round while a request waits, so these
+    deadlines ask nothing of the round gate."""
 
     def __init__(self, run):
         super().__init__(run)
         self.voters: dict[int, tuple[int, ...]] = {}  # request -> the ranks whose check of it this round votes
         self.votes: dict[int, dict[int, tuple[bool, bool]]] = {}  # request -> rank -> (deadline passed, admitted)
+
+    def issue(self, rank, q: int, issue) -> None:
+        """Run `issue()` (prefetch_from_storage for request q): its reading starts q's deadline."""
+        _, (read, at) = self._read_in(rank.index, issue)
+        if read:
+            self.pending[(rank.index, q)] = at
 
     def round_starts(self, rank) -> None:
         """The first scheduler into a round names each waiting request's voters: the ranks are in
@@ -167,23 +173,22 @@ class EveryDeadlineAdmits(Deadlines):
 
     def check(self, rank, q: int, handle, check) -> bool:
         """Run `check()` (check_prefetch_progress for request q) and, once every voter of this round
-        has checked, judge the round: each passed its deadline, yet one still waits."""
+        has checked, judge the round: each passed its deadline before its check began, yet one
+        still waits."""
         i = rank.index
         due = self.pending.get((i, q))
-        admitted, (read, at) = self._read_in(i, check)
-        if read:
-            self.pending[(i, q)] = at
+        passed = due is not None and self.clock.epoch.get(i, 0) > due
+        admitted = check()
         if admitted:
             self.pending.pop((i, q), None)
         votes = self.votes.setdefault(q, {})
-        votes[i] = (read and due is not None and at > due, admitted)
+        votes[i] = (passed, admitted)
         if set(votes) != set(self.voters.get(q, (i,))):
             return admitted
-        if all(passed for passed, _ in votes.values()):
+        if all(p for p, _ in votes.values()):
             for r in sorted(r for r, (_, done) in votes.items() if not done):
-                self.run.world.fault("progress", f"rank {r}: req{q} still waits at a check where every rank's clock had "
-                                     "passed its deadline (each read it after a firing)", PAST_DEADLINE,
-                                     self._site(self.run.ranks[r]))
+                self.run.world.fault("progress", f"rank {r}: req{q} still waits at a check after every rank's deadline "
+                                     "fired", PAST_DEADLINE, self._site(self.run.ranks[r]))
         del self.votes[q]
         return admitted
 

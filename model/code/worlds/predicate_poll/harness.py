@@ -149,7 +149,8 @@ class PollRun(WorldRun):
         comes back to the same state)."""
         cache = rank.cache
         for q, rid in enumerate(rank.handles):
-            cache.prefetch_from_storage(rid, rank.node, self.tokens(q))
+            issue = lambda q=q, rid=rid: cache.prefetch_from_storage(rid, rank.node, self.tokens(q))  # noqa: E731
+            issue() if self.deadlines is None else self.deadlines.issue(rank, q, issue)
         while True:
             self.baton.current().digest = b""
             for group in self.groups.values():

@@ -37,6 +37,9 @@ def not_judged(config: CodeConfig) -> dict[str, str]:
     wait_complete."""
     if config.policy == "wait_complete":
         return {}
+    if config.policy == "timeout":
+        return {"no_early_acceptance": "judged under wait_complete only (under timeout an expired deadline "
+                                       "terminates a prefetch whose page list is empty by design)"}
     return {"no_early_acceptance": "best_effort never waits: terminating at the first check is its contract"}
 
 
