@@ -3,7 +3,8 @@ EveryDeadlineAdmits): the deadline of 0.5.12-0.5.18 (start_time read at issue, t
 the tree's PrefetchTimeoutConfig in `_prefetch_timeout_check_linear_func`, the ranks' MAX vote in
 `can_terminate_prefetch`) runs as written and a rank's deadline firing is a choice of the search.
 On the real releases 0.5.12 and 0.5.18 every judged property stays VERIFIED, exhaustively at 1
-rank; one-place edits of the deadline are caught from the code with their consequence; a
+rank (no_early_acceptance judged until a rank's deadline fires); one-place edits of the deadline
+are caught from the code with their consequence; a
 behaviour-keeping refactor keeps the release's counts; the firing shows, by name, in the schedule
 that replays it."""
 
@@ -35,6 +36,12 @@ EDITS = {
     # without the vote the rank whose deadline fired terminates alone and meets its peer, still
     # polling, in another collective: both schedulers wait forever
     "the vote is skipped": (VOTE, "pass", TWO, FIRST, "deadlock_freedom", "waits forever in all_reduce(MIN)"),
+    # MIN: one rank's expiry admits on every rank, while a peer's deadline has not fired and its
+    # page list is still empty (the depth-first search does not reach it in 60 s; PCT in 5 runs)
+    "the vote is MIN-reduced, not MAX": (
+        VOTE, VOTE.replace("MAX", "MIN"), TWO, CodeLimits(strategy="pct", seed=1, max_runs=20, stop_on_first=True),
+        "no_early_acceptance", "its hash_value was still empty (not yet published, not revoked, its deadline not "
+        "yet fired)"),
 }
 
 
@@ -54,7 +61,7 @@ def clean(result) -> bool:
 def test_a_poll_release_keeps_its_clean_verdicts_when_its_deadlines_fire(version):
     result = check_tree(release(version), ONE, LIMITS)
     assert result.exhaustive and not result.not_modelled and clean(result), (result.bound, result.verdicts)
-    assert {"wait_complete_delivers", "no_early_acceptance"} <= set(result.not_judged)  # wait_complete only
+    assert "wait_complete_delivers" in result.not_judged and "no_early_acceptance" not in result.not_judged
 
 
 @pytest.mark.parametrize("version", ["0.5.12", "0.5.18"])
@@ -65,7 +72,7 @@ def test_an_edit_of_the_poll_deadline_is_caught_from_the_code(tmp_path, version,
     found = result.violations.get(prop)
     assert found is not None and result.verdicts[prop] == "VIOLATED", (name, result.verdicts)
     assert says in found.message, found.message
-    assert FIRES in [s.label for s in found.steps], [s.label for s in found.steps][-10:]
+    assert any(s.label.startswith("deadline fires on rank ") for s in found.steps), [s.label for s in found.steps]
     if prop == "progress":  # judged where the tree checks the request: check_prefetch_progress's def line
         site, _, line = found.site.partition(":")
         source = (tmp_path / "sglang" / "srt" / site).read_text().splitlines()[int(line) - 1]

@@ -163,6 +163,12 @@ class EveryDeadlineAdmits(Deadlines):
         if read:
             self.pending[(rank.index, q)] = at
 
+    def fired_since_issue(self, rank: int, q: int) -> bool:
+        """Whether rank's clock fired after request q's issue read it: every deadline q's operation
+        runs on that rank has passed (until q is admitted there)."""
+        due = self.pending.get((rank, q))
+        return due is not None and self.clock.epoch.get(rank, 0) > due
+
     def round_starts(self, rank) -> None:
         """The first scheduler into a round names each waiting request's voters: the ranks are in
         lockstep, so every rank has finished the last round and none has checked in this one."""
@@ -176,8 +182,7 @@ class EveryDeadlineAdmits(Deadlines):
         has checked, judge the round: each passed its deadline before its check began, yet one
         still waits."""
         i = rank.index
-        due = self.pending.get((i, q))
-        passed = due is not None and self.clock.epoch.get(i, 0) > due
+        passed = self.fired_since_issue(i, q)
         admitted = check()
         if admitted:
             self.pending.pop((i, q), None)
