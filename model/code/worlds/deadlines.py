@@ -1,7 +1,7 @@
 """The timeout policy in the code engine's own search: a rank's deadline firing is a choice, as
 Coyote treats timers. Per rank one more managed thread, `D<r>`, parks at "deadline fires on rank
 r"; it is enabled once the code of rank r has read its clock since it last fired (a deadline may
-be running: 0.5.19's `op.start_time`, 0.5.23's PollTimer) while rank r has a request waiting, and
+be running: 0.5.1-0.5.19's `op.start_time`, 0.5.23's PollTimer) while rank r has a request waiting, and
 running it moves rank r's clock past every deadline it has started (stand_ins/clock.py). Every
 strategy sees it as one more enabled choice; a counterexample replays it by name.
 
@@ -16,7 +16,7 @@ What the bound promises depends on how the ranks' verdicts are combined, so each
 with its own subclass: `OwnDeadlineAdmits` (ack-drain, 0.5.19-0.5.23: PP0 decides and the verdict
 is MAX-reduced, so a rank's own expiry admits it) and `EveryDeadlineAdmits` (predicate-poll,
 0.5.1-0.5.18: the vote MAX-reduces [not can_terminate, terminated], so a request is admitted once
-every voting rank's check saw its deadline passed)."""
+every voting rank's deadline passed)."""
 
 from __future__ import annotations
 

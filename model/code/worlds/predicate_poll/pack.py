@@ -49,6 +49,7 @@ def not_judged(config: CodeConfig) -> dict[str, str]:
 BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("poll 1x1", dict(ranks=1)),
     ("poll 1x1 best_effort", dict(ranks=1, policy="best_effort")),
+    ("poll 1x1 timeout, deadlines as choices", dict(ranks=1, policy="timeout")),
     ("poll 1x1, cannot read page 1", dict(ranks=1, failing=((1,),))),
     ("poll 1x1, no hits, threshold 0", dict(ranks=1, hits=(0,), threshold_pages=0)),
     ("poll 2x1", dict(ranks=2)),
