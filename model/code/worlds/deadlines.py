@@ -39,7 +39,8 @@ class Deadlines:
         self.run, self.clock = run, run.clock
         cfg = run.config
         self.budget = cfg.requests * (2 if cfg.reissue else 1)
-        self.pending: dict[tuple[int, int], int] = {}  # (rank, request) -> firings when a check read the clock
+        # (rank, request) -> the firings at the reading a deadline runs from (ack-drain: a check's; poll: the issue's)
+        self.pending: dict[tuple[int, int], int] = {}
         for r in run.ranks:
             run.baton.spawn(f"{PREFIX}{r.index}", r.index, "deadline", lambda i=r.index: self._thread(i), starts=False)
 
@@ -64,8 +65,9 @@ class Deadlines:
         return f"{path}:{line}"
 
     def _read_in(self, rank: int, check) -> tuple[bool, tuple[bool, int]]:
-        """Run `check()`: what it answered, whether it read the rank's clock, and the firings the
-        clock had at its last reading (only the rank's scheduler reads it while it checks)."""
+        """Run `check()` (a scheduler call: a check, or the poll world's issue): what it answered,
+        whether it read the rank's clock, and the firings the clock had at its last reading (no
+        other thread of the rank reads the clock on the path the worlds run)."""
         reads = self.clock.reads.get(rank, 0)
         admitted = check()
         return admitted, (self.clock.reads.get(rank, 0) > reads, self.clock.read_at.get(rank, 0))
