@@ -28,7 +28,8 @@ from prefetch_check.model.code.worlds.predicate_poll.stand_ins import (EmptyAcks
                                                                       page_hashes)
 
 # Below sglang/srt: the files this world runs as written, HiRadixCache and HiCacheController.
-HIRADIX, CONTROLLER, STORAGE = "mem_cache/hiradix_cache.py", "managers/cache_controller.py", "mem_cache/hicache_storage.py"
+HIRADIX, CONTROLLER = "mem_cache/hiradix_cache.py", "managers/cache_controller.py"
+STORAGE = "mem_cache/hicache_storage.py"  # PrefetchTimeoutConfig (0.5.12 on)
 FILES = (STORAGE, CONTROLLER, HIRADIX)
 # queues the controller's __init__ / attach creates (the prefetch thread makes prefetch_buffer itself)
 QUEUES = ("prefetch_queue", "prefetch_revoke_queue", "prefetch_hit_queue", "backup_queue", "ack_backup_queue",
