@@ -12,7 +12,7 @@ from prefetch_check.model.code.stand_ins.components import FullComponent
 from prefetch_check.model.code.stand_ins.sync import Event, Lock
 from prefetch_check.model.code.worlds.ack_drain import readmission
 from prefetch_check.model.code.worlds.common import GATE, ROOT_NODE, Rank, WorldRun
-from prefetch_check.model.code.worlds.deadlines import Deadlines
+from prefetch_check.model.code.worlds.deadlines import OwnDeadlineAdmits
 
 # Below sglang/srt: the files this world runs as written (those a release lacks are stubbed like the rest).
 COMPONENT_TYPES = "mem_cache/unified_cache/component_type.py"
@@ -34,7 +34,7 @@ class Run(WorldRun):
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         self.schedulers: dict = {}  # rank -> its scheduler stand-in (retry world only)
         super().__init__(modules, config, holder, roots)
-        self.deadlines = Deadlines(self) if config.explores_clock() else None  # timeout: firing is a choice
+        self.deadlines = OwnDeadlineAdmits(self) if config.explores_clock() else None  # timeout: firing is a choice
 
     # ---- building
     def _build(self, i: int) -> Rank:
