@@ -99,13 +99,10 @@ def test_a_refactor_of_the_deadline_keeps_the_release_counts(tmp_path):
     assert (result.runs, result.states) == (ref.runs, ref.states)
 
 
-def test_the_timeout_policy_runs_without_a_driven_clock_and_the_poll_world_refuses_it():
+def test_the_timeout_policy_runs_without_a_driven_clock():
+    """(The poll world fires deadlines too: tests/test_code_poll_deadlines.py.)"""
     assert TIMEOUT.explores_clock() and not CodeConfig(policy="timeout", driven_clock=True).explores_clock()
     assert not CodeConfig(policy="best_effort").explores_clock()
-    from prefetch_check.model.code.worlds.predicate_poll.harness import PollRun
-
-    with pytest.raises(ValueError, match="the poll world does not fire deadlines yet"):
-        PollRun({}, CodeConfig(world="predicate-poll", policy="timeout"), None, ("/",))
 
 
 def test_a_sampling_strategy_fires_the_deadline_too(tmp_path):

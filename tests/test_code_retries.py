@@ -17,6 +17,10 @@ SCHED, RETRIES = "managers/scheduler.py", "mem_cache/storage_prefetch.py"
 READMITTED = CodeConfig(ranks=1, pages=1, retries=True, lost_device_pages=1, readmissions=2)
 # three requests, the prefetch budget of one, one admitted a round: paced retries fire behind the head
 PACED = CodeConfig(ranks=1, requests=3, pages=1, retries=True, capacity_pages=1, batch=1)
+# the client aborts the waiting request in round 1 (SCH _release_aborted_request -> tree_cache.finish)
+ABORTED = CodeConfig(ranks=1, pages=1, retries=True, abort_round=1)
+# the device match lost with no re-issue left (max attempts 0): admitted with the shorter match, as designed
+NO_REISSUE = CodeConfig(ranks=1, pages=1, retries=True, lost_device_pages=1, retry_attempts=0)
 
 EDITS = {
     # the device-hit-loss re-query skipped: the request is admitted without what storage holds
@@ -30,6 +34,14 @@ EDITS = {
     "lookup_length_forgotten": (
         SCHED, READMITTED, "            req.storage_prefetch_last_match_len = matched_len\n", "            pass\n",
         "wait_complete_delivers"),
+    # the abort no longer reaches the cache: its per-request records outlive the request
+    "abort_skips_the_cache": (
+        SCHED, ABORTED, "        self.tree_cache.finish(req.cache_request_handle, CacheRequestOutcome.ABORT)\n",
+        "        pass\n", "request_release"),
+    # the device-hit-loss re-query's cap test off by one: a re-issue past the cap
+    "reissue_past_the_cap": (
+        SCHED, NO_REISSUE, "            >= get_memory().hicache_storage_prefetch_retry_max_attempts\n",
+        "            > get_memory().hicache_storage_prefetch_retry_max_attempts\n", "progress"),
     # pop_ready hands back the request alone, not (request, storage_hit_end)
     "pop_ready_wrong_shape": (
         RETRIES, PACED, "            ready.append((req, retry.storage_hit_end))\n", "            ready.append(req)\n",
@@ -51,6 +63,17 @@ def test_0_5_23_retry_world_runs_the_schedulers_methods_and_is_clean(config):
         assert "wait_complete_delivers" in check_tree(srt, PACED, CodeLimits(max_runs=1)).not_judged
 
 
+def test_0_5_23_releases_an_aborted_request_and_keeps_its_reissue_cap():
+    """The retry world's own judgements (retry_judge.py) hold for the release: an aborted request
+    leaves nothing in the cache, and with no re-issue left a lost device match is not re-queried."""
+    srt = release("0.5.23")
+    for config in (ABORTED, NO_REISSUE):
+        result = check_tree(srt, config, LIMITS)
+        assert result.exhaustive and clean(result), (config, result.verdicts)
+        assert result.verdicts["request_release"] == "VERIFIED" and result.verdicts["progress"] == "VERIFIED"
+    assert "wait_complete_delivers" in check_tree(srt, NO_REISSUE, CodeLimits(max_runs=1)).not_judged
+
+
 @pytest.mark.parametrize("name", sorted(EDITS))
 def test_a_one_place_edit_of_the_retry_path_is_caught(tmp_path, name):
     rel, config, old, new, prop = EDITS[name]
@@ -65,7 +88,9 @@ def test_a_refactor_of_the_retry_path_keeps_every_figure(tmp_path):
     refactored = edited(tmp_path, srt, SCHED,
                         "        req.storage_prefetch_retry_attempts += 1\n",
                         "        req.storage_prefetch_retry_attempts = req.storage_prefetch_retry_attempts + 1\n")
-    a, b = check_tree(srt, READMITTED, LIMITS), check_tree(refactored, READMITTED, LIMITS)
+    a, b = check_tree(srt, READMITTED, LIMITS, coverage={}), check_tree(refactored, READMITTED, LIMITS)
+    assert 3409 in a.coverage["lines"][SCHED]  # the refactored statement ran
+    assert a.exhaustive and a.runs > 100
     assert (a.verdicts, a.runs, a.states) == (b.verdicts, b.runs, b.states)
 
 

@@ -118,3 +118,30 @@ def test_the_tensor_and_msgspec_stand_ins_do_what_the_path_asks():
 
     a, b = Wait(), Wait(timeout_s=2.0)
     assert a.timer is not b.timer and b.timeout_s == 2.0 and a.timer.started_at is None
+
+
+def test_host_eviction_takes_unlocked_leaves_and_the_pool_and_tree_judge_what_is_freed():
+    """The host-pressure stand-ins (host_held.py, host_pool.py, tree.py): eviction stops at a page
+    locked outside the run or under the code's own host lock; an evicted slot is the cache's to
+    free (never freed: a leak at the end); a slot the tree still holds freed is a fault at once
+    and wrong data at the end; a misaligned alloc is the caller's crash."""
+    from prefetch_check.model.code.stand_ins.host_held import HostHeldPages
+    from prefetch_check.model.code.stand_ins.host_pool import HostPool, NotWholePages
+    from prefetch_check.model.code.stand_ins.tree import TreeCore
+
+    world = World(Baton(()))
+    pool = HostPool(world, 0, 4, 1)
+    held = HostHeldPages(world, 0, pool, 1, pages=3, locked=1, request=1)
+    tree = TreeCore(world, 0, pool, 1, held)
+    tree.inc_host_lock_ref(held.deepest() - 1)  # the code's own lock on the middle page and the first
+    result = tree.drive_host_eviction("FULL", 3)
+    assert [v.data for v in result.host_frees["FULL"]] == [[2]] and result.tracker == {"FULL": 1}
+    assert pool.evicted() == [2] and held.was_evicted(held.deepest() + 1) and not held.audit()
+    tree.dec_host_lock_ref(held.deepest())
+    assert tree.drive_host_eviction("FULL", 3).tracker == {"FULL": 1}  # the middle page; the first stays locked
+    pool.free(Tensor([2]))
+    assert pool.evicted() == [1] and not world.faults
+    pool.free(Tensor([0]))  # the first page, which the tree still holds
+    assert [f.prop for f in world.faults] == ["host_memory"] and "q1p0" in held.audit()
+    with pytest.raises(NotWholePages):  # a WorldFault: the caller's crash, not a stand-in bug
+        HostPool(world, 0, 4, 2).alloc(3)

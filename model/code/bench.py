@@ -1,9 +1,9 @@
 """The executor's bench: `python -m prefetch_check.model.code.bench [--world PROTOCOL] SRT [SRT...]`
 checks each tree under its world's bench configurations (the world pack's `bench`; default: the
-ack-drain world, `--world predicate-poll` for HiRadixCache 0.5.1-0.5.18) and prints runs, states,
-seconds and the child's peak memory per line (docs/executor.md keeps the figures). BENCH_SECONDS
-cuts each search shorter; BENCH_STRATEGY names another exhaustive strategy (dfs: the search before
-the sleep sets, for before/after rows)."""
+ack-drain world, `--world predicate-poll` for HiRadixCache 0.5.1-0.5.18; `--only TEXT`: the rows
+whose name holds TEXT, repeatable) and prints runs, states, seconds and the child's peak memory per
+line (docs/executor.md keeps the figures). BENCH_SECONDS cuts each search shorter; BENCH_STRATEGY
+names another exhaustive strategy (dfs: the search before the sleep sets, for before/after rows)."""
 
 from __future__ import annotations
 
@@ -17,12 +17,19 @@ from prefetch_check.model.code.pack import pack
 
 def main(argv: list[str]) -> int:
     world = CodeConfig().world
-    if argv[:1] == ["--world"]:
-        world, argv = argv[1], argv[2:]
+    only: list[str] = []
+    while argv[:1] in (["--world"], ["--only"]):
+        if argv[0] == "--world":
+            world = argv[1]
+        else:
+            only.append(argv[1])
+        argv = argv[2:]
     limits = CodeLimits(max_seconds=float(os.environ.get("BENCH_SECONDS", 300)),  # a shorter pass: BENCH_SECONDS
                         strategy=os.environ.get("BENCH_STRATEGY", CodeLimits.strategy))
     for srt in argv:
         for name, config in pack(world).bench:
+            if only and not any(text in name for text in only):
+                continue
             start = time.monotonic()
             r = check_tree(srt, config, limits)
             violated = sorted(k for k, v in r.verdicts.items() if v == "VIOLATED")

@@ -41,6 +41,11 @@ class CodeConfig:
     device_pages: int = 0  # buffer_only: leading pages of each request already on the device (the splice anchor)
     evict_device_round: Optional[int] = None  # buffer_only: in this round the device tree evicts every unpinned page
     device_room: Optional[int] = None  # buffer_only: the device KV pool in pages (None: twice every request's pages)
+    # host memory pressure: host-only pages the tree holds from an earlier request (evictable by the
+    # release's evict_host when a prefetch's host allocation fails), the leading ones locked
+    host_held_pages: int = 0  # pages of the host pool (host_pages) the tree holds at the start
+    host_locked_pages: int = 0  # of those, the leading pages a running request locks (never evictable)
+    host_anchored: bool = False  # the held pages are the request's own prefix: its prefetch anchors at them
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
@@ -59,6 +64,15 @@ class CodeConfig:
             raise ValueError("device_pages, evict_device_round and device_room need host_memory_mode='buffer_only'")
         if not 0 <= self.device_pages < self.pages:
             raise ValueError(f"device_pages {self.device_pages}: between 0 and pages - 1 ({self.pages - 1})")
+        if not 0 <= self.host_locked_pages <= self.host_held_pages:
+            raise ValueError(f"host_locked_pages {self.host_locked_pages}: between 0 and host_held_pages "
+                             f"({self.host_held_pages})")
+        if self.host_held_pages and self.host_memory_mode != "cache":
+            raise ValueError("host_held_pages needs host_memory_mode='cache' (buffer_only's tree holds no host pages)")
+        if self.host_anchored and (not self.host_held_pages or self.requests != 1 or self.reissue or self.retries):
+            raise ValueError("host_anchored: one request (no reissue, no retries) continuing host_held_pages > 0")
+        if self.host_held_pages > self.pool_pages():
+            raise ValueError(f"host_held_pages {self.host_held_pages}: more than the host pool's {self.pool_pages()} pages")
         for name in ("hits", "failing", "query_raises", "raising_reads"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
@@ -82,8 +96,19 @@ class CodeConfig:
         return frozenset(self.raising_reads[rank]) if self.raising_reads is not None else frozenset()
 
     def pool_pages(self) -> int:
-        """Room for every request (twice with reissue: the first fetch stays in the tree)."""
-        return self.host_pages if self.host_pages is not None else self.needed_pages()
+        """Room for every request (twice with reissue: the first fetch stays in the tree), and for
+        the pages the tree holds at the start (host_held_pages)."""
+        return self.host_pages if self.host_pages is not None else self.needed_pages() + self.host_held_pages
+
+    def room_pages(self) -> int:
+        """What the prefetches can get of the host pool: all of it but the locked pages (the
+        release's evict_host makes room by evicting the tree's unlocked ones); anchored at the held
+        pages, the release's own anchor lock keeps all of them."""
+        return self.pool_pages() - (self.host_held_pages if self.host_anchored else self.host_locked_pages)
+
+    def first_page(self) -> int:
+        """The request's first page the prefetch asks for: after the held pages it continues."""
+        return self.host_held_pages if self.host_anchored else 0
 
     def needed_pages(self) -> int:
         return self.pages * self.requests * self.fetches()
@@ -95,17 +120,36 @@ class CodeConfig:
 
     def undisturbed(self) -> bool:
         """No short read, no exception, no abort, no device eviction, no rate limit (0.5.23 admits a
-        rate-limited queue head without storage: storage_prefetch.py pop_ready): wait_complete must
-        then deliver the agreed hits."""
+        rate-limited queue head without storage: storage_prefetch.py pop_ready), no device match lost
+        with no re-issue left (past the cap the scheduler admits the shorter match as is):
+        wait_complete must then deliver the agreed hits."""
         return (self.abort_round is None and self.evict_device_round is None and self.capacity_pages is None
+                and not (self.lost_device_pages and self.retry_attempts < 1)
                 and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
                             for r in range(self.ranks)))
 
+    def judges_delivery(self) -> bool:
+        """wait_complete_delivers applies: wait_complete, nothing disturbing the request, and room
+        in the host pool for every fetch; or, with pages the tree holds (host_held_pages), one
+        request fetched once, which must get what the room left by the locked pages allows
+        (`delivered_tokens`)."""
+        if self.policy != "wait_complete" or not self.undisturbed():
+            return False
+        pressured = self.host_held_pages and self.requests == 1 and self.fetches() == 1
+        return self.room_pages() >= self.needed_pages() or bool(pressured)
+
+    def delivered_tokens(self, agreed_tokens: int) -> int:
+        """What wait_complete must deliver of the tokens the ranks agreed on: the protocol's
+        allocation (alloc; on failure evict_host and retry; else the largest page-aligned prefix
+        that fits, if at least the threshold; else nothing) leaves the room the locked pages allow."""
+        want = min(agreed_tokens, self.room_pages() * self.page_size)
+        return want if want >= self.threshold_pages * self.page_size else 0
+
     def to_json(self) -> dict:
-        """The fields; the buffer_only ones only when set, so a cache-mode configuration's JSON (and
-        the cached verdicts keyed by it) is what it was before they existed."""
+        """The fields; the buffer_only and host-pressure ones only when set, so another
+        configuration's JSON (and the cached verdicts keyed by it) is what it was before they existed."""
         data = dataclasses.asdict(self)
-        for name, default in _BUFFER_DEFAULTS.items():
+        for name, default in _OPTIONAL_DEFAULTS.items():
             if data[name] == default:
                 del data[name]
         return data
@@ -117,7 +161,8 @@ class CodeConfig:
         return cls(**{k: tup(v) for k, v in data.items()})
 
 
-_BUFFER_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None}
+_OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
+                      "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False}
 
 
 @dataclass(frozen=True)

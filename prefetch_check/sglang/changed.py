@@ -74,8 +74,7 @@ def diff_path(tree_files: Mapping[str, str], tree_path: Mapping, release_files: 
     """The changed statements of the tree's path (ident -> PathFunction) against a release's
     (None: the release's code is not at hand, every statement of a piece counts unless its ident
     is `vouched` for: its fingerprint is the release's)."""
-    trees = _parsed(tree_files)
-    olds = _parsed(release_files or {})
+    trees, olds = _Parsed(tree_files), _Parsed(release_files or {})  # only the files of changed pieces
     found: dict[tuple[str, int], ChangedStatement] = {}
     for ident, piece in tree_path.items():
         old = (release_path or {}).get(ident)
@@ -86,7 +85,8 @@ def diff_path(tree_files: Mapping[str, str], tree_path: Mapping, release_files: 
         if node is None:
             continue
         header_only = _header_piece(ident, tree_path)
-        old_node = _piece_node(olds[old.file], old) if old is not None and old.file in olds else None
+        old_module = olds.get(old.file) if old is not None else None
+        old_node = _piece_node(old_module, old) if old_module is not None else None
         marks: list[tuple[int, str]] = []
         if old_node is None:
             kind = UNCOMPARED if release_path is None else NEW_PIECE
@@ -103,14 +103,20 @@ def diff_path(tree_files: Mapping[str, str], tree_path: Mapping, release_files: 
 # ---------------------------------------------------------------- finding the pieces
 
 
-def _parsed(files: Mapping[str, str]) -> dict[str, ast.Module]:
-    out = {}
-    for rel, text in files.items():
-        try:
-            out[rel] = ast.parse(text)
-        except SyntaxError:
-            continue
-    return out
+class _Parsed:
+    """A tree's files parsed when first asked for (a tree has hundreds, an edit changes a few);
+    None for a file it lacks or cannot parse."""
+
+    def __init__(self, files: Mapping[str, str]):
+        self.files, self.modules = files, {}
+
+    def get(self, rel: str) -> Optional[ast.Module]:
+        if rel not in self.modules:
+            try:
+                self.modules[rel] = ast.parse(self.files[rel]) if rel in self.files else None
+            except SyntaxError:
+                self.modules[rel] = None
+        return self.modules[rel]
 
 
 def _piece_node(module: ast.Module, piece) -> Optional[ast.AST]:

@@ -161,6 +161,8 @@ def functions_of(path: Mapping) -> list[tuple[str, str, ast.AST]]:
 
 
 def _functions_with_modules(path: Mapping, modules: dict) -> list:
+    # the idents with pieces of their own inside them (every proper dotted prefix of an ident)
+    split = {ident.rsplit(".", k)[0] for ident in path for k in range(1, ident.count(".") + 1)}
     out = []
     for ident, piece in path.items():
         module = modules.get(piece.file)
@@ -172,7 +174,7 @@ def _functions_with_modules(path: Mapping, modules: dict) -> list:
         node = find(module, piece.line, name.rpartition(".")[2])
         if isinstance(node, DEFS):
             out.append(((ident, piece.file, node), module))
-        elif isinstance(node, ast.ClassDef) and not any(other.startswith(ident + ".") for other in path):
+        elif isinstance(node, ast.ClassDef) and ident not in split:
             for stmt in body_of(node):
                 if isinstance(stmt, DEFS):
                     out.append(((f"{ident}.{stmt.name}", piece.file, stmt), module))
@@ -205,9 +207,10 @@ def tree_coverage(row, read=None) -> Optional[TreeCoverage]:
     functions.sort(key=lambda f: (f.file, f.line))
     result = TreeCoverage(functions, [name for name, _ in checks], row.changed)
     if row.changed is not None:
-        covered = {rel: {s.line for s in statements(body_of(module)) if s.covers(raw.get(rel, set()))}
-                   for rel, module in modules.items()}
-        by_block = {rel: _statements_by_block(module) for rel, module in modules.items()}
+        files = {c.file for c in row.changed.statements if c.file in modules}  # only where a statement changed
+        covered = {rel: {s.line for s in statements(body_of(modules[rel])) if s.covers(raw.get(rel, set()))}
+                   for rel in files}
+        by_block = {rel: _statements_by_block(modules[rel]) for rel in files}
         for c in row.changed.statements:
             cases, at_load = [], False
             for name, cov in checks:
@@ -312,16 +315,17 @@ WHY_NOT_RUN = {
     # substrings of a function's name -> why no case of the code engine enters it (docs/coverage.md)
     "pp_": "PP > 1: no case runs pipeline-parallel stages",
     "_pp": "PP > 1: no case runs pipeline-parallel stages",
-    "deadline": "the timeout policy: only the ack-drain world fires deadlines (the poll world's clock stands still)",
-    "timeout": "the timeout policy: only the ack-drain world fires deadlines (the poll world's clock stands still)",
+    "deadline": "the timeout policy: a deadline path the one-rank timeout cases do not reach",
+    "timeout": "the timeout policy: a deadline path the one-rank timeout cases do not reach",
     "retr": "retries: the retry cases (0.5.23 on) do not reach it (a third attempt, the immediate refetch of buffer mode)",
-    "buffer": "buffer_only host memory mode: no case runs it",
+    "buffer": "buffer_only host memory mode: a path its cases do not reach (they run 0.5.22 on)",
     "sidecar": "sidecar pools (SWA, Mamba): no case has them",
     "nonkv": "sidecar pools (SWA, Mamba): no case has them",
     "mamba": "sidecar pools (SWA, Mamba): no case has them",
     "swa": "sidecar pools (SWA, Mamba): no case has them",
-    "evict": "host eviction of pages the tree holds is not modelled",
-    "abort": "aborts: no case of `prefetch-check sglang` aborts a request",
+    "evict": ("eviction: only the ack-drain host-pressure cases evict (UnifiedRadixCache.evict_host, an earlier "
+              "request's host pages); device eviction and the poll world's are not run"),
+    "abort": "aborts: only the buffer_only and retry cases abort a request (0.5.22 on)",
     "__init__": "the executor builds the objects with __new__ and the attributes the path reads",
     "attach_storage_backend": "the executor builds the objects with __new__ and the attributes the path reads",
     "_start_storage_threads": "the executor starts the threads itself",

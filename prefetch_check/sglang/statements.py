@@ -13,6 +13,8 @@ statement its header only, up to its body).
 from __future__ import annotations
 
 import ast
+import weakref
+from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional
 
@@ -111,10 +113,32 @@ def own_statements(node: ast.AST) -> list[Statement]:
 def find(module: ast.Module, line: int, name: str = "") -> Optional[ast.AST]:
     """The statement that starts at `line` (a definition at its `def`/`class` line), named `name`
     when given: how a piece of the path (path_code.PathFunction: file and line) is found again."""
-    for node in ast.walk(module):
-        if isinstance(node, ast.stmt) and node.lineno == line and (not name or getattr(node, "name", None) == name):
+    for node in _by_line(module).get(line, ()):
+        if not name or getattr(node, "name", None) == name:
             return node
     return None
+
+
+_LINES: "weakref.WeakKeyDictionary[ast.Module, dict[int, list[ast.stmt]]]" = weakref.WeakKeyDictionary()
+
+
+def _by_line(module: ast.Module) -> dict[int, list[ast.stmt]]:
+    """A module's statements by first line, in walk order, built once per parsed module (a memo of
+    a pure function, dropped with the module): the floor and the coverage report find thousands of
+    pieces in one module, and a walk each took seconds."""
+    index = _LINES.get(module)
+    if index is None:
+        index = {}
+        todo = deque([module])  # ast.walk's order, without descending into expressions (no statements there)
+        while todo:
+            node = todo.popleft()
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                    todo.append(child)
+                    if isinstance(child, ast.stmt):
+                        index.setdefault(child.lineno, []).append(child)
+        _LINES[module] = index
+    return index
 
 
 def entry_line(node: ast.AST) -> Optional[int]:

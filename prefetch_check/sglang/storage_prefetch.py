@@ -18,6 +18,8 @@ NONE = (f"this release has no storage prefetch (none of its protocol files defin
 def has_storage_prefetch(files: Mapping[str, str]) -> bool:
     """True where some protocol file defines one of the storage prefetch's entry points."""
     for text in files.values():
+        if not any(name in text for name in ENTRY_POINTS):
+            continue  # no definition of either without its name in the text: no parse needed
         try:
             tree = ast.parse(text)
         except SyntaxError:

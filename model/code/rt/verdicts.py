@@ -17,6 +17,7 @@ DEADLOCK = "the ranks wait for each other forever: every request on them hangs"
 LEAK = "host memory leaked: the pool shrinks with every such request"
 LOST = "a prefetch lost: slower but correct output"
 SPLIT = "ranks serve different prefixes of one request: divergent batches, a hang or wrong output"
+SERVED_REUSED = "wrong KV data served: the tree serves a page whose host memory was reused"
 
 
 @dataclass
@@ -34,7 +35,7 @@ def not_judged(config, world: dict[str, str]) -> dict[str, str]:
     out = {**NOT_JUDGED, **world}
     if config.reissue:
         out.pop("operation_identity")
-    if config.policy != "wait_complete" or not config.undisturbed() or config.pool_pages() < config.needed_pages():
+    if not config.judges_delivery():
         out["wait_complete_delivers"] = ("judged only under wait_complete with nothing disturbing the request "
                                          "(no short read, no storage exception, room in the host pool)")
     return out
@@ -94,6 +95,14 @@ def _terminal(run, steps: int) -> list[Finding]:
         if held:
             out.append(Finding("host_memory", f"rank {r.index}: host slots {held} still held by no one when every "
                                "thread is idle", LEAK, "", steps))
+        evicted = r.pool.evicted()
+        if evicted:
+            out.append(Finding("host_memory", f"rank {r.index}: host slots {evicted} evicted from the host tree and "
+                               "never freed", LEAK, "", steps))
+        if r.tree.host_only is not None:
+            wrong = r.tree.host_only.audit()
+            if wrong:
+                out.append(Finding("data_integrity", f"rank {r.index}: {wrong}", SERVED_REUSED, "", steps))
         queued = r.cc.host_mem_release_queue.peek_size()
         if queued:
             out.append(Finding("host_memory", f"rank {r.index}: {queued} release-queue entries no drain will free "
@@ -108,10 +117,11 @@ def _terminal(run, steps: int) -> list[Finding]:
             out.append(Finding("tp_agreement", f"req{q}: the ranks' host trees hold {got} tokens at admission",
                                SPLIT, "", steps))
         agreed = min(cfg.hits_of(i) for i in range(cfg.ranks)) * cfg.page_size
-        want = agreed if agreed >= cfg.threshold_pages * cfg.page_size else 0
-        if cfg.policy == "wait_complete" and cfg.undisturbed() and cfg.pool_pages() >= cfg.needed_pages():
+        want = cfg.delivered_tokens(agreed)
+        if cfg.judges_delivery():
             short = [(r.index, g) for r, g in zip(run.ranks, got) if g is not None and g < want]
             if short:
+                room = f" (the host pool has room for {want})" if want < agreed else ""
                 out.append(Finding("wait_complete_delivers", f"req{q}: admitted with {short} (rank, tokens) in the host "
-                                   f"tree, the ranks agreed on {want}", LOST, "", steps))
+                                   f"tree, the ranks agreed on {agreed}{room}", LOST, "", steps))
     return out

@@ -1,7 +1,7 @@
 """The host KV pool (`mem_pool_host`, also the `storage_host_pool` IO writes pages into): slots
-allocated in whole pages, each slot free, held by a prefetch, or owned by the host tree. It
-judges host_memory (a double free, a free of a slot the tree owns, a leak at the end) and keeps
-what IO wrote into each slot for data_integrity."""
+allocated in whole pages, each slot free, held by a prefetch, owned by the host tree, or evicted
+from the tree and not yet freed. It judges host_memory (a double free, a free of a slot the tree
+owns, a leak at the end) and keeps what IO wrote into each slot for data_integrity."""
 
 from __future__ import annotations
 
@@ -9,9 +9,14 @@ from prefetch_check.model.code.stand_ins.context import Strict
 
 import contextlib
 
+from prefetch_check.model.code.stand_ins.errors import WorldFault
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 
-FREE, HELD, TREE = "free", "held", "tree"
+FREE, HELD, TREE, EVICTED = "free", "held", "tree", "evicted"
+
+
+class NotWholePages(AssertionError, WorldFault):
+    """The pool's own assertion (upstream's alloc asserts whole pages): the caller's bug, not ours."""
 
 
 class _Entry:
@@ -43,7 +48,14 @@ class HostPool(Strict):
     def alloc(self, need_size: int):
         self.world.baton.point(f"alloc {need_size} host slots (rank {self.rank})")
         self.world.baton.touch(self._pc_name)
-        if need_size % self.page_size or need_size > self.available_size():
+        # upstream's pool asserts whole pages (pool_host/base.py alloc): a caller's misaligned size
+        # kills the calling thread there, so it does here
+        if need_size % self.page_size:
+            raise NotWholePages(f"host alloc of {need_size} slots: not whole pages of {self.page_size}")
+        if need_size > self.available_size():
+            # observed: a failed alloc changes nothing else, and a retry of the same size parks at
+            # the same label; unobserved, its state would be the first attempt's (SEEN, never run on)
+            self.world.baton.observe("alloc failed")
             return None
         slots = [i for i, s in enumerate(self.status) if s == FREE][:need_size]
         for i in slots:
@@ -88,9 +100,25 @@ class HostPool(Strict):
         for i in slots:
             self.status[i] = TREE
 
+    def hold_for_tree(self, slots: list[int], page: str) -> None:
+        """Slots the tree holds before the run starts (stand_ins/host_held.py), with their page."""
+        for i in slots:
+            self.status[i] = TREE
+            self.written[i] = page
+
+    def evict_from_tree(self, slots: list[int]) -> None:
+        """The tree dropped these slots (host eviction): the cache is to free them."""
+        self.world.baton.touch(self._pc_name)
+        for i in slots:
+            self.status[i] = EVICTED
+
     def held(self) -> list[int]:
         self.world.baton.touch(self._pc_name, write=False)
         return [i for i, s in enumerate(self.status) if s == HELD]
+
+    def evicted(self) -> list[int]:
+        self.world.baton.touch(self._pc_name, write=False)
+        return [i for i, s in enumerate(self.status) if s == EVICTED]
 
     def snapshot(self) -> tuple:
         return ("pool", self.rank, "".join(s[0] for s in self.status), tuple(sorted(self.written.items())))

@@ -1,6 +1,8 @@
 """The host radix tree of one rank (`tree_core`), as far as a storage prefetch touches it: it
 takes the fetched slots on `insert_host`, says how much of the key it already held, and judges
-data_integrity (each page handed to it was written by IO with that page's data)."""
+data_integrity (each page handed to it was written by IO with that page's data). With
+CodeConfig.host_held_pages it also holds an earlier request's host-only pages, which host eviction
+takes (stand_ins/host_held.py)."""
 
 from __future__ import annotations
 
@@ -39,8 +41,9 @@ class _Lock:
 class TreeCore(Strict):
     _pc_what = "tree_core"
 
-    def __init__(self, world, rank: int, pool, page_size: int):
+    def __init__(self, world, rank: int, pool, page_size: int, host_only=None):
         self.world, self.rank, self.pool = world, rank, pool
+        self.host_only = host_only  # HostHeldPages: an earlier request's host-only pages, or None
         self.page_size, self.enable_storage, self.is_eagle = page_size, True, False
         self.write_back_duplicate_reclaim_digest = 0
         self.held: dict[int, int] = {}  # request -> tokens the tree holds (from the request's start)
@@ -67,11 +70,16 @@ class TreeCore(Strict):
     def inc_host_lock_ref(self, node_id):
         self.world.baton.touch(self._pc_name)
         self.locks += 1
+        if self.host_only is not None and self.host_only.holds(node_id) and not self.host_only.was_evicted(node_id):
+            self.host_only.lock(node_id, +1)
         return _Lock()
 
     def dec_host_lock_ref(self, node_id, params=None):
         self.world.baton.touch(self._pc_name)
         self.locks -= 1
+        if self.host_only is not None and self.host_only.holds(node_id) and not self.host_only.was_evicted(node_id):
+            if not self.host_only.lock(node_id, -1):
+                raise self.world.not_modelled(f"tree_core.dec_host_lock_ref of node {node_id}, which holds no host lock")
 
     def insert_host(self, node_id, key, host_indices, hash_values=None, *args, **kwargs) -> InsertResult:
         baton = self.world.baton
@@ -81,6 +89,13 @@ class TreeCore(Strict):
         if not tokens:
             return InsertResult(prefix_len=0)
         request = tokens[0] // 1000
+        if self.host_only is not None and self.host_only.was_evicted(node_id):
+            site = baton.current().point.site if baton.current() else "?"
+            self.world.fault("data_integrity",
+                             f"rank {self.rank}: req{request}'s prefetched pages inserted below node {node_id}, "
+                             "whose host pages were evicted during the fetch",
+                             "wrong KV data served: the prefix the new pages extend was freed and its slots reused",
+                             site)
         prefix = min(self.held.get(request, 0), len(tokens))
         slots = host_indices.data[prefix:]
         expected = storage_hashes(key, None, self.page_size)
@@ -101,21 +116,28 @@ class TreeCore(Strict):
 
     def drive_host_eviction(self, component_type, num_tokens: int) -> DriveHostEvictionResult:
         """Host eviction before an allocation is retried (0.5.23 unified_tree_core.py:1931: the
-        FULL component evicts unlocked host leaves until num_tokens are freed). With no page in
-        this tree there is nothing to evict: an empty result, as upstream's is. Evicting pages the
-        tree holds (LRU leaves, their host values freed) is not modelled: the model's host_pages
-        is the room a prefetch gets, with no eviction."""
+        FULL component evicts unlocked host leaves until num_tokens are freed). The earlier
+        request's host-only pages (host_held_pages) are evicted as host_held.py says, their slots
+        returned in host_frees for the cache to free; with none, there is nothing to evict: an
+        empty result, as upstream's is. Evicting the pages this run's own prefetches inserted is
+        not modelled (after insert they are the admitted request's, loaded and locked outside
+        this world)."""
         self.world.baton.point(f"host eviction of {num_tokens} tokens (rank {self.rank})")
-        self.world.baton.touch(self._pc_name, write=False)
+        self.world.baton.touch(self._pc_name)  # the held chain shrinks (host_held.py)
         if any(self.held.values()):
             from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
 
             raise NotModelled("tree_core.drive_host_eviction of host pages the tree holds",
                               caller_site(self.world.baton.roots))
-        return DriveHostEvictionResult()
+        if self.host_only is None:
+            return DriveHostEvictionResult()
+        values, tokens = self.host_only.evict(num_tokens)
+        return DriveHostEvictionResult(host_frees={component_type: values} if values else {},
+                                       tracker={component_type: tokens})
 
     def commit_hicache_transfers(self, *args, **kwargs) -> None:
         return None
 
     def snapshot(self) -> tuple:
-        return ("tree", self.rank, tuple(sorted(self.held.items())), self.locks)
+        mine = ("tree", self.rank, tuple(sorted(self.held.items())), self.locks)
+        return mine if self.host_only is None else mine + (self.host_only.snapshot(),)

@@ -14,6 +14,7 @@ from prefetch_check.model.code.stand_ins import clock as clocks
 from prefetch_check.model.code.stand_ins.clock import Clock, make_time
 from prefetch_check.model.code.stand_ins.collectives import Collectives, Group
 from prefetch_check.model.code.stand_ins.context import World
+from prefetch_check.model.code.stand_ins.host_held import HostHeldPages
 from prefetch_check.model.code.stand_ins.host_pool import HostPool
 from prefetch_check.model.code.stand_ins.queues import Empty, Queue, QueueFactory
 from prefetch_check.model.code.stand_ins.storage import StorageBackend
@@ -74,19 +75,30 @@ class WorldRun:
 
     # ---- building (a world's own: _build(i) -> Rank, and these helpers)
     def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
-        """Rank i's host pool, host tree and storage backend, as the configuration says."""
+        """Rank i's host pool, host tree and storage backend, as the configuration says (the
+        earlier request whose pages the tree holds is numbered after this run's requests, unless
+        the request continues them)."""
         cfg, page = self.config, self.config.page_size
         pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
-        storage = StorageBackend(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page,
-                                 cfg.raising_reads_of(i))
-        return pool, TreeCore(self.world, i, pool, page), storage
+        storage = StorageBackend(self.world, i, cfg.first_page() + cfg.hits_of(i), cfg.failing_of(i),
+                                 cfg.raises_of(i), page, cfg.raising_reads_of(i))
+        earlier = 0 if cfg.host_anchored else cfg.requests  # anchored: request 0's own leading pages
+        held = (HostHeldPages(self.world, i, pool, page, cfg.host_held_pages, cfg.host_locked_pages, earlier)
+                if cfg.host_held_pages else None)
+        return pool, TreeCore(self.world, i, pool, page, held), storage
 
     def _queues(self, cc, i: int, names: tuple[str, ...]) -> None:
         for q in names:
             setattr(cc, q, Queue(self.world, f"r{i}.{q}"))
 
     def tokens(self, q: int) -> list[int]:
-        return [q * 1000 + t for t in range(self.config.pages * self.config.page_size)]
+        """Request q's tokens the prefetch asks for (after the held pages it continues, if anchored)."""
+        first = self.config.first_page() * self.config.page_size
+        return [q * 1000 + t for t in range(first, first + self.config.pages * self.config.page_size)]
+
+    def anchor(self, rank: Rank) -> int:
+        """The node the prefetch anchors at: the root, or the deepest held page it continues."""
+        return rank.tree.host_only.deepest() if self.config.host_anchored else ROOT_NODE
 
     # ---- the round gate and the reduction's hook (a world's own: round_enabled(rank), key())
     def gate_guard(self) -> tuple:

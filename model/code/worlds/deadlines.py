@@ -1,7 +1,7 @@
 """The timeout policy in the code engine's own search: a rank's deadline firing is a choice, as
 Coyote treats timers. Per rank one more managed thread, `D<r>`, parks at "deadline fires on rank
 r"; it is enabled once the code of rank r has read its clock since it last fired (a deadline may
-be running: 0.5.19's `op.start_time`, 0.5.23's PollTimer) while rank r has a request waiting, and
+be running: 0.5.1-0.5.19's `op.start_time`, 0.5.23's PollTimer) while rank r has a request waiting, and
 running it moves rank r's clock past every deadline it has started (stand_ins/clock.py). Every
 strategy sees it as one more enabled choice; a counterexample replays it by name.
 
@@ -10,7 +10,13 @@ issues on that rank (requests, twice with a re-issue), and only after a reading 
 firing; one firing passes every deadline of that rank at once (two deadlines running together on
 one rank are not passed one at a time). Within one step of a thread the clock does not move: a
 firing falls between scheduling points. The clock's firings and readings are in the state key
-(the readings through the reading thread's observations), so the search stays sound and finite."""
+(the readings through the reading thread's observations), so the search stays sound and finite.
+
+What the bound promises depends on how the ranks' verdicts are combined, so each world judges it
+with its own subclass: `OwnDeadlineAdmits` (ack-drain, 0.5.19-0.5.23: PP0 decides and the verdict
+is MAX-reduced, so a rank's own expiry admits it) and `EveryDeadlineAdmits` (predicate-poll,
+0.5.1-0.5.18: the vote MAX-reduces [not can_terminate, terminated], so a request is admitted once
+every voting rank's deadline passed)."""
 
 from __future__ import annotations
 
@@ -29,16 +35,15 @@ def label(rank: int) -> str:
 
 
 class Deadlines:
-    """The deadline choices of one run: spawned after every rank's threads (the ranks' thread
-    indices stay as they are), and what the scheduler round's gate needs to know of them."""
+    """The deadline choices of one run, spawned after every rank's threads (the ranks' thread
+    indices stay as they are); a world's subclass judges the bound (`check`) as its vote has it."""
 
     def __init__(self, run):
         self.run, self.clock = run, run.clock
         cfg = run.config
         self.budget = cfg.requests * (2 if cfg.reissue else 1)
-        self.seen = {r.index: 0 for r in run.ranks}  # the firings a rank's scheduler saw at its last round
-        self.checked: dict[int, set] = {r.index: set() for r in run.ranks}  # (request, issue) checked once
-        self.pending: dict[tuple[int, int], int] = {}  # (rank, request) -> firings when a check read the clock
+        # (rank, request) -> the firings at the reading a deadline runs from (ack-drain: a check's; poll: the issue's)
+        self.pending: dict[tuple[int, int], int] = {}
         for r in run.ranks:
             run.baton.spawn(f"{PREFIX}{r.index}", r.index, "deadline", lambda i=r.index: self._thread(i), starts=False,
                             touches=(GATE_INPUTS,))  # firing changes what the round gate reads (round_due)
@@ -52,6 +57,36 @@ class Deadlines:
     def may_fire(self, rank: int) -> bool:
         return rank in self.clock.armed and bool(self.run.ranks[rank].waiting)
 
+    def _site(self, rank) -> str:
+        """Where the tree checks a request: check_prefetch_progress's def line (the judge is no step)."""
+        fn = type(rank.cache).check_prefetch_progress
+        lines, first = inspect.getsourcelines(fn)
+        path = inspect.getsourcefile(fn) or "?"
+        line = first + next((k for k, text in enumerate(lines) if text.lstrip().startswith("def ")), 0)
+        for root in self.run.baton.roots:
+            if path.startswith(root):
+                path = path[len(root):]
+        return f"{path}:{line}"
+
+    def _read_in(self, rank: int, check) -> tuple[bool, tuple[bool, int]]:
+        """Run `check()` (a scheduler call: a check, or the poll world's issue): what it answered,
+        whether it read the rank's clock, and the firings the clock had at its last reading (no
+        other thread of the rank reads the clock on the path the worlds run)."""
+        reads = self.clock.reads.get(rank, 0)
+        admitted = check()
+        return admitted, (self.clock.reads.get(rank, 0) > reads, self.clock.read_at.get(rank, 0))
+
+
+class OwnDeadlineAdmits(Deadlines):
+    """The ack-drain releases (0.5.19-0.5.23): PP0 decides and the verdict is MAX-reduced, so a
+    rank whose own deadline passed admits the request; the scheduler round's gate asks these
+    deadlines whether a round can decide differently from the last (`round_due`)."""
+
+    def __init__(self, run):
+        super().__init__(run)
+        self.seen = {r.index: 0 for r in run.ranks}  # the firings a rank's scheduler saw at its last round
+        self.checked: dict[int, set] = {r.index: set() for r in run.ranks}  # (request, issue) checked once
+
     # ---- the policy's promise, judged at each check of the rank whose clock fired
     def check(self, rank, q: int, handle, check) -> bool:
         """Run `check()` (the tree's check_prefetch_progress for request q) and judge the bound the
@@ -59,19 +94,18 @@ class Deadlines:
         another check of the same request while its KV has not landed must admit it (0.5.19:
         start_time passed; 0.5.23: the admission deadline, which never fires once the KV landed).
         A check that still waits is a `progress` fault at check_prefetch_progress."""
-        clock, i = self.clock, rank.index
+        i = rank.index
         due = self.pending.get((i, q))
-        fired = due is not None and clock.epoch.get(i, 0) > due  # before this check began: it reads a passed time
-        reads = clock.reads.get(i, 0)
-        admitted = check()
+        fired = due is not None and self.clock.epoch.get(i, 0) > due  # before this check began: it reads a passed time
+        admitted, (read, at) = self._read_in(i, check)
         if admitted:
             self.pending.pop((i, q), None)
             return admitted
         if fired and not self._landed(rank, handle):  # landing only grows: not landed now, not during the check
             self.run.world.fault("progress", f"rank {i}: req{q} still waits at the first check after its deadline "
                                  "fired, and its KV has not landed", PAST_DEADLINE, self._site(rank))
-        if clock.reads.get(i, 0) > reads:  # this check read the clock: a deadline may run from here
-            self.pending[(i, q)] = clock.read_at[i]
+        if read:  # this check read the clock: a deadline may run from here
+            self.pending[(i, q)] = at
         return admitted
 
     def _landed(self, rank, handle) -> bool:
@@ -81,16 +115,6 @@ class Deadlines:
         d = entry.operation.__dict__  # the hooks are not asked: the judge is no step
         hashes = d.get("hash_value") or []
         return d.get("host_indices") is not None and d.get("completed_tokens", 0) >= len(hashes) * self.run.config.page_size
-
-    def _site(self, rank) -> str:
-        fn = type(rank.cache).check_prefetch_progress
-        lines, first = inspect.getsourcelines(fn)
-        path = inspect.getsourcefile(fn) or "?"
-        line = first + next((k for k, text in enumerate(lines) if text.lstrip().startswith("def ")), 0)
-        for root in self.run.baton.roots:
-            if path.startswith(root):
-                path = path[len(root):]
-        return f"{path}:{line}"
 
     # ---- the round gate under the timeout policy
     def round_due(self) -> bool:
@@ -122,3 +146,63 @@ class Deadlines:
     def key(self) -> tuple:
         checked = tuple(sorted((r, tuple(sorted(s))) for r, s in self.checked.items()))
         return self.clock.key(), tuple(sorted(self.seen.items())), checked, tuple(sorted(self.pending.items()))
+
+
+class EveryDeadlineAdmits(Deadlines):
+    """The predicate-poll releases (0.5.1-0.5.18): a deadline runs from the issue (the operation's
+    `start_time`, read when PrefetchOperation is built), and can_terminate_prefetch MAX-reduces
+    [not can_terminate, terminated] over the ranks, so a rank whose deadline passed still waits for
+    the others. The bound: in a round where every rank that checks the request began its check
+    after a firing of its clock that followed the issue's reading, each rank's own verdict
+    (`completed or` the timeout, read after the firing) is True, and the vote must admit the
+    request on every rank. The scheduler polls every round while a request waits, so these
+    deadlines ask nothing of the round gate."""
+
+    def __init__(self, run):
+        super().__init__(run)
+        self.voters: dict[int, tuple[int, ...]] = {}  # request -> the ranks whose check of it this round votes
+        self.votes: dict[int, dict[int, tuple[bool, bool]]] = {}  # request -> rank -> (deadline passed, admitted)
+
+    def issue(self, rank, q: int, issue) -> None:
+        """Run `issue()` (prefetch_from_storage for request q): its reading starts q's deadline."""
+        _, (read, at) = self._read_in(rank.index, issue)
+        if read:
+            self.pending[(rank.index, q)] = at
+
+    def fired_since_issue(self, rank: int, q: int) -> bool:
+        """Whether rank's clock fired after request q's issue read it: every deadline q's operation
+        runs on that rank has passed (until q is admitted there)."""
+        due = self.pending.get((rank, q))
+        return due is not None and self.clock.epoch.get(rank, 0) > due
+
+    def round_starts(self, rank) -> None:
+        """The first scheduler into a round names each waiting request's voters: the ranks are in
+        lockstep, so every rank has finished the last round and none has checked in this one."""
+        if all(rank.rounds > r.rounds for r in self.run.ranks if r is not rank):
+            self.voters = {q: tuple(r.index for r in self.run.ranks if q in r.waiting)
+                           for q in range(self.run.config.requests)}
+            self.votes = {}
+
+    def check(self, rank, q: int, handle, check) -> bool:
+        """Run `check()` (check_prefetch_progress for request q) and, once every voter of this round
+        has checked, judge the round: each passed its deadline before its check began, yet one
+        still waits."""
+        i = rank.index
+        passed = self.fired_since_issue(i, q)
+        admitted = check()
+        if admitted:
+            self.pending.pop((i, q), None)
+        votes = self.votes.setdefault(q, {})
+        votes[i] = (passed, admitted)
+        if set(votes) != set(self.voters.get(q, (i,))):
+            return admitted
+        if all(p for p, _ in votes.values()):
+            for r in sorted(r for r, (_, done) in votes.items() if not done):
+                self.run.world.fault("progress", f"rank {r}: req{q} still waits at a check after every rank's deadline "
+                                     "fired", PAST_DEADLINE, self._site(self.run.ranks[r]))
+        del self.votes[q]
+        return admitted
+
+    def key(self) -> tuple:
+        votes = tuple(sorted((q, tuple(sorted(v.items()))) for q, v in self.votes.items()))
+        return self.clock.key(), tuple(sorted(self.pending.items())), tuple(sorted(self.voters.items())), votes

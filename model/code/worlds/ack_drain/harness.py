@@ -8,10 +8,11 @@ from __future__ import annotations
 import inspect
 
 from prefetch_check.model.code.rt import stubs
+from prefetch_check.model.code.stand_ins.components import FullComponent
 from prefetch_check.model.code.stand_ins.sync import Event, Lock
 from prefetch_check.model.code.worlds.ack_drain import readmission
 from prefetch_check.model.code.worlds.common import GATE, GATE_INPUTS, ROOT_NODE, Rank, WorldRun
-from prefetch_check.model.code.worlds.deadlines import Deadlines
+from prefetch_check.model.code.worlds.deadlines import OwnDeadlineAdmits
 
 # Below sglang/srt: the files this world runs as written (those a release lacks are stubbed like the rest).
 COMPONENT_TYPES = "mem_cache/unified_cache/component_type.py"
@@ -34,7 +35,7 @@ class Run(WorldRun):
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         self.schedulers: dict = {}  # rank -> its scheduler stand-in (retry world only)
         super().__init__(modules, config, holder, roots)
-        self.deadlines = Deadlines(self) if config.explores_clock() else None  # timeout: firing is a choice
+        self.deadlines = OwnDeadlineAdmits(self) if config.explores_clock() else None  # timeout: firing is a choice
 
     # ---- building
     def _build(self, i: int) -> Rank:
@@ -87,6 +88,9 @@ class Run(WorldRun):
             tp_group=self.groups["S-tp"] if multi else None, attn_cp_group=None, attn_tp_group=None,
             tp_world_size=cfg.ranks, work_list=[], _storage_prefetch_missed_rids=set(),
             _prefetch_outcome_stats=_Counter(), host_pool_group=None, tp_rank=i)
+        if tree.host_only is not None:  # host eviction frees through the FULL component (only then:
+            # other paths iterate components, and with none they stay what they were)
+            attrs["components"] = {self._component("FULL"): FullComponent(w, pool)}
         for k, v in attrs.items():
             setattr(cache, k, v)
         retries = getattr(self.modules.get("mem_cache/storage_prefetch.py"), "StoragePrefetchRetries", None)
@@ -119,7 +123,7 @@ class Run(WorldRun):
             return readmission.drive(self, rank)
         cache = rank.cache
         for q, handle in enumerate(rank.handles):
-            cache.prefetch_from_storage(handle, ROOT_NODE, self.tokens(q))
+            cache.prefetch_from_storage(handle, self.anchor(rank), self.tokens(q))
         reissued: set = set()
         while True:
             self.baton.point(GATE, lambda: self.round_enabled(rank), self.gate_guard())

@@ -10,9 +10,9 @@ from prefetch_check.model.code.pack import ConformanceKit, WorldPack
 from prefetch_check.model.code.rt import hooks, loader
 from prefetch_check.model.code.worlds.ack_drain import conformance_configs as conformance
 from prefetch_check.model.code.worlds.ack_drain import identity
-from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer, judge as buffer_judge
+from prefetch_check.model.code.worlds.ack_drain import judge
+from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer
 from prefetch_check.model.code.worlds.ack_drain.buffer import params as buffer_params
-from prefetch_check.model.code.rt import verdicts
 from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, COMPONENT_TYPES, CONTROLLER, FILES, HYBRID, Run
 from prefetch_check.model.protocols.ack_drain import refinement
 
@@ -40,9 +40,7 @@ def make_run(modules, config: CodeConfig, holder, roots):
 def not_judged(config: CodeConfig) -> dict[str, str]:
     out = {"no_early_acceptance": ("the executor's policies have no acceptance predicate to race (wait_complete and "
                                    "best_effort vote nothing; timeout admits at its deadline by design)")}
-    if config.host_memory_mode != "buffer_only":
-        out[buffer_judge.PROPERTY] = "the anchor locks of host_memory_mode buffer_only: CodeConfig(host_memory_mode='buffer_only')"
-    return out
+    return {**out, **judge.not_judged(config)}
 
 
 BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
@@ -60,6 +58,16 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("1x1 buffer_only, 1 page on the device", dict(ranks=1, host_memory_mode="buffer_only", device_pages=1)),
     ("2x1 buffer_only", dict(ranks=2, host_memory_mode="buffer_only")),
     ("1x2 buffer_only, host pool of 2 pages", dict(ranks=1, requests=2, host_memory_mode="buffer_only", host_pages=2)),
+    ("1x1 timeout, deadlines fire", dict(ranks=1, policy="timeout")),
+    ("1x1 retries, device match lost, readmitted twice", dict(ranks=1, pages=1, retries=True, lost_device_pages=1,
+                                                              readmissions=2)),
+    ("1x3 retries, rate-limited to one, one a round", dict(ranks=1, requests=3, pages=1, retries=True, capacity_pages=1,
+                                                           batch=1)),
+    ("1x1 retries, aborted in round 1", dict(ranks=1, pages=1, retries=True, abort_round=1)),
+    ("1x1 retries, aborted in round 1, the rid reused", dict(ranks=1, pages=1, retries=True, abort_round=1,
+                                                              rid_reuse=True)),
+    ("1x1 host pool of 2 pages held by the tree, evicted", dict(ranks=1, host_pages=2, host_held_pages=2)),
+    ("2x1 the same, 1 page locked: a partial prefix", dict(ranks=2, host_pages=2, host_held_pages=2, host_locked_pages=1)),
 ))
 
 PACK = WorldPack(
@@ -76,6 +84,6 @@ PACK = WorldPack(
         unsupported=conformance.unsupported, protocol_class=conformance.protocol_class, budgets=conformance.BUDGETS,
         budget_config=conformance.budget_config, release_batch_size=conformance.RELEASE_STORAGE_BATCH_SIZE),
     bench=BENCH,
-    properties=verdicts.PROPERTIES + (buffer_judge.PROPERTY,),
-    judge=buffer_judge.judge,
+    properties=judge.PROPERTIES,
+    judge=judge.judge,
 )

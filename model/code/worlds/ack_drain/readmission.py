@@ -39,8 +39,10 @@ def drive(run, rank) -> None:
     page = cfg.page_size
 
     def request(q: int) -> Req:
-        return Req(q, f"req{q}", run.tokens(q) + [q * 1000 + 999], page, cfg.lost_device_pages, by_handle,
-                   run.baton.roots)
+        req = Req(q, f"req{q}", run.tokens(q) + [q * 1000 + 999], page, cfg.lost_device_pages, by_handle,
+                  run.baton.roots)
+        sch.sent.append(req)
+        return req
 
     def sync() -> None:
         rank.waiting[:] = [r.q for r in sch.waiting_queue]
@@ -62,6 +64,7 @@ def drive(run, rank) -> None:
                 run.world.draining.pop(rank.index, None)
                 sch._release_aborted_request(req)
                 sch.waiting_queue.remove(req)
+                sch.aborted.append(req)
                 run.baton.observe(f"aborted req{req.q}")
                 if cfg.rid_reuse:  # the client sends a new request under the same rid
                     sch._add_request_to_queue(request(req.q))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import __future__
 import ast
 import enum
+import functools
 from pathlib import Path
 from typing import Deque, Dict, List, Optional, Set, Tuple, Union
 
@@ -52,21 +53,32 @@ class Memory:
 
 
 def scheduler_methods(srt: Path, memory: Memory, names: tuple[str, ...] = METHODS) -> dict:
-    """{name: function} for each of `names` that the tree's class Scheduler defines."""
+    """{name: function} for each of `names` that the tree's class Scheduler defines, bound to a
+    fresh namespace (each run's own `get_memory`)."""
     path = Path(srt).resolve() / SCHEDULER
     if not path.is_file():
         return {}
-    module = ast.parse(path.read_text(), filename=str(path))
-    cls = next((n for n in module.body if isinstance(n, ast.ClassDef) and n.name == "Scheduler"), None)
-    if cls is None:
+    code, defined = _compiled(str(path), path.read_text(), names)
+    if code is None:
         return {}
-    defs = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in names]
-    for d in defs:
-        d.decorator_list = []  # none of these is decorated in the releases read; a decorator is not the path
-    code = compile(ast.Module(body=defs, type_ignores=[]), str(path), "exec",
-                   flags=__future__.annotations.compiler_flag, dont_inherit=True)
     namespace = dict(get_memory=lambda: memory, logger=_QuietLogger(), CacheRequestOutcome=CacheRequestOutcome,
                      DisaggregationMode=DisaggregationMode, Optional=Optional, List=List, Dict=Dict, Set=Set,
                      Tuple=Tuple, Deque=Deque, Union=Union, __name__="sglang.srt.managers.scheduler")
     exec(code, namespace)
-    return {d.name: namespace[d.name] for d in defs}
+    return {name: namespace[name] for name in defined}
+
+
+@functools.lru_cache(maxsize=4)
+def _compiled(filename: str, text: str, names: tuple[str, ...]):
+    """The methods' code object and their names, compiled once per file text (a memo of a pure
+    function: parsing the 4,000-line scheduler.py took most of every run of the retry world)."""
+    module = ast.parse(text, filename=filename)
+    cls = next((n for n in module.body if isinstance(n, ast.ClassDef) and n.name == "Scheduler"), None)
+    if cls is None:
+        return None, ()
+    defs = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in names]
+    for d in defs:
+        d.decorator_list = []  # none of these is decorated in the releases read; a decorator is not the path
+    code = compile(ast.Module(body=defs, type_ignores=[]), filename, "exec",
+                   flags=__future__.annotations.compiler_flag, dont_inherit=True)
+    return code, tuple(d.name for d in defs)

@@ -72,6 +72,8 @@ class SchedulerStandIn:
     def __init__(self, srt, cache, poll_interval: int, max_attempts: int):
         self.tree_cache = cache
         self.waiting_queue: list[Req] = []
+        self.sent: list[Req] = []  # every request the client sent (retry_judge.py judges them at the end)
+        self.aborted: list[Req] = []  # the requests the client aborted
         self.enable_hicache_storage = True
         self.enable_lmcache = False
         self.disaggregation_mode = DisaggregationMode.NULL

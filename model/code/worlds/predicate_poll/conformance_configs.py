@@ -36,7 +36,8 @@ def config_from_json(data: dict) -> Config:
 def unsupported(cfg: Config) -> str:
     """'' when the executor's poll world can build this configuration, else what it lacks."""
     if cfg.policy not in ("wait_complete", "best_effort"):
-        return f"policy {cfg.policy}: the executor's clock does not move"
+        return (f"policy {cfg.policy}: the poll replay does not move the executor's clock where the model's fires "
+                "(the code engine's own search fires it: the timeout case)")
     first = cfg.requests[0]
     if any((q.pages, q.hits, q.failing) != (first.pages, first.hits, first.failing) for q in cfg.requests):
         return "requests that differ in pages, hits or failing pages"

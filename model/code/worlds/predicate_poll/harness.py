@@ -7,7 +7,11 @@ the executor's IO thread runs the target P hands to threading.Thread).
 What differs from the ack-drain world (worlds/ack_drain/harness.py): the scheduler polls a predicate, so a round
 may start whenever a request waits (a round that changes nothing leads back to a state already
 seen); a state where only the schedulers can move and a whole round of them changes nothing is a
-request waiting forever, judged as the end of the run (`closes_cycle`)."""
+request waiting forever, judged as the end of the run (`closes_cycle`).
+
+Under the timeout policy each rank's deadline fires as a choice of the search (worlds/deadlines.py):
+the tree's own deadline code runs as written against the rank's clock (start_time read at issue,
+the timeout computed by `is_prefetch_timeout` or inline, the ranks' MAX vote)."""
 
 from __future__ import annotations
 
@@ -18,13 +22,15 @@ from prefetch_check.model.code.stand_ins.radix import RadixKey
 from prefetch_check.model.code.stand_ins.sync import Event
 from prefetch_check.model.code.stand_ins.tree import TreeCore
 from prefetch_check.model.code.worlds.common import GATE, ROOT_NODE, Rank, WorldRun
+from prefetch_check.model.code.worlds.deadlines import EveryDeadlineAdmits
 from prefetch_check.model.code.worlds.predicate_poll.stand_ins import (EmptyAcks, HostNode, PollHostPool, RankQueueFactory,
                                                                       RelativeGroup, Started, make_poll_threading,
                                                                       page_hashes)
 
 # Below sglang/srt: the files this world runs as written, HiRadixCache and HiCacheController.
 HIRADIX, CONTROLLER = "mem_cache/hiradix_cache.py", "managers/cache_controller.py"
-FILES = ("mem_cache/hicache_storage.py", CONTROLLER, HIRADIX)
+STORAGE = "mem_cache/hicache_storage.py"  # PrefetchTimeoutConfig (0.5.12 on)
+FILES = (STORAGE, CONTROLLER, HIRADIX)
 # queues the controller's __init__ / attach creates (the prefetch thread makes prefetch_buffer itself)
 QUEUES = ("prefetch_queue", "prefetch_revoke_queue", "prefetch_hit_queue", "backup_queue", "ack_backup_queue",
           "host_mem_release_queue")
@@ -39,15 +45,15 @@ class PollRun(WorldRun):
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         if config.reissue or config.abort_round is not None:
             raise ValueError("the poll world runs no re-issued or aborted requests yet")
-        if config.explores_clock():  # its clock stands still: a timeout would never expire
-            raise ValueError("the poll world does not fire deadlines yet: policy 'timeout' runs in the ack-drain world")
         self.started = None
         holder.run = self
         super().__init__(modules, config, holder, roots)
         not_modelled = stubs.not_modelled_factory(roots)
         loader.bind_world(modules, RankQueueFactory(self.world), Empty,
-                          make_poll_threading(self.world, self.started, not_modelled), make_time(not_modelled))
+                          make_poll_threading(self.world, self.started, not_modelled),
+                          make_time(not_modelled, clock=self.clock))
         self.only_schedulers: set = set()  # keys since a thread other than the schedulers could last move
+        self.deadlines = EveryDeadlineAdmits(self) if config.explores_clock() else None  # timeout: firing is a choice
 
     # ---- building
     def _build(self, i: int) -> Rank:
@@ -87,20 +93,33 @@ class PollRun(WorldRun):
         attrs = dict(
             cache_controller=cc, page_size=page, tp_group=self.groups["S-tp"] if multi else None,
             tp_world_size=cfg.ranks, enable_storage=True, prefetch_threshold=cfg.threshold_pages * page,
-            prefetch_timeout=3, prefetch_stop_policy=cfg.policy, ongoing_write_through={}, ongoing_load_back={},
+            prefetch_stop_policy=cfg.policy, ongoing_write_through={}, ongoing_load_back={},
             ongoing_prefetch={}, ongoing_backup={}, enable_storage_metrics=False, metrics_collector=None,
             storage_metrics_collector=None, prefetch_loaded_tokens_by_reqid={}, attn_cp_group=None,
             attn_tp_group=None, pp_rank=0, pp_size=1, pp_group=None, work_list=[], is_eagle=False, disable=False,
             device="cpu", evictable_host_leaves=set(), tp_rank=i, root_node=node, hicache_storage_pass_prefix_keys=False,
-            _insert_helper_host=self._inserter(tree))
+            _insert_helper_host=self._inserter(tree), **self._timeout_knobs())
         for k, v in attrs.items():
             try:
                 setattr(cache, k, v)
             except AttributeError:  # a property of that release (it computes the value itself)
                 pass
+        if "_prefetch_timeout_check_linear_func" in dir(cache_cls):  # 0.5.3 on: __init__ binds the deadline rule
+            cache.is_prefetch_timeout = cache._prefetch_timeout_check_linear_func
         rank = Rank(i, cache, cc, pool, tree, [f"req{q}" for q in range(cfg.requests)], list(range(cfg.requests)))
         rank.node = node
         return rank
+
+    def _timeout_knobs(self) -> dict:
+        """The timeout's length as each release's deadline reads it, at upstream's defaults: 0.5.1-0.5.2
+        `prefetch_timeout` (3 s), 0.5.3-0.5.11 `prefetch_timeout_base` + `prefetch_timeout_per_page`,
+        0.5.12 on the tree's own PrefetchTimeoutConfig(). A fired clock passes any of them."""
+        page = self.config.page_size
+        knobs = dict(prefetch_timeout=3, prefetch_timeout_base=1.0, prefetch_timeout_per_page=page / 1024 * 0.25)
+        timeout_config = getattr(self.modules[STORAGE], "PrefetchTimeoutConfig", None)
+        if timeout_config is not None:
+            knobs["prefetch_timeout_config"] = timeout_config()
+        return knobs
 
     @staticmethod
     def _inserter(tree: TreeCore):
@@ -131,16 +150,20 @@ class PollRun(WorldRun):
         comes back to the same state)."""
         cache = rank.cache
         for q, rid in enumerate(rank.handles):
-            cache.prefetch_from_storage(rid, rank.node, self.tokens(q))
+            issue = lambda q=q, rid=rid: cache.prefetch_from_storage(rid, rank.node, self.tokens(q))  # noqa: E731
+            issue() if self.deadlines is None else self.deadlines.issue(rank, q, issue)
         while True:
             self.baton.current().digest = b""
             for group in self.groups.values():
                 group.rebase()
             self.baton.point(GATE, lambda: self.round_enabled(rank))
             rank.rounds += 1
+            if self.deadlines is not None:
+                self.deadlines.round_starts(rank)
             cache.check_hicache_events()
             for q in list(rank.waiting):
-                if cache.check_prefetch_progress(rank.handles[q]):
+                check = lambda q=q: cache.check_prefetch_progress(rank.handles[q])  # noqa: E731
+                if check() if self.deadlines is None else self.deadlines.check(rank, q, rank.handles[q], check):
                     rank.waiting.remove(q)
                     rank.resolved[q] = rank.tree.held.get(q, 0)
                     rank.admitted_round[q] = rank.rounds
@@ -198,7 +221,8 @@ class PollRun(WorldRun):
         base = min(r.rounds for r in self.ranks)
         ranks = tuple((r.rounds - base, tuple(r.waiting), tuple(sorted(r.resolved.items())),
                        len(r.cache.ongoing_prefetch), r.cc.prefetch_tokens_occupied) for r in self.ranks)
-        return (self.baton.threads_key(), self._positions(), self._world(), ranks, self._admissions(base))
+        key = (self.baton.threads_key(), self._positions(), self._world(), ranks, self._admissions(base))
+        return key if self.deadlines is None else key + (self.deadlines.key(),)
 
     def _world(self) -> tuple:
         """The stand-ins' contents in a canonical order: each part's snapshot names its part (rank

@@ -26,7 +26,13 @@ def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
     def revoked(rank: int, request_id) -> bool:
         return request_id in holder.run.ranks[rank].cc.prefetch_revoke_queue.items
 
-    probes.install_acceptance(cache_mod.HiRadixCache, holder, revoked)
+    def expired(rank: int, request_id) -> bool:
+        """Under timeout: whether the rank's deadline for that request fired (or is not the search's to fire)."""
+        run = holder.run
+        deadlines = getattr(run, "deadlines", None)  # the conformance replay's run has none
+        return deadlines is None or deadlines.fired_since_issue(rank, run.ranks[rank].handles.index(request_id))
+
+    probes.install_acceptance(cache_mod.HiRadixCache, holder, revoked, expired)
     probes.install_strict(cache_mod.HiRadixCache, "HiRadixCache", roots)
     probes.install_strict(ctrl.HiCacheController, "HiCacheController", roots)
     return modules
@@ -34,8 +40,8 @@ def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
 
 def not_judged(config: CodeConfig) -> dict[str, str]:
     """The releases race their predicate (probes.py): no_early_acceptance is judged under
-    wait_complete."""
-    if config.policy == "wait_complete":
+    wait_complete, and under timeout until the deadline fires (the search fires it)."""
+    if config.policy == "wait_complete" or config.explores_clock():
         return {}
     return {"no_early_acceptance": "best_effort never waits: terminating at the first check is its contract"}
 
@@ -43,6 +49,7 @@ def not_judged(config: CodeConfig) -> dict[str, str]:
 BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("poll 1x1", dict(ranks=1)),
     ("poll 1x1 best_effort", dict(ranks=1, policy="best_effort")),
+    ("poll 1x1 timeout, deadlines as choices", dict(ranks=1, policy="timeout")),
     ("poll 1x1, cannot read page 1", dict(ranks=1, failing=((1,),))),
     ("poll 1x1, no hits, threshold 0", dict(ranks=1, hits=(0,), threshold_pages=0)),
     ("poll 2x1", dict(ranks=2)),

@@ -4,7 +4,8 @@ class bodies stay as written:
 - the acceptance probe (no_early_acceptance, the poll model's property): `can_terminate_prefetch`
   runs as written; when its final answer (after the ranks' vote) accepts under wait_complete an
   operation whose page list is still empty and that the prefetch thread has not revoked, the
-  scheduler terminates a prefetch that has not started: a prefetch lost;
+  scheduler terminates a prefetch that has not started: a prefetch lost. Under timeout the same,
+  before the deadline fires: while the rank's clock has not fired since the operation's issue;
 - strict attributes: an attribute of the cache or the controller the world did not set is "not
   modelled" at the reading line, never an AttributeError the path could turn into a crash finding.
 """
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
 
+BEFORE = {"timeout": ", its deadline not yet fired"}
 EARLY = "a prefetch lost: the scheduler accepts it before any page was listed, so nothing is loaded (slower, correct output)"
 
 
-def install_acceptance(cache_cls, holder, revoked) -> None:
+def install_acceptance(cache_cls, holder, revoked, expired) -> None:
     """Wrap `cache_cls.can_terminate_prefetch`; `revoked(rank, request_id)` says whether the
-    rank's prefetch thread has already revoked that request (its id waits on the revoke queue)."""
+    rank's prefetch thread has already revoked that request (its id waits on the revoke queue),
+    `expired(rank, request_id)` whether the timeout policy's deadline for it may have passed."""
     real = cache_cls.__dict__.get("can_terminate_prefetch")
     if real is None or getattr(cache_cls, "_pc_acceptance", False):
         return
@@ -26,14 +29,16 @@ def install_acceptance(cache_cls, holder, revoked) -> None:
     def probed(self, operation, *args, **kwargs):
         accepted = real(self, operation, *args, **kwargs)
         d = operation.__dict__
-        if accepted and self.__dict__.get("prefetch_stop_policy") == "wait_complete" and not d.get("hash_value"):
+        policy = self.__dict__.get("prefetch_stop_policy")
+        if accepted and policy in ("wait_complete", "timeout") and not d.get("hash_value"):
             world = holder.world
             me = world.baton.current()
             rank = me.rank if me is not None else 0
-            if not revoked(rank, d.get("request_id")):
+            rid = d.get("request_id")
+            if not revoked(rank, rid) and not (policy == "timeout" and expired(rank, rid)):
                 world.fault("no_early_acceptance",
-                            f"rank {rank} accepted {world.label(operation)} ({d.get('request_id')}) as complete while "
-                            f"its hash_value was still empty (not yet published, not revoked)",
+                            f"rank {rank} accepted {world.label(operation)} ({rid}) as complete while its hash_value "
+                            f"was still empty (not yet published, not revoked{BEFORE.get(policy, '')})",
                             EARLY, caller_site(world.baton.roots))
         return accepted
 

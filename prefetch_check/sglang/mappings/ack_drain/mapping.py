@@ -8,6 +8,7 @@ from prefetch_check.sglang.code_checks import Case, needs
 from prefetch_check.sglang.code_world import methods
 from prefetch_check.sglang.mappings import Mapping
 from prefetch_check.sglang.mappings.ack_drain.buffer_cases import BUFFER_CASES
+from prefetch_check.sglang.mappings.ack_drain.host_pressure_cases import HOST_PRESSURE_CASES
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL, release_options
 
 
@@ -59,7 +60,9 @@ CASES: tuple[Case, ...] = (
          _config(ranks=1, pages=1, retries=True, lost_device_pages=1, readmissions=2), skip=retry_skip),
     Case("1 rank x 3 requests, retries: rate-limited to one, one admitted a round",
          _config(ranks=1, requests=3, pages=1, retries=True, capacity_pages=1, batch=1), skip=retry_skip),
-) + BUFFER_CASES
+    Case("1 rank, retries: aborted by its client in round 1",
+         _config(ranks=1, pages=1, retries=True, abort_round=1), skip=retry_skip),
+) + BUFFER_CASES + HOST_PRESSURE_CASES
 
 MAPPING = Mapping(protocol=PROTOCOL, acks="ack+sync-thread", release_options=release_options,
                   judged_class="UnifiedRadixCache", runs=runs, cases=CASES)

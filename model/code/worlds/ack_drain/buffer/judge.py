@@ -11,7 +11,6 @@ the end of a run where every request was admitted or aborted:
 
 from __future__ import annotations
 
-from prefetch_check.model.code.rt import verdicts
 from prefetch_check.model.code.rt.verdicts import LEAK, Finding
 
 PROPERTY = "anchor_release"
@@ -20,11 +19,12 @@ PINNED = ("a device prefix pinned forever: never evictable, and the pipeline's a
 WRONG = "wrong KV data served: the device span spliced in holds pages other than the request's"
 
 
-def judge(run, terminal: bool) -> list[Finding]:
-    out = verdicts.judge(run, terminal)
+def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
+    """The findings of a buffer_only run's end (none before, or where the run already failed)."""
+    out: list[Finding] = []
     if not terminal or run.config.host_memory_mode != "buffer_only":
         return out
-    if any(f.prop in ("not_modelled", "deadlock_freedom", "progress") for f in out):
+    if any(f.prop in ("not_modelled", "deadlock_freedom", "progress") for f in found):
         return out
     steps = len(run.baton.steps)
     for r in run.ranks:

@@ -1,0 +1,26 @@
+"""How an ack-drain run is judged: the prefetch path's properties (rt/verdicts.py), then what the
+buffer_only world (buffer/judge.py) and the retry world (retry_judge.py) add at a run's end."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code.rt import verdicts
+from prefetch_check.model.code.rt.verdicts import Finding
+from prefetch_check.model.code.worlds.ack_drain import retry_judge
+from prefetch_check.model.code.worlds.ack_drain.buffer import judge as buffer_judge
+
+PROPERTIES = verdicts.PROPERTIES + (buffer_judge.PROPERTY, retry_judge.PROPERTY)
+
+
+def judge(run, terminal: bool) -> list[Finding]:
+    found = verdicts.judge(run, terminal)
+    return found + buffer_judge.judge(run, terminal, found) + retry_judge.judge(run, terminal, found)
+
+
+def not_judged(config) -> dict[str, str]:
+    """What the world's own properties cannot judge in `config` (the worlds they belong to are off)."""
+    out = {}
+    if config.host_memory_mode != "buffer_only":
+        out[buffer_judge.PROPERTY] = "the anchor locks of host_memory_mode buffer_only: CodeConfig(host_memory_mode='buffer_only')"
+    if not config.retries:
+        out[retry_judge.PROPERTY] = retry_judge.NOT_RETRIES
+    return out

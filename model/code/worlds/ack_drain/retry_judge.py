@@ -1,0 +1,60 @@
+"""What a run of the retry world (CodeConfig.retries) is judged for beyond the prefetch path's
+properties, at the end of a run where every request was admitted or aborted:
+
+- request_release: a request that left the waiting queue (admitted, or aborted by its client)
+  leaves nothing of itself in the cache: no paced retry armed under its rid
+  (StoragePrefetchRetries' entries are cancelled at admission, at abort and at expiry) and, once
+  aborted, nothing the cache keeps per request (release_aborted_request drops its operation, its
+  deadline and its loaded-token records). A rid a new request reuses is that request's, not a
+  leftover;
+- progress: the retry policy's bound, StoragePrefetchRetries' own contract ("a request past its
+  re-issue budget is admitted with what the device holds"): no request re-issued more often
+  than hicache_storage_prefetch_retry_max_attempts (CodeConfig.retry_attempts)."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code.rt.verdicts import Finding
+
+PROPERTY = "request_release"
+LEFT = ("cache state of a request that is gone: the paced-retry set and the ongoing prefetches grow with "
+        "every such request, and a client that reuses the rid inherits the leftover")
+PAST_CAP = ("storage lookups past the re-issue cap: the retry policy no longer bounds the lookups a waiting "
+            "request costs the storage backend")
+# what the cache keeps per request (0.5.23's UnifiedRadixCache) and release_aborted_request drops;
+# an attribute a tree lacks is skipped (the stand-in admission does not pop the loaded-token
+# records of an admitted request, so only aborted requests are judged by them)
+HELD_BY_REQUEST = ("ongoing_prefetch", "_storage_prefetch_wait", "prefetch_loaded_tokens_by_reqid",
+                   "prefetch_loaded_storage_start_by_reqid")
+NOT_RETRIES = "the scheduler's retry path: CodeConfig(retries=True)"
+
+
+def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
+    """The findings of a retry-world run's end (none before, or where the run already failed)."""
+    if not terminal or not run.config.retries:
+        return []
+    if any(f.prop in ("not_modelled", "deadlock_freedom", "no_crash") for f in found):
+        return []
+    out, steps, cap = [], len(run.baton.steps), run.config.retry_attempts
+    for rank in run.ranks:
+        sch = run.schedulers.get(rank.index)
+        if sch is None:
+            continue
+        cache, waiting = sch.tree_cache, sch.waiting_queue
+        for req in sch.sent:
+            if req.storage_prefetch_retry_attempts > cap:
+                out.append(Finding("progress", f"rank {rank.index}: req{req.q} re-issued "
+                                   f"{req.storage_prefetch_retry_attempts} times, past the cap of {cap}",
+                                   PAST_CAP, "", steps))
+        rids = {r.rid for r in waiting}
+        for rid in sorted(getattr(cache.storage_prefetch_retries, "_pending", {})):
+            if rid not in rids:
+                out.append(Finding(PROPERTY, f"rank {rank.index}: a retry still armed for {rid}, which left the "
+                                   "waiting queue", LEFT, "", steps))
+        live = {r.cache_request_handle for r in sch.sent if r not in sch.aborted}  # a reused rid's new request
+        for req in sch.aborted:
+            handle = req.cache_request_handle
+            kept = [name for name in HELD_BY_REQUEST if handle in (getattr(cache, name, None) or {})]
+            if kept and handle not in live:
+                out.append(Finding(PROPERTY, f"rank {rank.index}: req{req.q} was aborted, the cache still holds it in "
+                                   f"{', '.join(kept)}", LEFT, "", steps))
+    return out
