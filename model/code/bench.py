@@ -1,8 +1,9 @@
 """The executor's bench: `python -m prefetch_check.model.code.bench [--world PROTOCOL] SRT [SRT...]`
 checks each tree under its world's bench configurations (the world pack's `bench`; default: the
 ack-drain world, `--world predicate-poll` for HiRadixCache 0.5.1-0.5.18; `--only TEXT`: the rows
-whose name holds TEXT, repeatable) and prints runs, states,
-seconds and the child's peak memory per line (docs/executor.md keeps the figures)."""
+whose name holds TEXT, repeatable) and prints runs, states, seconds and the child's peak memory per
+line (docs/executor.md keeps the figures). BENCH_SECONDS cuts each search shorter; BENCH_STRATEGY
+names another exhaustive strategy (dfs: the search before the sleep sets, for before/after rows)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def main(argv: list[str]) -> int:
         else:
             only.append(argv[1])
         argv = argv[2:]
-    limits = CodeLimits(max_seconds=float(os.environ.get("BENCH_SECONDS", 300)))  # a shorter pass: BENCH_SECONDS
+    limits = CodeLimits(max_seconds=float(os.environ.get("BENCH_SECONDS", 300)),  # a shorter pass: BENCH_SECONDS
+                        strategy=os.environ.get("BENCH_STRATEGY", CodeLimits.strategy))
     for srt in argv:
         for name, config in pack(world).bench:
             if only and not any(text in name for text in only):

@@ -168,8 +168,9 @@ _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_dev
 @dataclass(frozen=True)
 class CodeLimits:
     """Search bounds: runs (schedules started), seconds, steps per run; memory and CPU of the child;
-    and the search strategy: "dfs" (every schedule, up to the bounds: VERIFIED possible) or a
-    sample, "random" (a seeded random walk) or "pct" (PCT with `pct_depth`), never exhaustive."""
+    and the search strategy: "sleep" (every schedule up to reordering independent steps, up to the
+    bounds: VERIFIED possible; strategies/sleep.py), "dfs" (every schedule, unreduced by footprints)
+    or a sample, "random" (a seeded random walk) or "pct" (PCT with `pct_depth`), never exhaustive."""
 
     max_runs: int = 200_000
     max_seconds: float = 120.0
@@ -177,17 +178,17 @@ class CodeLimits:
     stop_on_first: bool = False
     stop_on: tuple[str, ...] = ()  # stop once every one of these properties is violated
     reduce: bool = True  # the world's persistent set (off: every enabled thread at every state)
-    strategy: str = "dfs"  # dfs, random or pct (model/code/strategies/)
+    strategy: str = "sleep"  # sleep, dfs, random or pct (model/code/strategies/)
     seed: int = 0  # of a sampling strategy: the same seed, the same runs
     pct_depth: int = 3  # PCT's bug depth d: d - 1 priority change points per run
     child_cpu_seconds: int = 900
     child_memory_bytes: int = 2 << 30
 
     def __post_init__(self):
-        from prefetch_check.model.code.strategies import SAMPLING
+        from prefetch_check.model.code.strategies import EXHAUSTIVE, SAMPLING
 
-        if self.strategy not in ("dfs",) + SAMPLING:
-            raise ValueError(f"strategy {self.strategy!r}: the executor has dfs, {', '.join(SAMPLING)}")
+        if self.strategy not in EXHAUSTIVE + SAMPLING:
+            raise ValueError(f"strategy {self.strategy!r}: the executor has {', '.join(EXHAUSTIVE + SAMPLING)}")
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

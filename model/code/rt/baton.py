@@ -8,6 +8,13 @@ thread handoff measured 13 us in isolation and far more under load, a greenlet s
 the code under test reaches `threading` only through our stand-ins, so it cannot tell.
 A run is a sequence of choices (thread names), replayable exactly, and the state a choice leads to
 is identified by what the threads observed (a digest per thread) plus the stand-ins' contents.
+
+Each step also records its footprint (`touch`): the shared objects it read and wrote (stand-in
+queues, locks, events, collective groups, host pool, host tree, clock, the operations' fields
+through rt/hooks.py), plus what the point's `enabled` reads (its guard: a get waits on its queue,
+a leave on its group). Two steps conflict when one writes what the other touches
+(strategies/sleep.py, the search's partial-order reduction, uses it). Recording is two set adds
+per access, and only while a managed thread runs (never for the driver's own reads).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ class Point:
     label: str
     site: str
     enabled: Callable[[], bool]
+    guard: tuple = ()  # the shared objects `enabled` reads: part of the step's footprint
 
 
 @dataclass
@@ -45,6 +53,7 @@ class Managed:
     error: Optional[tuple[str, str, str]] = None  # (exception, site, traceback) when it died
     thread: Optional[greenlet.greenlet] = None
     starts: bool = True  # parks at "start" before its target (False: its target's first point is its first choice)
+    touches: tuple = ()  # objects every step of this thread writes (the scheduler: the round gate's inputs)
 
 
 @dataclass
@@ -67,24 +76,35 @@ class Baton:
         self.by_glet: dict = {}
         self.abandoning = False
         self.steps: list[StepRecord] = []
+        self.footprints: list[tuple[frozenset, frozenset]] = []  # per step: (read, written), Baton.touch
+        self.recording = False  # footprints wanted (the world declares them complete: WorldRun.FOOTPRINTS)
+        self.stepping = False  # a managed thread runs and footprints are wanted: `touch` records
+        self.reads: set = set()
+        self.writes: set = set()
 
     # ---- the world's side
     def current(self) -> Optional[Managed]:
         return self.by_glet.get(greenlet.getcurrent())
 
-    def point(self, label: str, enabled: Optional[Callable[[], bool]] = None) -> None:
-        """Park the calling managed thread until the scheduler picks it (no-op for other code)."""
+    def point(self, label: str, enabled: Optional[Callable[[], bool]] = None, guard: tuple = ()) -> None:
+        """Park the calling managed thread until the scheduler picks it (no-op for other code).
+        `guard`: the shared objects `enabled` reads (a step that writes one may enable or disable it)."""
         me = self.current()
         if me is None:
             return
         if self.abandoning:
             raise Abandon()
-        me.point = Point(label, caller_site(self.roots), enabled or _always)
+        me.point = Point(label, caller_site(self.roots), enabled or _always, guard)
         me.status = "parked"
         self.hub.switch()
         if self.abandoning:
             raise Abandon()
         me.status = "running"
+
+    def touch(self, obj: str, write: bool = True) -> None:
+        """The running step read (write=False) or wrote `obj` (a shared object's stable name)."""
+        if self.stepping:
+            (self.writes if write else self.reads).add(obj)
 
     def observe(self, value: str) -> None:
         """Fold what the running thread just saw into its digest (and the step's record)."""
@@ -96,8 +116,9 @@ class Baton:
             self.steps[-1].observed = (self.steps[-1].observed + "; " + value).lstrip("; ")
 
     # ---- the driver's side
-    def spawn(self, name: str, rank: int, role: str, target: Callable[[], None], starts: bool = True) -> None:
-        self.threads.append(Managed(name, rank, role, target, starts=starts))
+    def spawn(self, name: str, rank: int, role: str, target: Callable[[], None], starts: bool = True,
+              touches: tuple = ()) -> None:
+        self.threads.append(Managed(name, rank, role, target, starts=starts, touches=touches))
 
     def run(self, decide: Callable[[], Optional[Managed]]) -> None:
         """Start every thread (each parks at its start), then run the steps `decide` picks until it
@@ -111,9 +132,17 @@ class Baton:
             m = decide()
             if m is None:
                 return
-            self.steps.append(StepRecord(m.name, m.rank, m.point.label, m.point.site))
+            record = StepRecord(m.name, m.rank, m.point.label, m.point.site)
+            self.steps.append(record)
             m.status = "running"
-            m.thread.switch()
+            if self.recording:
+                self.reads, self.writes = set(m.point.guard), set(m.touches)
+                self.stepping = True
+                m.thread.switch()
+                self.stepping = False
+                self.footprints.append((frozenset(self.reads - self.writes), frozenset(self.writes)))
+            else:
+                m.thread.switch()
             if m.status == "dead" and m.error:
                 self.steps[-1].observed = (self.steps[-1].observed + "; died: " + m.error[0]).lstrip("; ")
 

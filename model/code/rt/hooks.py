@@ -1,12 +1,24 @@
 """Scheduling points on the PrefetchOperation fields threads share without a lock (CODE-PATH.md
 section 2): a read or write of one of them, once the operation is built, parks the thread first;
 the terminated flag (read under the op's lock, whose acquire is already a point) is observed only.
-Installed on the tree's own class after import, so the class body stays as written."""
+Installed on the tree's own class after import, so the class body stays as written.
+
+Every access to an operation's own field (hooked or not) also enters the running step's footprint
+(rt/baton.py `touch`) as `<op label>.<field>`: a write when assigned, a read when read, and a write
+when the value read is a mutable object other than a stand-in (the reader may change it in place:
+`pool_storage_result`, `pool_transfers`). What a thread does later to such an object it kept
+in a local across a scheduling point is not seen (the search's reduction states that limit)."""
 
 from __future__ import annotations
 
+from prefetch_check.model.code.stand_ins.queues import Queue
+from prefetch_check.model.code.stand_ins.sync import Event, Lock
+
 SHARED = frozenset({"hash_value", "storage_hit_count", "host_indices", "completed_tokens"})
 OBSERVED = frozenset({"_terminated_flag"})
+# values whose reading changes nothing a reader could write through: immutable ones, and stand-ins
+# (their own calls enter the footprint)
+_SHARED_AS_VALUE = (int, float, str, bytes, bool, type(None), tuple, frozenset, Queue, Lock, Event)
 
 
 class OpPart:
@@ -44,8 +56,14 @@ def install(op_cls, ack_cls, holder, observed=OBSERVED) -> None:
                 if name in SHARED:
                     world.baton.point(f"read {d['_pc_label']}.{name}")
                 value = base_get(self, name)
+                world.baton.touch(f"{d['_pc_label']}.{name}", write=False)
                 world.baton.observe(f"{d['_pc_label']}.{name}={world.label(value)}")
                 return value
+        elif holder.world is not None and holder.world.baton.stepping and not name.startswith(("_pc", "__")):
+            d = object.__getattribute__(self, "__dict__")
+            if name in d and "_pc_label" in d:
+                value = d[name]
+                holder.world.baton.touch(f"{d['_pc_label']}.{name}", write=not isinstance(value, _SHARED_AS_VALUE))
         return base_get(self, name)
 
     def __setattr__(self, name, value):
@@ -53,6 +71,11 @@ def install(op_cls, ack_cls, holder, observed=OBSERVED) -> None:
             d = object.__getattribute__(self, "__dict__")
             if "_pc_label" in d:
                 holder.world.baton.point(f"write {d['_pc_label']}.{name} = {holder.world.label(value)}")
+                holder.world.baton.touch(f"{d['_pc_label']}.{name}")
+        elif holder.world is not None and holder.world.baton.stepping:
+            label = object.__getattribute__(self, "__dict__").get("_pc_label")
+            if label is not None:
+                holder.world.baton.touch(f"{label}.{name}")
         base_set(self, name, value)
 
     op_cls.__init__, op_cls.__getattribute__, op_cls.__setattr__ = __init__, __getattribute__, __setattr__

@@ -32,6 +32,7 @@ class Clock:
         me = self.baton.current()
         if me is None:
             return self.start
+        self.baton.touch(name(me.rank))
         self.armed.add(me.rank)
         self.reads[me.rank] = self.reads.get(me.rank, 0) + 1
         self.read_at[me.rank] = self.epoch.get(me.rank, 0)
@@ -41,12 +42,18 @@ class Clock:
 
     def fire(self, rank: int) -> None:
         """Rank `rank`'s time moves past every deadline it has started."""
+        self.baton.touch(name(rank))
         self.ahead[rank] = self.ahead.get(rank, 0.0) + FIRED
         self.epoch[rank] = self.epoch.get(rank, 0) + 1
         self.armed.discard(rank)
 
     def key(self) -> tuple:
         return tuple(sorted(self.epoch.items())), tuple(sorted(self.armed))
+
+
+def name(rank: int) -> str:
+    """Rank `rank`'s clock in a step's footprint (rt/baton.py)."""
+    return f"r{rank}.clock"
 
 
 def make_time(not_modelled, now: float = START, clock: Clock | None = None) -> types.ModuleType:

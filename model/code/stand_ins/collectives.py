@@ -47,6 +47,7 @@ class Collectives:
         rank = self.rank_of()
         baton = self.world.baton
         baton.point(f"all_reduce({op}) arrive {group.name}")
+        baton.touch(group.name)
         n = group.calls[rank]
         site = baton.current().point.site if baton.current() else "?"
         entry = (site, str(op), len(tensor.data))
@@ -59,7 +60,9 @@ class Collectives:
                              f"{len(tensor.data)} values) while a peer is in {other[0]} ({other[1]}, {other[2]} values)",
                              "ranks disagree on which collective they are in: a hang or mixed-up data on a real cluster", site)
         baton.observe(f"arrive {group.name}#{n}")
-        baton.point(f"all_reduce({op}) leave {group.name}", lambda: len(group.arrived.get(n, {})) == len(group.ranks))
+        baton.point(f"all_reduce({op}) leave {group.name}", lambda: len(group.arrived.get(n, {})) == len(group.ranks),
+                    (group.name,))
+        baton.touch(group.name)
         values = [a[3] for a in group.arrived[n].values()]
         reduce = {"MIN": min, "MAX": max, "SUM": sum, "BARRIER": min}[str(op)]
         width = min(len(v) for v in values)

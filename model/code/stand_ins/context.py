@@ -42,6 +42,7 @@ class World:
     draining: dict = field(default_factory=dict)  # rank -> the operation its drain last took (identity.py)
 
     def register(self, part) -> None:
+        self.baton.touch("world.parts")  # the order of the parts is the order of the state key's
         self.parts.append(part)
 
     def label(self, obj: Any) -> str:
@@ -62,6 +63,7 @@ class World:
         return type(obj).__name__
 
     def name_object(self, obj: Any, prefix: str) -> str:
+        self.baton.touch("names:" + prefix)  # the next name of this prefix depends on who came first
         n = self.counters.get(prefix, 0)
         self.counters[prefix] = n + 1
         name = f"{prefix}{n}"

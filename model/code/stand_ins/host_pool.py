@@ -37,14 +37,17 @@ class HostPool(Strict):
         self.entry_map: dict = {}
         self.entries: list = []
         self.storage_format_tag = None
+        self._pc_name = f"r{rank}.host_pool"  # its name in a step's footprint (rt/baton.py)
         world.register(self)
 
     # ---- the pool API: alloc and free are points (IO writes into the same slots), the size is not
     def available_size(self) -> int:
+        self.world.baton.touch(self._pc_name, write=False)
         return self.status.count(FREE)
 
     def alloc(self, need_size: int):
         self.world.baton.point(f"alloc {need_size} host slots (rank {self.rank})")
+        self.world.baton.touch(self._pc_name)
         # upstream's pool asserts whole pages (pool_host/base.py alloc): a caller's misaligned size
         # kills the calling thread there, so it does here
         if need_size % self.page_size:
@@ -62,6 +65,7 @@ class HostPool(Strict):
 
     def free(self, indices, pool=None) -> None:
         self.world.baton.point(f"free host slots {indices.data} (rank {self.rank})")
+        self.world.baton.touch(self._pc_name)
         site = self.world.baton.current().point.site if self.world.baton.current() else "?"
         for i in indices.data:
             if self.status[i] == FREE:
@@ -86,11 +90,13 @@ class HostPool(Strict):
     def set_from_flat_data_page(self, index, data) -> None:
         first = index.item() if isinstance(index, Tensor) else int(index)
         self.world.baton.point(f"write page {data} into host slot {first}")
+        self.world.baton.touch(self._pc_name)
         for i in range(first, first + self.page_size):
             self.written[i] = data
 
     # ---- what the tree stand-in does when it takes slots
     def hand_to_tree(self, slots: list[int]) -> None:
+        self.world.baton.touch(self._pc_name)
         for i in slots:
             self.status[i] = TREE
 
@@ -102,13 +108,16 @@ class HostPool(Strict):
 
     def evict_from_tree(self, slots: list[int]) -> None:
         """The tree dropped these slots (host eviction): the cache is to free them."""
+        self.world.baton.touch(self._pc_name)
         for i in slots:
             self.status[i] = EVICTED
 
     def held(self) -> list[int]:
+        self.world.baton.touch(self._pc_name, write=False)
         return [i for i, s in enumerate(self.status) if s == HELD]
 
     def evicted(self) -> list[int]:
+        self.world.baton.touch(self._pc_name, write=False)
         return [i for i, s in enumerate(self.status) if s == EVICTED]
 
     def snapshot(self) -> tuple:

@@ -24,8 +24,12 @@ class Queue:
         self.world, self.name, self.items = world, name, deque()
         world.register(self)
 
-    def _point(self, what: str, enabled=None) -> None:
-        self.world.baton.point(f"{what} {self.name}", enabled)
+    def _point(self, what: str, enabled=None, write: bool = True) -> None:
+        """A scheduling point on this queue; the step's footprint writes (or reads) the queue, and a
+        blocking get's guard reads it (a put enables it)."""
+        baton = self.world.baton
+        baton.point(f"{what} {self.name}", enabled, (self.name,) if enabled is not None else ())
+        baton.touch(self.name, write)
 
     def put(self, item, block: bool = True, timeout=None) -> None:
         self._point("put")
@@ -56,12 +60,12 @@ class Queue:
         return self.get(block=False)
 
     def qsize(self) -> int:
-        self._point("qsize")
+        self._point("qsize", write=False)
         self.world.baton.observe(f"qsize {len(self.items)}")
         return len(self.items)
 
     def empty(self) -> bool:
-        self._point("empty")
+        self._point("empty", write=False)
         self.world.baton.observe(f"empty {not self.items}")
         return not self.items
 

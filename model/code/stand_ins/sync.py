@@ -13,14 +13,18 @@ class Lock:
         world.register(self)
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        self.world.baton.point(f"acquire {self.name}", lambda: self.holder is None)
-        self.holder = self.world.baton.current()
+        baton = self.world.baton
+        baton.point(f"acquire {self.name}", lambda: self.holder is None, (self.name,))
+        baton.touch(self.name)
+        self.holder = baton.current()
         return True
 
     def release(self) -> None:
+        self.world.baton.touch(self.name)
         self.holder = None
 
     def locked(self) -> bool:
+        self.world.baton.touch(self.name, write=False)
         return self.holder is not None
 
     __enter__ = acquire
@@ -38,17 +42,21 @@ class Event:
         world.register(self)
 
     def is_set(self) -> bool:
+        self.world.baton.touch(self.name, write=False)
         return self.flag
 
     def set(self) -> None:
         self.world.baton.point(f"set {self.name}")
+        self.world.baton.touch(self.name)
         self.flag = True
 
     def clear(self) -> None:
+        self.world.baton.touch(self.name)
         self.flag = False
 
     def wait(self, timeout=None) -> bool:
-        self.world.baton.point(f"wait {self.name}", lambda: self.flag)
+        self.world.baton.point(f"wait {self.name}", lambda: self.flag, (self.name,))
+        self.world.baton.touch(self.name, write=False)
         return True
 
     def snapshot(self) -> tuple:

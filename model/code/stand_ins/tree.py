@@ -48,6 +48,7 @@ class TreeCore(Strict):
         self.write_back_duplicate_reclaim_digest = 0
         self.held: dict[int, int] = {}  # request -> tokens the tree holds (from the request's start)
         self.locks = 0
+        self._pc_name = f"r{rank}.tree"  # its name in a step's footprint (rt/baton.py)
         world.register(self)
 
     def prefetch_anchor_info(self, node_id):
@@ -67,12 +68,14 @@ class TreeCore(Strict):
         return []
 
     def inc_host_lock_ref(self, node_id):
+        self.world.baton.touch(self._pc_name)
         self.locks += 1
         if self.host_only is not None and self.host_only.holds(node_id) and not self.host_only.was_evicted(node_id):
             self.host_only.lock(node_id, +1)
         return _Lock()
 
     def dec_host_lock_ref(self, node_id, params=None):
+        self.world.baton.touch(self._pc_name)
         self.locks -= 1
         if self.host_only is not None and self.host_only.holds(node_id) and not self.host_only.was_evicted(node_id):
             if not self.host_only.lock(node_id, -1):
@@ -81,6 +84,7 @@ class TreeCore(Strict):
     def insert_host(self, node_id, key, host_indices, hash_values=None, *args, **kwargs) -> InsertResult:
         baton = self.world.baton
         baton.point(f"insert {len(key)} tokens into host tree")
+        baton.touch(self._pc_name)
         tokens = key.token_ids
         if not tokens:
             return InsertResult(prefix_len=0)
@@ -119,6 +123,7 @@ class TreeCore(Strict):
         not modelled (after insert they are the admitted request's, loaded and locked outside
         this world)."""
         self.world.baton.point(f"host eviction of {num_tokens} tokens (rank {self.rank})")
+        self.world.baton.touch(self._pc_name)  # the held chain shrinks (host_held.py)
         if any(self.held.values()):
             from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
 

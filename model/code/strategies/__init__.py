@@ -12,7 +12,8 @@ strategy is an object with
     describe() -> str              what it is, for a bound ("a random walk, seed 3")
 
 One file each: dfs.py (depth-first over choice prefixes with the state cache: the executor's
-exhaustive search), replay.py (a choice list, then the first enabled thread), guided.py (the
+exhaustive search), sleep.py (the same with sleep sets over the steps' footprints: it skips
+schedules that only reorder independent steps), replay.py (a choice list, then the first enabled thread), guided.py (the
 conformance check's replay of a model schedule), random_walk.py and pct.py (sampling: never
 exhaustive). A reduction wraps a strategy instead of growing it (reduce.py: the world's
 persistent set). `make(limits)` builds the one `CodeLimits.strategy` names.
@@ -20,7 +21,8 @@ persistent set). `make(limits)` builds the one `CodeLimits.strategy` names.
 
 from __future__ import annotations
 
-SAMPLING = ("random", "pct")  # CodeLimits.strategy besides "dfs": never exhaustive
+EXHAUSTIVE = ("dfs", "sleep")  # CodeLimits.strategy: every schedule up to the bounds (VERIFIED possible)
+SAMPLING = ("random", "pct")  # never exhaustive
 
 
 def make(limits):
@@ -32,6 +34,10 @@ def make(limits):
         from prefetch_check.model.code.strategies.dfs import DepthFirst
 
         inner = DepthFirst(limits.max_depth)
+    elif limits.strategy == "sleep":
+        from prefetch_check.model.code.strategies.sleep import SleepSets
+
+        inner = SleepSets(limits.max_depth)
     elif limits.strategy == "random":
         from prefetch_check.model.code.strategies.random_walk import RandomWalk
 
@@ -41,5 +47,5 @@ def make(limits):
 
         inner = PCT(limits.seed, limits.pct_depth, limits.max_depth)
     else:
-        raise ValueError(f"strategy {limits.strategy!r}: the executor has dfs, {', '.join(SAMPLING)}")
+        raise ValueError(f"strategy {limits.strategy!r}: the executor has {', '.join(EXHAUSTIVE + SAMPLING)}")
     return Reduced(inner) if limits.reduce else inner

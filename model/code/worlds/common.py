@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from prefetch_check.model.code.config import CodeConfig
 from prefetch_check.model.code.rt import loader, stubs
 from prefetch_check.model.code.rt.baton import Baton
+from prefetch_check.model.code.stand_ins import clock as clocks
 from prefetch_check.model.code.stand_ins.clock import Clock, make_time
 from prefetch_check.model.code.stand_ins.collectives import Collectives, Group
 from prefetch_check.model.code.stand_ins.context import World
@@ -22,6 +23,7 @@ from prefetch_check.model.code.stand_ins.tree import TreeCore
 
 ROOT_NODE = 0
 GATE = "scheduler round"
+GATE_INPUTS = "gate"  # in a step's footprint: what the schedulers' loops keep (rounds, waiting, positions)
 
 
 @dataclass
@@ -46,10 +48,15 @@ class WorldRun:
     PER_RANK = 4  # threads per rank, spawned in this order (the scheduler first)
     DRAINED: tuple[str, ...] = ()  # the queues the scheduler's drain pops
     GROUP = Group  # the collective group stand-in
+    # Every object this world's threads share enters a step's footprint (rt/baton.py `touch`), so the
+    # search may skip schedules that only reorder independent steps (strategies/sleep.py); a world
+    # whose stand-ins do not all record their footprint leaves it False (its search is unreduced).
+    FOOTPRINTS = False
 
     def __init__(self, modules: dict, config: CodeConfig, holder, roots: tuple[str, ...]):
         self.config, self.modules = config, modules
         self.baton = Baton(roots)
+        self.baton.recording = self.FOOTPRINTS  # nobody reads the footprints of a world that has none
         self.world = World(self.baton)
         holder.world = self.world
         holder.collectives = Collectives(self.world, lambda: self.baton.current().rank)
@@ -94,6 +101,15 @@ class WorldRun:
         return rank.tree.host_only.deepest() if self.config.host_anchored else ROOT_NODE
 
     # ---- the round gate and the reduction's hook (a world's own: round_enabled(rank), key())
+    def gate_guard(self) -> tuple:
+        """What `round_enabled` reads, as footprint names: the schedulers' own state (every step of a
+        scheduler writes GATE_INPUTS), every rank's drained queues and clock."""
+        guard = self.__dict__.get("_gate_guard")
+        if guard is None:
+            guard = self._gate_guard = (GATE_INPUTS,) + tuple(
+                f"r{r.index}.{q}" for r in self.ranks for q in self.DRAINED) + tuple(clocks.name(r.index) for r in self.ranks)
+        return guard
+
     def _at_gate(self, rank: Rank) -> bool:
         m = self.baton.threads[self.PER_RANK * rank.index]
         return m.status == "parked" and m.point.label == GATE

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import inspect
 
+from prefetch_check.model.code.stand_ins.clock import name as clock_name
+from prefetch_check.model.code.worlds.common import GATE_INPUTS
+
 PREFIX = "D"
 PAST_DEADLINE = ("the request waits past its deadline: the timeout policy no longer bounds the time a "
                  "request waits for storage")
@@ -42,11 +45,12 @@ class Deadlines:
         # (rank, request) -> the firings at the reading a deadline runs from (ack-drain: a check's; poll: the issue's)
         self.pending: dict[tuple[int, int], int] = {}
         for r in run.ranks:
-            run.baton.spawn(f"{PREFIX}{r.index}", r.index, "deadline", lambda i=r.index: self._thread(i), starts=False)
+            run.baton.spawn(f"{PREFIX}{r.index}", r.index, "deadline", lambda i=r.index: self._thread(i), starts=False,
+                            touches=(GATE_INPUTS,))  # firing changes what the round gate reads (round_due)
 
     def _thread(self, rank: int) -> None:
         for _ in range(self.budget):
-            self.run.baton.point(label(rank), lambda: self.may_fire(rank))
+            self.run.baton.point(label(rank), lambda: self.may_fire(rank), (GATE_INPUTS, clock_name(rank)))
             self.clock.fire(rank)
             self.run.baton.observe(f"rank {rank}'s clock passes every deadline it started")
 

@@ -11,7 +11,7 @@ from prefetch_check.model.code.rt import stubs
 from prefetch_check.model.code.stand_ins.components import FullComponent
 from prefetch_check.model.code.stand_ins.sync import Event, Lock
 from prefetch_check.model.code.worlds.ack_drain import readmission
-from prefetch_check.model.code.worlds.common import GATE, ROOT_NODE, Rank, WorldRun
+from prefetch_check.model.code.worlds.common import GATE, GATE_INPUTS, ROOT_NODE, Rank, WorldRun
 from prefetch_check.model.code.worlds.deadlines import OwnDeadlineAdmits
 
 # Below sglang/srt: the files this world runs as written (those a release lacks are stubbed like the rest).
@@ -30,6 +30,7 @@ class Run(WorldRun):
 
     PER_RANK = 4  # threads per rank, spawned in this order: S, P, IO, Y
     DRAINED = S_QUEUES  # the queues the scheduler's drain pops
+    FOOTPRINTS = True  # the stand-ins and the operation's hooks record every shared object a step touches
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         self.schedulers: dict = {}  # rank -> its scheduler stand-in (retry world only)
@@ -110,7 +111,7 @@ class Run(WorldRun):
     # ---- the threads
     def _spawn(self, rank: Rank) -> None:
         i, cc = rank.index, rank.cc
-        self.baton.spawn(f"S{i}", i, "scheduler", lambda: self._scheduler(rank))
+        self.baton.spawn(f"S{i}", i, "scheduler", lambda: self._scheduler(rank), touches=(GATE_INPUTS,))
         self.baton.spawn(f"P{i}", i, "prefetch", cc.prefetch_thread_func)
         self.baton.spawn(f"IO{i}", i, "io", cc.prefetch_io_aux_func)
         self.baton.spawn(f"Y{i}", i, "sync", cc.prefetch_sync_thread_func)
@@ -125,7 +126,7 @@ class Run(WorldRun):
             cache.prefetch_from_storage(handle, self.anchor(rank), self.tokens(q))
         reissued: set = set()
         while True:
-            self.baton.point(GATE, lambda: self.round_enabled(rank))
+            self.baton.point(GATE, lambda: self.round_enabled(rank), self.gate_guard())
             rank.rounds += 1
             self.baton.observe(f"round {rank.rounds}")
             if self.deadlines is not None:

@@ -54,7 +54,7 @@ def drive(run, rank) -> None:
     sync()
     readmitted = [0] * cfg.requests
     while True:
-        run.baton.point(GATE, lambda: run.round_enabled(rank))
+        run.baton.point(GATE, lambda: run.round_enabled(rank), run.gate_guard())
         rank.rounds += 1
         run.baton.observe(f"round {rank.rounds}")
         cache.check_hicache_events()

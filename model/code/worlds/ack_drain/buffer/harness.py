@@ -49,6 +49,10 @@ class _PipelinePart:
 class BufferRun(Run):
     """`Run` with host_memory_mode buffer_only."""
 
+    # not yet: whether the tree's BufferModePipeline and the device stand-ins are reached by one
+    # thread only is not established, so a step's footprint may miss them (strategies/sleep.py)
+    FOOTPRINTS = False
+
     def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
         cfg, page = self.config, self.config.page_size
         pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
@@ -96,7 +100,7 @@ class BufferRun(Run):
             tokens = self.tokens(q)
             cache.prefetch_from_storage(handle, ROOT_NODE, tokens[d:], matched_prefix_tokens=tokens[:d])
         while True:
-            self.baton.point(GATE, lambda: self.round_enabled(rank))
+            self.baton.point(GATE, lambda: self.round_enabled(rank), self.gate_guard())
             rank.rounds += 1
             self.baton.observe(f"round {rank.rounds}")
             if rank.rounds == cfg.evict_device_round:  # another request's allocation evicts (evict_for_alloc)
