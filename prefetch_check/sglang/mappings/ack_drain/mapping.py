@@ -62,6 +62,8 @@ CASES: tuple[Case, ...] = (
          _config(ranks=1, requests=3, pages=1, retries=True, capacity_pages=1, batch=1), skip=retry_skip),
     Case("1 rank, retries: aborted by its client in round 1",
          _config(ranks=1, pages=1, retries=True, abort_round=1), skip=retry_skip),
+    Case("1 rank, retries: aborted in round 1, its rid reused by a new request",
+         _config(ranks=1, pages=1, retries=True, abort_round=1, rid_reuse=True), skip=retry_skip),
 ) + BUFFER_CASES + HOST_PRESSURE_CASES
 
 MAPPING = Mapping(protocol=PROTOCOL, acks="ack+sync-thread", release_options=release_options,
