@@ -11,7 +11,8 @@ import pytest
 
 from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
 from prefetch_check.sglang.code_checks import plan_code
-from prefetch_check.sglang.code_world import own_files, world_of
+from prefetch_check.sglang.code_world import _classes, own_files, world_of
+from prefetch_check.sglang.mappings import mapping
 from prefetch_check.sglang.detect import detect_shape
 from prefetch_check.sglang.locate import read_protocol_files
 from tests.test_code_executor import clean, edited, release
@@ -127,7 +128,9 @@ def test_a_refactor_of_hiradix_cache_keeps_every_figure(tmp_path):
 
 def test_the_command_runs_the_ack_drain_cases_that_fit_hiradix_cache():
     srt = _hiradix_release("0.5.19")
-    assert world_of(srt, "HiRadixCache") == ("ack-drain", "")
+    assert world_of(srt, "HiRadixCache") == ("ack-drain", "")  # the poll world has no place for its sync thread
+    assert "prefetch_sync_thread_func" in mapping("predicate-poll").runs(
+        _classes(srt / HR)["HiRadixCache"], _classes(srt / "managers/cache_controller.py"))
     shape = detect_shape(read_protocol_files(srt, own_files()), "HiRadixCache")
     runs = plan_code(srt, shape).runs
     assert runs and all(r.config.cache_class == "HiRadixCache" for r in runs)
