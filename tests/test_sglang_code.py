@@ -118,13 +118,6 @@ def test_a_tree_its_code_cannot_run_gets_no_code_verdicts_and_exit_3(tmp_path, c
     assert all(v["verdict"] != "VERIFIED" for v in code["properties"].values())
 
 
-def test_a_hiradix_cache_with_the_sync_thread_says_why_its_code_is_not_run(tmp_path, capsys):
-    """0.5.19's HiRadixCache (--cache-class) runs the ack-drain threads: no world runs it yet."""
-    status, doc, _ = sglang(capsys, tmp_path, "--engine", "code", release_srt("0.5.19"), "--cache-class", "HiRadixCache")
-    code = doc["releases"][0]["code"]
-    assert not code["ran"] and "prefetch_sync_thread_func" in code["note"] and status == 3
-
-
 STALE = "1 rank, prefetched again, best_effort"
 
 

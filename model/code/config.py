@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 POLICIES = ("wait_complete", "best_effort", "timeout")  # timeout: the search fires deadlines (explores_clock)
+CACHE_CLASSES = ("UnifiedRadixCache", "HiRadixCache")  # the ack-drain world's judged classes (HiRadixCache: 0.5.19-0.5.20)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class CodeConfig:
     host_held_pages: int = 0  # pages of the host pool (host_pages) the tree holds at the start
     host_locked_pages: int = 0  # of those, the leading pages a running request locks (never evictable)
     host_anchored: bool = False  # the held pages are the request's own prefix: its prefetch anchors at them
+    cache_class: str = "UnifiedRadixCache"  # ack-drain: HiRadixCache runs the class 0.5.19-0.5.20 ship beside it
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
@@ -57,6 +59,12 @@ class CodeConfig:
             raise ValueError(f"world {self.world!r}: the executor has {', '.join(worlds())}")
         if not self.retries and (self.readmissions or self.batch is not None or self.lost_device_pages or self.rid_reuse):
             raise ValueError("readmissions, batch, lost_device_pages and rid_reuse belong to the retry world: retries=True")
+        if self.cache_class not in CACHE_CLASSES:
+            raise ValueError(f"cache_class {self.cache_class!r}: the executor runs {', '.join(CACHE_CLASSES)}")
+        if self.cache_class == "HiRadixCache" and (self.world != "ack-drain" or self.retries or self.host_held_pages
+                                                   or self.host_memory_mode != "cache"):
+            raise ValueError("cache_class HiRadixCache: the ack-drain world in host_memory_mode cache, without "
+                             "retries or host_held_pages (its radix tree's eviction is not modelled)")
         if self.host_memory_mode not in ("cache", "buffer_only"):
             raise ValueError(f"host_memory_mode {self.host_memory_mode!r}: the executor runs cache, buffer_only")
         if self.host_memory_mode == "cache" and (self.device_pages or self.evict_device_round is not None
@@ -162,7 +170,8 @@ class CodeConfig:
 
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
-                      "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False}
+                      "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
+                      "cache_class": "UnifiedRadixCache"}
 
 
 @dataclass(frozen=True)

@@ -67,4 +67,4 @@ CASES: tuple[Case, ...] = (
 ) + BUFFER_CASES + HOST_PRESSURE_CASES
 
 MAPPING = Mapping(protocol=PROTOCOL, acks="ack+sync-thread", release_options=release_options,
-                  judged_class="UnifiedRadixCache", runs=runs, cases=CASES)
+                  judged_class="UnifiedRadixCache", other_classes=("HiRadixCache",), runs=runs, cases=CASES)
