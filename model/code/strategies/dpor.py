@@ -157,9 +157,13 @@ class StatefulDPOR:
         base = path[last].clock if last is not None else (-1,) * len(index)
         clock = list(base)
         raced = False
-        for i in range(j - 1, -1, -1):
+        reads, writes = foot
+        for i in range(j - 1, -1, -1):  # conflict() inlined: this loop is the search's hottest
             other = path[i]
-            if other.thread == p or not conflict(other.foot, foot):
+            if other.thread == p:
+                continue
+            r, w = other.foot
+            if writes.isdisjoint(w) and writes.isdisjoint(r) and reads.isdisjoint(w):
                 continue
             if not raced and i > base[index[other.thread]]:
                 self._add(i, p)
@@ -193,11 +197,13 @@ class StatefulDPOR:
         path, index = self.path, self.index
         last = next((i for i in range(n - 1, -1, -1) if path[i].thread == p), None)
         base = path[last].clock if last is not None else None
+        reads, writes = foot
         for i in range(n - 1, -1, -1):
             other = path[i]
-            if other.thread == p or not conflict(other.foot, foot):
-                continue
-            if base is None or i > base[index[other.thread]]:
+            if other.thread == p or (base is not None and i <= base[index[other.thread]]):
+                continue  # the same thread, or a step that happens before p's
+            r, w = other.foot
+            if not (writes.isdisjoint(w) and writes.isdisjoint(r) and reads.isdisjoint(w)):
                 self._add(i, p)
 
     def _after(self, key: bytes, n: int) -> dict:
