@@ -40,6 +40,12 @@ Why the summary is enough: the subtree explored from a state depends on the stat
 set, not on how the run got there (the races inside it are between its own steps), so exploring
 it again after another prefix would run the same steps; their races with the new prefix are
 those the summary finds, or fewer (a summary ignores the happens-before its own steps add).
+A race inside the subtree goes to the latest conflicting step, which is inside it when there is
+one, whatever came before; the prefix only lengthens the indices. The argument leans on the
+states forming a graph without cycles below the cached one, as the ack-drain world's keys make
+them (each thread's digest holds all it observed); a cycle (a state met again below itself: the
+predicate-poll world's polling, once it records footprints) hits a state still on the path and
+takes the fallback above. The checks: tests/test_code_dpor.py.
 
 Footprints are trusted only where the world records them all (`WorldRun.FOOTPRINTS`); elsewhere
 every thread of the world's persistent set (reduce.py) is explored at every state and nobody
