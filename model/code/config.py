@@ -177,9 +177,11 @@ _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_dev
 @dataclass(frozen=True)
 class CodeLimits:
     """Search bounds: runs (schedules started), seconds, steps per run; memory and CPU of the child;
-    and the search strategy: "sleep" (every schedule up to reordering independent steps, up to the
-    bounds: VERIFIED possible; strategies/sleep.py), "dfs" (every schedule, unreduced by footprints)
-    or a sample, "random" (a seeded random walk) or "pct" (PCT with `pct_depth`), never exhaustive."""
+    and the search strategy, each exhaustive up to the bounds (VERIFIED possible): "auto" (DPOR at
+    one rank, the sleep sets under the world's persistent set at more), "dpor" (an order only where
+    two steps raced; strategies/dpor.py), "sleep" (every schedule up to reordering independent
+    steps; strategies/sleep.py), "dfs" (every schedule, unreduced by footprints); or a sample,
+    "random" (a seeded random walk) or "pct" (PCT with `pct_depth`), never exhaustive."""
 
     max_runs: int = 200_000
     max_seconds: float = 120.0
@@ -187,7 +189,7 @@ class CodeLimits:
     stop_on_first: bool = False
     stop_on: tuple[str, ...] = ()  # stop once every one of these properties is violated
     reduce: bool = True  # the world's persistent set (off: every enabled thread at every state)
-    strategy: str = "sleep"  # sleep, dfs, random or pct (model/code/strategies/)
+    strategy: str = "auto"  # auto, dpor, sleep, dfs, random or pct (model/code/strategies/)
     seed: int = 0  # of a sampling strategy: the same seed, the same runs
     pct_depth: int = 3  # PCT's bug depth d: d - 1 priority change points per run
     child_cpu_seconds: int = 900
