@@ -99,7 +99,7 @@ def test_every_state_of_the_unreduced_search_is_reached_under_sleep_sets(config)
     """The footprints' completeness check (tests/test_code_sleep_sets.py): the tree's HiRadixCache
     shares nothing the stand-ins do not record (its last_host_node's lock is the tree's)."""
     srt = _hiradix_release("0.5.19")
-    slept = check_tree(srt, config, CodeLimits(max_seconds=60, reduce=False))
+    slept = check_tree(srt, config, CodeLimits(max_seconds=60, reduce=False, strategy="sleep"))
     every = check_tree(srt, config, CodeLimits(max_seconds=60, reduce=False, strategy="dfs"))
     assert slept.exhaustive and every.exhaustive
     assert slept.states == every.states and slept.verdicts == every.verdicts
