@@ -81,6 +81,9 @@ class Baton:
         self.stepping = False  # a managed thread runs and footprints are wanted: `touch` records
         self.reads: set = set()
         self.writes: set = set()
+        # the world's reads at a step's end, as footprint names (the predicate-poll world: a step
+        # after which only the schedulers can move reads what its cycle end reads, PollRun.settled)
+        self.settled: Optional[Callable[[], tuple]] = None
 
     # ---- the world's side
     def current(self) -> Optional[Managed]:
@@ -140,6 +143,8 @@ class Baton:
                 self.stepping = True
                 m.thread.switch()
                 self.stepping = False
+                if self.settled is not None:
+                    self.reads.update(self.settled())
                 self.footprints.append((frozenset(self.reads - self.writes), frozenset(self.writes)))
             else:
                 m.thread.switch()
