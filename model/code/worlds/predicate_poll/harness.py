@@ -205,7 +205,7 @@ class PollRun(WorldRun):
         """Here a waiting request on any rank opens the gate too, once every scheduler is there."""
         return any(r.waiting for r in self.ranks) or super()._gate_may_open(rank)
 
-    def settled(self) -> tuple:
+    def settled(self) -> tuple[tuple, tuple]:
         """What a step's end reads besides its own accesses (rt/baton.py): a step after which only
         the schedulers can move reads the gate's inputs, which every scheduler step writes. The run's
         end at a polling cycle (`closes_cycle`) is decided by the scheduler steps from such a state
@@ -213,8 +213,8 @@ class PollRun(WorldRun):
         wakes where the others stop, and the cycle is run (the cycle proviso of partial-order
         reduction; without it the sleep sets cut every run that closed 0.5.18's no-hits cycle)."""
         if any(m.role != "scheduler" for m in self.baton.enabled()):
-            return ()
-        return (GATE_INPUTS,)
+            return (), ()
+        return (GATE_INPUTS,), ()
 
     def closes_cycle(self, key: bytes) -> bool:
         """True at a state seen before in this run since the last moment a thread other than the
