@@ -17,6 +17,8 @@ from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
 from strategies import SETTINGS
 from test_code_executor import EDITS, edited, release
 from test_code_sleep_sets import same_findings, small_configs, two_rank_configs
+from test_toy_world import TREE as TOY_TREE
+from test_toy_world import toy  # noqa: F401 (the fixture registering the toy protocol)
 
 
 def against_dfs(srt, config, reduce: bool, seconds: float = 300):
@@ -77,9 +79,10 @@ def test_a_return_before_the_collective_is_caught_the_same_at_two_ranks(tmp_path
     assert dpor.verdicts[prop] == "VIOLATED"
 
 
-def test_a_world_without_footprints_is_searched_run_for_run_as_the_dfs():
-    config = CodeConfig(ranks=1, host_memory_mode="buffer_only", device_pages=1)
-    dfs, dpor = against_dfs(release("0.5.23"), config, reduce=True)
+def test_a_world_without_footprints_is_searched_run_for_run_as_the_dfs(toy):
+    """Every built-in world records its footprints; the toy protocol's (tests/toy_protocol) does not."""
+    config = CodeConfig(world="toy", ranks=2, pages=2)
+    dfs, dpor = against_dfs(TOY_TREE / "sglang" / "srt", config, reduce=True)
     same_findings(dfs, dpor)
     assert (dpor.runs, dpor.states) == (dfs.runs, dfs.states)
 
