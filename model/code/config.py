@@ -46,6 +46,13 @@ class CodeConfig:
     host_held_pages: int = 0  # pages of the host pool (host_pages) the tree holds at the start
     host_locked_pages: int = 0  # of those, the leading pages a running request locks (never evictable)
     host_anchored: bool = False  # the held pages are the request's own prefix: its prefetch anchors at them
+    # sidecar pools (worlds/ack_drain/sidecars.py): "swa" / "mamba" (the SWA and Mamba components'
+    # trailing-window pools, each its own host pool) and "indexer" (a KV-derived pool registered
+    # with register_sidecar_pool: read per KV batch into the KV slots' rows)
+    sidecars: tuple[str, ...] = ()
+    sidecar_hits: Optional[tuple[tuple[int, ...], ...]] = None  # per rank, per sidecar: its stored leading pages
+    sidecar_failing: Optional[tuple[tuple[int, ...], ...]] = None  # per rank: pages no sidecar pool can read
+    swa_window_pages: int = 2  # the SWA component's window (full_window_pages)
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
@@ -73,7 +80,8 @@ class CodeConfig:
             raise ValueError("host_anchored: one request (no reissue, no retries) continuing host_held_pages > 0")
         if self.host_held_pages > self.pool_pages():
             raise ValueError(f"host_held_pages {self.host_held_pages}: more than the host pool's {self.pool_pages()} pages")
-        for name in ("hits", "failing", "query_raises", "raising_reads"):
+        _check_sidecars(self)
+        for name in ("hits", "failing", "query_raises", "raising_reads", "sidecar_hits", "sidecar_failing"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
                 raise ValueError(f"{name} gives {len(value)} ranks, the configuration has {self.ranks}")
@@ -94,6 +102,15 @@ class CodeConfig:
 
     def raising_reads_of(self, rank: int) -> frozenset[int]:
         return frozenset(self.raising_reads[rank]) if self.raising_reads is not None else frozenset()
+
+    def sidecar_hits_of(self, rank: int, n: int) -> int:
+        """Sidecar n's stored leading pages on this rank (None: as many as the KV pool's)."""
+        if self.sidecar_hits is None:
+            return self.first_page() + self.hits_of(rank)
+        return self.first_page() + self.sidecar_hits[rank][n]
+
+    def sidecar_failing_of(self, rank: int) -> frozenset[int]:
+        return frozenset(self.sidecar_failing[rank]) if self.sidecar_failing is not None else frozenset()
 
     def pool_pages(self) -> int:
         """Room for every request (twice with reissue: the first fetch stays in the tree), and for
@@ -124,6 +141,7 @@ class CodeConfig:
         with no re-issue left (past the cap the scheduler admits the shorter match as is):
         wait_complete must then deliver the agreed hits."""
         return (self.abort_round is None and self.evict_device_round is None and self.capacity_pages is None
+                and self.sidecar_hits is None and self.sidecar_failing is None
                 and not (self.lost_device_pages and self.retry_attempts < 1)
                 and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
                             for r in range(self.ranks)))
@@ -162,7 +180,25 @@ class CodeConfig:
 
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
-                      "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False}
+                      "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False, "sidecars": (),
+                      "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2}
+SIDECARS = ("swa", "mamba", "indexer")  # what CodeConfig.sidecars may name (worlds/ack_drain/sidecars.py)
+
+
+def _check_sidecars(cfg: "CodeConfig") -> None:
+    """A sidecar configuration the world builds, or a clear error naming the field."""
+    unknown = [s for s in cfg.sidecars if s not in SIDECARS]
+    if unknown or len(set(cfg.sidecars)) != len(cfg.sidecars):
+        raise ValueError(f"sidecars {cfg.sidecars!r}: each at most once, of {', '.join(SIDECARS)}")
+    if not cfg.sidecars and (cfg.sidecar_hits is not None or cfg.sidecar_failing is not None):
+        raise ValueError("sidecar_hits and sidecar_failing need sidecars, e.g. sidecars=('swa',)")
+    if cfg.sidecars and (cfg.host_memory_mode != "cache" or cfg.world != "ack-drain" or cfg.retries):
+        raise ValueError("sidecars run in the ack-drain world's cache mode, without retries")
+    if cfg.swa_window_pages < 1:
+        raise ValueError(f"swa_window_pages {cfg.swa_window_pages}: at least 1")
+    for per_rank in cfg.sidecar_hits or ():
+        if len(per_rank) != len(cfg.sidecars):
+            raise ValueError(f"sidecar_hits {cfg.sidecar_hits!r}: one count per sidecar ({len(cfg.sidecars)}) per rank")
 
 
 @dataclass(frozen=True)

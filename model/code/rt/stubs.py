@@ -42,10 +42,13 @@ class BasePrefixCache:
     """The base class of the cache, empty: the methods on the path are the cache's own."""
 
 
-class CacheTransferPhase(enum.Enum):
-    PREFETCH = "prefetch"
+class CacheTransferPhase(str, enum.Enum):
+    """components/base.py's phases (every member: `_build_sidecar_transfers` compares against them)."""
+
+    BACKUP_HOST = "backup_host"
     LOAD_BACK = "load_back"
-    BACKUP = "backup"
+    BACKUP_STORAGE = "backup_storage"
+    PREFETCH = "prefetch"
 
 
 def rank_consensus(*args, **kwargs):

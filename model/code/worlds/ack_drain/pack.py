@@ -9,7 +9,7 @@ from prefetch_check.model.code.config import CodeConfig
 from prefetch_check.model.code.pack import ConformanceKit, WorldPack
 from prefetch_check.model.code.rt import hooks, loader
 from prefetch_check.model.code.worlds.ack_drain import conformance_configs as conformance
-from prefetch_check.model.code.worlds.ack_drain import identity
+from prefetch_check.model.code.worlds.ack_drain import identity, transfer_hooks
 from prefetch_check.model.code.worlds.ack_drain import judge
 from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer
 from prefetch_check.model.code.worlds.ack_drain.buffer import params as buffer_params
@@ -28,6 +28,7 @@ def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
     op_mod = modules.get(HYBRID) if hasattr(modules.get(HYBRID), "PrefetchOperation") else ctrl
     hooks.install(op_mod.PrefetchOperation, ctrl.PrefetchAck, holder)
     identity.install(modules[CACHE].UnifiedRadixCache, op_mod.PrefetchOperation, holder)
+    transfer_hooks.install(getattr(modules.get("mem_cache/hicache_storage.py"), "PoolTransfer", None), holder)
     return modules
 
 

@@ -1,0 +1,99 @@
+"""The SWA and Mamba components of a hybrid model (`cache.components[SWA|MAMBA]`), as far as a
+storage prefetch uses them (upstream's components/swa.py and mamba.py, 0.5.20 on: the staging is
+sized at issue and allocated at hit time). Each keeps a trailing window of the request's pages in a
+host pool of its own: SWA the last `window` pages (fewer when the span is shorter and anchored at
+the root), Mamba one state slot for the last page. `prepare_prefetch` sizes the staging,
+`build_prefetch_transfers` gives the PREFETCH transfer with placeholder keys (the release's
+`_sync_trailing_keys` fills the real hashes), `alloc_prefetch_staging` allocates from the pool (on
+failure the cache's evict_host for the component, then once more, as upstream), and `commit`
+takes a committed transfer's slots into the host tree, checking each holds the page of the
+inserted key it should (data_integrity: the window the tree serves)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from prefetch_check.model.code.stand_ins.context import Strict
+from prefetch_check.model.code.stand_ins.radix import storage_hashes
+
+PLACEHOLDER = "__placeholder__"
+
+
+@dataclass(frozen=True)
+class PreparePrefetchResult:
+    """upstream's components/base.py PreparePrefetchResult: the staging the component needs."""
+
+    staging_tokens: int = 0
+
+
+class TrailingComponent(Strict):
+    """One trailing-window component (SWA: `window` pages of `page_size` slots each; Mamba: one
+    state slot per page, window 1)."""
+
+    def __init__(self, world, rank: int, kind: str, component_type, pool, pool_name, page_size: int, window: int,
+                 classes, staged_at_hit: bool):
+        self.world, self.rank, self.kind, self.pool = world, rank, kind, pool
+        self.component_type = component_type
+        self.pool_name, self.page_size, self.window, self.classes = pool_name, page_size, window, classes
+        self.staged_at_hit = staged_at_hit
+        self.cache = None  # set once the cache is built (evict_host on a failed staging alloc)
+        self._pc_what = f"components[{kind.upper()}]"
+
+    def prepare_prefetch(self, node_id, *, prefetch_tokens: int = 0) -> PreparePrefetchResult:
+        if not self.staged_at_hit:  # 0.5.19 allocates the staging here, with other fields
+            raise self.world.not_modelled(f"{self._pc_what}.prepare_prefetch (a release that allocates the "
+                                          "component staging at issue)")
+        if self.kind == "mamba":
+            return PreparePrefetchResult(staging_tokens=1)
+        pages = prefetch_tokens // self.page_size
+        if pages >= self.window:
+            return PreparePrefetchResult(staging_tokens=self.window * self.page_size)
+        if pages > 0 and node_id == 0:  # at the root the whole sequence is the window
+            return PreparePrefetchResult(staging_tokens=pages * self.page_size)
+        return PreparePrefetchResult()
+
+    def build_prefetch_transfers(self, staging_tokens: int) -> Optional[list]:
+        pages = 1 if self.kind == "mamba" else staging_tokens // self.page_size
+        if staging_tokens == 0 or pages == 0:
+            return None
+        return [self.classes.PoolTransfer(name=self.pool_name, keys=[PLACEHOLDER] * pages,
+                                          hit_policy=self.classes.PoolHitPolicy.TRAILING_PAGES)]
+
+    def alloc_prefetch_staging(self, num_tokens: int):
+        host_indices = self.pool.alloc(num_tokens)
+        if host_indices is None:
+            self.cache.evict_host(num_tokens, self.component_type)
+            host_indices = self.pool.alloc(num_tokens)
+        return host_indices
+
+    def buffer_belief_policy(self, pool):
+        return None  # the built-in policy of the transfer's hit policy (components/base.py default)
+
+    def free_host_values(self, host_values: list) -> None:
+        for value in host_values:
+            self.pool.free(value)
+
+    def commit(self, key, transfers: list) -> None:
+        """The host tree takes the committed window: each pool page must hold the page of the
+        inserted key it stands for (the key's last pages, in order)."""
+        baton = self.world.baton
+        expected = storage_hashes(key, None, self.page_size)
+        site = baton.current().point.site if baton.current() else "?"
+        for t in transfers:
+            if t.host_indices is None:
+                continue
+            keys = list(t.keys or [])
+            want = expected[len(expected) - len(keys):] if keys else []
+            slots = t.host_indices.data
+            for n, page in enumerate(want):
+                for slot in slots[n * self.pool.page_size:(n + 1) * self.pool.page_size]:
+                    got = self.pool.written.get(slot)
+                    if got != page:
+                        self.world.fault("data_integrity",
+                                         f"rank {self.rank}: {self.kind} host slot {slot} handed to the tree for "
+                                         f"page {page} holds {got or 'nothing written'}",
+                                         f"wrong {self.kind.upper()} state served: the tree's window of the request "
+                                         "holds a page IO had not written there", site)
+                        break
+            self.pool.hand_to_tree(slots)
