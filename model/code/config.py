@@ -109,6 +109,12 @@ class CodeConfig:
             return self.first_page() + self.hits_of(rank)
         return self.first_page() + self.sidecar_hits[rank][n]
 
+    def agreed_pages_of(self, rank: int) -> int:
+        """The pages this rank's hit query can agree to: its stored KV pages, cut by each sidecar
+        pool's (the backends' fold: a pool missing a page, or a window, shortens the usable prefix)."""
+        cut = [self.sidecar_hits_of(rank, n) - self.first_page() for n in range(len(self.sidecars))]
+        return min([self.hits_of(rank)] + cut)
+
     def sidecar_failing_of(self, rank: int) -> frozenset[int]:
         return frozenset(self.sidecar_failing[rank]) if self.sidecar_failing is not None else frozenset()
 
@@ -141,7 +147,7 @@ class CodeConfig:
         with no re-issue left (past the cap the scheduler admits the shorter match as is):
         wait_complete must then deliver the agreed hits."""
         return (self.abort_round is None and self.evict_device_round is None and self.capacity_pages is None
-                and self.sidecar_hits is None and self.sidecar_failing is None
+                and self.sidecar_failing is None
                 and not (self.lost_device_pages and self.retry_attempts < 1)
                 and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
                             for r in range(self.ranks)))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from prefetch_check.model.code.stand_ins.context import Strict
+from prefetch_check.model.code.stand_ins.errors import caller_site
 from prefetch_check.model.code.stand_ins.radix import storage_hashes
 
 PLACEHOLDER = "__placeholder__"
@@ -79,7 +80,7 @@ class TrailingComponent(Strict):
         inserted key it stands for (the key's last pages, in order)."""
         baton = self.world.baton
         expected = storage_hashes(key, None, self.page_size)
-        site = baton.current().point.site if baton.current() else "?"
+        site = caller_site(baton.roots)  # the release's commit_hicache_transfers call
         for t in transfers:
             if t.host_indices is None:
                 continue
