@@ -53,6 +53,7 @@ class CodeConfig:
     sidecar_hits: Optional[tuple[tuple[int, ...], ...]] = None  # per rank, per sidecar: its stored leading pages
     sidecar_failing: Optional[tuple[tuple[int, ...], ...]] = None  # per rank: pages no sidecar pool can read
     swa_window_pages: int = 2  # the SWA component's window (full_window_pages)
+    sidecar_pool_pages: Optional[tuple[int, ...]] = None  # per sidecar: its host pool in its pages (None: room for all)
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
@@ -157,7 +158,7 @@ class CodeConfig:
         in the host pool for every fetch; or, with pages the tree holds (host_held_pages), one
         request fetched once, which must get what the room left by the locked pages allows
         (`delivered_tokens`)."""
-        if self.policy != "wait_complete" or not self.undisturbed():
+        if self.policy != "wait_complete" or not self.undisturbed() or self.sidecar_pool_pages is not None:
             return False
         pressured = self.host_held_pages and self.requests == 1 and self.fetches() == 1
         return self.room_pages() >= self.needed_pages() or bool(pressured)
@@ -187,7 +188,8 @@ class CodeConfig:
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False, "sidecars": (),
-                      "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2}
+                      "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,
+                      "sidecar_pool_pages": None}
 SIDECARS = ("swa", "mamba", "indexer")  # what CodeConfig.sidecars may name (worlds/ack_drain/sidecars.py)
 
 
@@ -202,6 +204,10 @@ def _check_sidecars(cfg: "CodeConfig") -> None:
         raise ValueError("sidecars run in the ack-drain world's cache mode, without retries")
     if cfg.swa_window_pages < 1:
         raise ValueError(f"swa_window_pages {cfg.swa_window_pages}: at least 1")
+    if cfg.sidecar_pool_pages is not None and (len(cfg.sidecar_pool_pages) != len(cfg.sidecars)
+                                               or any(n < 0 for n in cfg.sidecar_pool_pages)):
+        raise ValueError(f"sidecar_pool_pages {cfg.sidecar_pool_pages!r}: one size (>= 0) per sidecar (the "
+                         "indexer's is ignored: its rows are the KV pool's)")
     for per_rank in cfg.sidecar_hits or ():
         if len(per_rank) != len(cfg.sidecars):
             raise ValueError(f"sidecar_hits {cfg.sidecar_hits!r}: one count per sidecar ({len(cfg.sidecars)}) per rank")

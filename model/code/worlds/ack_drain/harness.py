@@ -34,7 +34,8 @@ class Run(WorldRun):
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         self.schedulers: dict = {}  # rank -> its scheduler stand-in (retry world only)
-        holder.label_transfers = bool(config.sidecars)  # transfer_hooks.py: sidecar transfers are shared
+        self.holder = holder
+        holder.transfer_parts = {}  # transfer_hooks.py: with sidecar pools, each rank's transfers (sidecars.attach)
         super().__init__(modules, config, holder, roots)
         self.deadlines = OwnDeadlineAdmits(self) if config.explores_clock() else None  # timeout: firing is a choice
 

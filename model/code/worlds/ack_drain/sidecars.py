@@ -23,6 +23,7 @@ from prefetch_check.model.code.rt.verdicts import LEAK, Finding
 from prefetch_check.model.code.stand_ins.sidecar_components import TrailingComponent
 from prefetch_check.model.code.stand_ins.sidecar_pools import HostPoolGroup, SidecarHostPool
 from prefetch_check.model.code.stand_ins.sidecar_storage import SidecarStorageBackend
+from prefetch_check.model.code.worlds.ack_drain import transfer_hooks
 
 STORAGE = "mem_cache/hicache_storage.py"
 BELIEFS = "mem_cache/buffer_mode/storage_existence_cache.py"
@@ -33,17 +34,20 @@ COMPONENTS = ("swa", "mamba")
 def attach(run, i: int, cc, cache, pool, tree, component_of) -> None:
     """Give rank i's cache and controller the configured sidecar pools (CodeConfig.sidecars)."""
     cfg, w, page = run.config, run.world, run.config.page_size
+    run.holder.transfer_parts[i] = transfer_hooks.RankTransfers(w, i)  # the transfers the rank's threads share
     storage = run.modules[STORAGE]
     names = {s: getattr(storage.PoolName, POOL_NAMES[s]) for s in cfg.sidecars}
     fetches = cfg.requests * cfg.fetches()
     pools = {}
-    for s in cfg.sidecars:
+    for n, s in enumerate(cfg.sidecars):
+        room = None if cfg.sidecar_pool_pages is None else cfg.sidecar_pool_pages[n]
         if s == "indexer":  # one row per KV slot
             pools[names[s]] = SidecarHostPool(w, i, str(names[s]), pool.size, page)
         elif s == "swa":
-            pools[names[s]] = SidecarHostPool(w, i, str(names[s]), cfg.swa_window_pages * page * fetches, page)
+            pages = cfg.swa_window_pages * fetches if room is None else room
+            pools[names[s]] = SidecarHostPool(w, i, str(names[s]), pages * page, page)
         else:  # one state slot per fetch
-            pools[names[s]] = SidecarHostPool(w, i, str(names[s]), fetches, 1)
+            pools[names[s]] = SidecarHostPool(w, i, str(names[s]), fetches if room is None else room, 1)
     derived = tuple(names[s] for s in cfg.sidecars if s not in COMPONENTS)
     group = HostPoolGroup(w, pool, storage.PoolName.KV, pools, derived)
     cc.mem_pool_host = group

@@ -7,7 +7,7 @@ The operation's hooks (rt/hooks.py) see only the second path, so every transfer 
 construction (per rank, like an operation) and each access of a mutable field by a managed thread
 enters the step's footprint as `<label>.<field>` and, when read, the reader's observations; each
 transfer is a part of the state key. Installed on the tree's class after import (the class body
-stays as written); only a run with sidecar pools labels them (`holder.label_transfers`), so
+stays as written); only a run with sidecar pools labels them (`holder.transfer_parts`), so
 the KV transfer every issue builds leaves other runs' footprints and keys as they were."""
 
 from __future__ import annotations
@@ -15,16 +15,24 @@ from __future__ import annotations
 FIELDS = frozenset({"keys", "host_indices", "device_indices"})
 
 
-class TransferPart:
-    """A transfer's mutable fields, for the state key."""
+class RankTransfers:
+    """One rank's transfers, in the order they were built: a part of the state key registered
+    before any step, so a transfer built later enters the key without touching the world's part
+    list (which every rank shares: the ranks' steps would all depend on one another)."""
 
-    def __init__(self, xfer, world):
-        self.xfer, self.world = xfer, world
+    def __init__(self, world, rank: int):
+        self.world, self.rank, self.xfers = world, rank, []
+        self._pc_name = f"r{rank}.xfers"
+        world.register(self)
+
+    def add(self, xfer) -> None:
+        self.world.baton.touch(self._pc_name)
+        self.xfers.append(xfer)
 
     def snapshot(self) -> tuple:
-        d = self.xfer.__dict__
-        return (d.get("_pc_label"), str(d.get("name")), tuple(d.get("keys") or ()),
-                self.world.label(d.get("host_indices")))
+        label = self.world.label
+        return tuple((x.__dict__.get("_pc_label"), str(x.__dict__.get("name")), tuple(x.__dict__.get("keys") or ()),
+                      label(x.__dict__.get("host_indices"))) for x in self.xfers)
 
 
 def install(xfer_cls, holder) -> None:
@@ -35,13 +43,14 @@ def install(xfer_cls, holder) -> None:
     def __init__(self, *args, **kwargs):
         base_init(self, *args, **kwargs)
         world = holder.world
-        if world is None or not getattr(holder, "label_transfers", False):  # only runs with sidecar pools
+        parts = getattr(holder, "transfer_parts", None)  # rank -> RankTransfers: only runs with sidecar pools
+        if world is None or not parts:
             return
         me = world.baton.current()
         if me is None:  # built by the harness or a stand-in outside a step: no thread shares it yet
             return
         object.__setattr__(self, "_pc_label", world.name_object(self, f"r{me.rank}.xfer"))
-        world.register(TransferPart(self, world))
+        parts[me.rank].add(self)
 
     def __getattribute__(self, name):
         if name in FIELDS:
