@@ -69,6 +69,17 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
                                                               rid_reuse=True)),
     ("1x1 host pool of 2 pages held by the tree, evicted", dict(ranks=1, host_pages=2, host_held_pages=2)),
     ("2x1 the same, 1 page locked: a partial prefix", dict(ranks=2, host_pages=2, host_held_pages=2, host_locked_pages=1)),
+    ("1x1 sidecars swa,mamba,indexer", dict(ranks=1, sidecars=("swa", "mamba", "indexer"))),
+    ("1x1 sidecars indexer, page 1 unreadable", dict(ranks=1, sidecars=("indexer",), sidecar_failing=((1,),))),
+    ("1x1 sidecars swa, page 1 unreadable", dict(ranks=1, sidecars=("swa",), sidecar_failing=((1,),))),
+    ("1x1 sidecars swa, host pool of 1 page", dict(ranks=1, sidecars=("swa",), host_pages=1)),
+    ("1x1 sidecars swa,mamba, Mamba pool of 0", dict(ranks=1, sidecars=("swa", "mamba"), sidecar_pool_pages=(2, 0))),
+    ("1x1 sidecars swa,indexer, abort in round 1", dict(ranks=1, sidecars=("swa", "indexer"), abort_round=1)),
+    ("2x1 1 page, sidecars swa,indexer, rank 0 short", dict(ranks=2, pages=1, sidecars=("swa", "indexer"),
+                                                             sidecar_failing=((0,), ()))),
+    ("2x1 1 page, sidecars mamba, rank 1 stores none", dict(ranks=2, pages=1, sidecars=("mamba",),
+                                                             sidecar_hits=((1,), (0,)))),
+    ("2x1 sidecars swa,mamba,indexer", dict(ranks=2, sidecars=("swa", "mamba", "indexer"))),
 ))
 
 PACK = WorldPack(
