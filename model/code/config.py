@@ -200,8 +200,9 @@ def _check_sidecars(cfg: "CodeConfig") -> None:
         raise ValueError(f"sidecars {cfg.sidecars!r}: each at most once, of {', '.join(SIDECARS)}")
     if not cfg.sidecars and (cfg.sidecar_hits is not None or cfg.sidecar_failing is not None):
         raise ValueError("sidecar_hits and sidecar_failing need sidecars, e.g. sidecars=('swa',)")
-    if cfg.sidecars and (cfg.host_memory_mode != "cache" or cfg.world != "ack-drain" or cfg.retries):
-        raise ValueError("sidecars run in the ack-drain world's cache mode, without retries")
+    if cfg.sidecars and (cfg.host_memory_mode != "cache" or cfg.world != "ack-drain" or cfg.retries
+                         or cfg.host_held_pages):
+        raise ValueError("sidecars run in the ack-drain world's cache mode, without retries or host_held_pages")
     if cfg.swa_window_pages < 1:
         raise ValueError(f"swa_window_pages {cfg.swa_window_pages}: at least 1")
     if cfg.sidecar_pool_pages is not None and (len(cfg.sidecar_pool_pages) != len(cfg.sidecars)
