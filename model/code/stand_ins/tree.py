@@ -159,7 +159,7 @@ class TreeCore(Strict):
     def commit_hicache_transfers(self, node_id=None, phase=None, comp_xfers=None, *args, insert_result=None,
                                  **kwargs) -> None:
         """The components take their committed windows into the tree (nothing without components)."""
-        if not comp_xfers:
+        if not comp_xfers or not self.components:  # no sidecar components: nothing to take, as before
             return None
         self.world.baton.touch(self._pc_name)
         key = self._last_inserted
