@@ -1,6 +1,6 @@
 """Sidecar pools (CodeConfig.sidecars: the SWA and Mamba components' trailing-window pools, a
 KV-derived indexer pool): the release's own sidecar code runs as written on the stand-ins of
-model/code/worlds/ack_drain/sidecars.py. 0.5.23 and 0.5.22 are clean and exhausted; 0.5.19's
+model/code/worlds/ack_drain/sidecars.py, alone or in a shared page-envelope host arena. 0.5.23 and 0.5.22 are clean and exhausted; 0.5.19's
 components stop "not modelled" by name (their staging is allocated at issue); the sleep sets keep
 every state of the unreduced search with the transfers' footprints; one-place edits of the
 sidecar path, applied here to the real release, are each caught with their consequence; a
@@ -29,6 +29,9 @@ SWA_SHRINKS = CodeConfig(ranks=1, sidecars=("swa",), host_pages=1)
 # the Mamba pool is full: the SWA staging is rolled back
 MAMBA_FULL = CodeConfig(ranks=1, sidecars=("swa", "mamba"), sidecar_pool_pages=(2, 0))
 ABORT = CodeConfig(ranks=1, sidecars=("swa", "indexer"), abort_round=1)
+# the KV pool and the window share a host arena of 3 page envelopes: a 1-page prefix and its window
+ARENA = CodeConfig(ranks=1, sidecars=("swa",), shared_arena=3)
+ARENA_ALL = CodeConfig(ranks=1, sidecars=("swa", "mamba", "indexer"), shared_arena=4)
 TWO_RANKS_ABORT = CodeConfig(ranks=2, pages=1, sidecars=("swa",), abort_round=1)
 TWO_RANKS_SHORT = CodeConfig(ranks=2, pages=2, sidecars=("swa",), sidecar_failing=((1,), ()))
 
@@ -67,6 +70,15 @@ EDITS = {
                                    "                                if not operation.pool_transfers_done\n"
                                    "                                else None\n                            ),",
                                    "                            None,", "host_memory", "leaked"),
+    # the shared arena allocates the windows with the KV but never binds them to their transfers
+    "arena_windows_not_bound": (HCC, ARENA, "        for transfer, indices in zip(independent_transfers, allocated[1:], strict=True):\n"
+                                "            transfer.host_indices = indices\n        return allocated[0]",
+                                "        return allocated[0]", "host_memory", "leaked"),
+    # the arena's request for a trailing window is no longer cut to the hit: a prefix that fits is refused
+    "arena_window_not_cut_to_the_hit": (HCC, CodeConfig(ranks=1, sidecars=("swa",), shared_arena=2),
+                                        "                num_pages = min(num_pages or 1, sidecar_hit_pages)",
+                                        "                num_pages = num_pages or 1", "wait_complete_delivers",
+                                        "prefetch lost"),
     # the staging already taken is not rolled back when another pool's staging fails
     "staging_not_rolled_back": (URC, MAMBA_FULL, "                    cc.append_host_mem_release(extra_pools=taken)\n"
                                 "                    for t in taken:",
@@ -76,7 +88,8 @@ EDITS = {
 
 @pytest.mark.parametrize("config, figures", [
     (SWA, (153, 479)), (ALL, (171, 545)), (SWA_SHORT, (153, 535)), (INDEXER_SHORT, (149, 479)),
-    (SWA_SHRINKS, (339, 1186)), (MAMBA_FULL, (94, 187)), (ABORT, (471, 1923)),
+    (SWA_SHRINKS, (339, 1186)), (MAMBA_FULL, (94, 187)), (ABORT, (471, 1923)), (ARENA, (154, 483)),
+    (ARENA_ALL, (172, 549)),
 ])
 def test_0_5_23_is_clean_and_exhausted_with_sidecar_pools(config, figures):
     result = check_tree(release("0.5.23"), config, LIMITS)
@@ -105,7 +118,7 @@ def test_delivery_is_the_hits_the_sidecar_pools_let_the_ranks_agree_on():
     assert result.exhaustive and result.verdicts["wait_complete_delivers"] == "VERIFIED"
 
 
-@pytest.mark.parametrize("config", [SWA, SWA_SHRINKS, ABORT, MAMBA_FULL])
+@pytest.mark.parametrize("config", [SWA, SWA_SHRINKS, ABORT, MAMBA_FULL, ARENA])
 def test_without_the_persistent_set_sleep_sets_keep_every_state(config):
     dfs = check_tree(release("0.5.23"), config, CodeLimits(max_seconds=120, reduce=False, strategy="dfs"))
     sleep = check_tree(release("0.5.23"), config, CodeLimits(max_seconds=120, reduce=False, strategy="sleep"))
@@ -148,6 +161,8 @@ def test_a_behaviour_keeping_refactor_of_sync_trailing_keys_keeps_every_figure(t
     (dict(sidecars=("swa",), host_memory_mode="buffer_only"), "cache mode"),
     (dict(sidecars=("swa",), sidecar_hits=((1, 1),)), "one count per sidecar"),
     (dict(sidecars=("swa",), sidecar_pool_pages=(1, 2)), "one size"),
+    (dict(sidecars=("indexer",), shared_arena=3), "SWA or Mamba"),
+    (dict(sidecars=("swa",), requests=2, shared_arena=3), "one request"),
 ])
 def test_a_sidecar_configuration_the_world_cannot_build_is_a_clear_error(kwargs, words):
     with pytest.raises(ValueError, match=words):

@@ -54,6 +54,7 @@ class CodeConfig:
     sidecar_failing: Optional[tuple[tuple[int, ...], ...]] = None  # per rank: pages no sidecar pool can read
     swa_window_pages: int = 2  # the SWA component's window (full_window_pages)
     sidecar_pool_pages: Optional[tuple[int, ...]] = None  # per sidecar: its host pool in its pages (None: room for all)
+    shared_arena: Optional[int] = None  # the KV and SWA/Mamba pools share one host arena of this many page envelopes
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
@@ -160,13 +161,24 @@ class CodeConfig:
         (`delivered_tokens`)."""
         if self.policy != "wait_complete" or not self.undisturbed() or self.sidecar_pool_pages is not None:
             return False
-        pressured = self.host_held_pages and self.requests == 1 and self.fetches() == 1
+        pressured = (self.host_held_pages or self.shared_arena is not None) and self.requests == 1 and self.fetches() == 1
         return self.room_pages() >= self.needed_pages() or bool(pressured)
+
+    def arena_pages(self, agreed_pages: int) -> int:
+        """With a shared arena: the longest KV prefix whose pages and trailing windows fit in it
+        (allocate_storage_hit's search for a prefix; the windows are cut to the prefix)."""
+        windows = [min(self.swa_window_pages, self.pages) if s == "swa" else 1
+                   for s in self.sidecars if s in ("swa", "mamba")]
+        return max((k for k in range(agreed_pages + 1) if k + sum(min(w, k) for w in windows) <= self.shared_arena),
+                   default=0)
 
     def delivered_tokens(self, agreed_tokens: int) -> int:
         """What wait_complete must deliver of the tokens the ranks agreed on: the protocol's
         allocation (alloc; on failure evict_host and retry; else the largest page-aligned prefix
         that fits, if at least the threshold; else nothing) leaves the room the locked pages allow."""
+        if self.shared_arena is not None:
+            want = self.arena_pages(agreed_tokens // self.page_size) * self.page_size
+            return want if want >= self.threshold_pages * self.page_size else 0
         want = min(agreed_tokens, self.room_pages() * self.page_size)
         return want if want >= self.threshold_pages * self.page_size else 0
 
@@ -189,7 +201,7 @@ class CodeConfig:
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False, "sidecars": (),
                       "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,
-                      "sidecar_pool_pages": None}
+                      "sidecar_pool_pages": None, "shared_arena": None}
 SIDECARS = ("swa", "mamba", "indexer")  # what CodeConfig.sidecars may name (worlds/ack_drain/sidecars.py)
 
 
@@ -209,6 +221,10 @@ def _check_sidecars(cfg: "CodeConfig") -> None:
                                                or any(n < 0 for n in cfg.sidecar_pool_pages)):
         raise ValueError(f"sidecar_pool_pages {cfg.sidecar_pool_pages!r}: one size (>= 0) per sidecar (the "
                          "indexer's is ignored: its rows are the KV pool's)")
+    if cfg.shared_arena is not None and (cfg.shared_arena < 0 or not set(cfg.sidecars) & {"swa", "mamba"}
+                                         or cfg.requests != 1 or cfg.fetches() != 1):
+        raise ValueError(f"shared_arena {cfg.shared_arena!r}: >= 0 envelopes, with a SWA or Mamba sidecar, one request "
+                         "fetched once")
     for per_rank in cfg.sidecar_hits or ():
         if len(per_rank) != len(cfg.sidecars):
             raise ValueError(f"sidecar_hits {cfg.sidecar_hits!r}: one count per sidecar ({len(cfg.sidecars)}) per rank")

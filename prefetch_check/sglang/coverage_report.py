@@ -313,9 +313,8 @@ def to_json(row) -> Optional[dict]:
 
 WHY_NOT_RUN = {
     # substrings of a function's name -> why no case of the code engine enters it (docs/coverage.md)
-    "_shared": ("the shared page-envelope host arena: the stubs' uses_shared_host_layout is False (its domain's "
-                "alloc_many, compaction and reclaim are not modelled)"),
-    "can_fit_prefetch_host": "the shared page-envelope host arena's binary search for a prefix (not modelled)",
+    "_shared": ("the shared page-envelope host arena: its cases (sidecars with shared_arena) allocate and size a "
+                "prefix; the reclaim through host_evict_fn, the compaction and the write-back side are not run"),
     "free_prefetch_host_buffers": "a hit's host bounce rolled back before IO owns it: PP tickets or the shared arena only",
     "trim_prefetch_full_head": "buffer_only with sidecar pools: the device-trimmed FULL head (no buffer_only case has them)",
     "pp_": "PP > 1: no case runs pipeline-parallel stages",

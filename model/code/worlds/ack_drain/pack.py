@@ -80,6 +80,9 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("2x1 1 page, sidecars mamba, rank 1 stores none", dict(ranks=2, pages=1, sidecars=("mamba",),
                                                              sidecar_hits=((1,), (0,)))),
     ("2x1 sidecars swa,mamba,indexer", dict(ranks=2, sidecars=("swa", "mamba", "indexer"))),
+    ("1x1 sidecars swa, shared host arena of 3", dict(ranks=1, sidecars=("swa",), shared_arena=3)),
+    ("1x1 sidecars swa,mamba,indexer, shared host arena of 4", dict(ranks=1, sidecars=("swa", "mamba", "indexer"),
+                                                                    shared_arena=4)),
 ))
 
 PACK = WorldPack(

@@ -20,6 +20,7 @@ held by no one, and release entries no drain will free (host_memory)."""
 from __future__ import annotations
 
 from prefetch_check.model.code.rt.verdicts import LEAK, Finding
+from prefetch_check.model.code.stand_ins.shared_arena import SharedArena
 from prefetch_check.model.code.stand_ins.sidecar_components import TrailingComponent
 from prefetch_check.model.code.stand_ins.sidecar_pools import HostPoolGroup, SidecarHostPool
 from prefetch_check.model.code.stand_ins.sidecar_storage import SidecarStorageBackend
@@ -51,6 +52,12 @@ def attach(run, i: int, cc, cache, pool, tree, component_of) -> None:
     derived = tuple(names[s] for s in cfg.sidecars if s not in COMPONENTS)
     group = HostPoolGroup(w, pool, storage.PoolName.KV, pools, derived)
     cc.mem_pool_host = group
+    if cfg.shared_arena is not None:  # the KV pool and the windows draw on one arena (stand_ins/shared_arena.py)
+        arena = SharedArena(w, i, cfg.shared_arena)
+        arena.join(str(storage.PoolName.KV), pool)
+        for s in cfg.sidecars:
+            if s in COMPONENTS:
+                arena.join(str(names[s]), pools[names[s]])
     cc._init_extra_host_mem_release_queues()  # the release's own: one queue per sidecar entry
     for name, q in cc.extra_host_mem_release_queues.items():
         q.name = f"r{i}.extra_host_mem_release_queue.{name}"  # before any step: its name in keys and footprints

@@ -6,7 +6,8 @@ is). Together they run the release's sidecar code as written: the transfers buil
 staging at the hit (and its roll-back when a pool is full), the window re-keyed and shrunk in IO
 (its tail released from IO), the per-batch clamp to a KV-derived pool's hits, the sidecar read
 and its `pool_hits` ACK, its MIN in the sync thread, the all-or-nothing check and the release
-of the window on discard and on abort. SWA and Mamba need the staging allocated at the hit
+of the window on discard and on abort; with a shared page-envelope host arena, the KV bounce
+and its windows allocated at once and the partial prefix sized by what fits. SWA and Mamba need the staging allocated at the hit
 (0.5.20 on: `_alloc_prefetch_aux_staging`); 0.5.19 sizes and allocates it at issue, which the
 component stand-ins do not model, so it gets only the indexer's cases."""
 
@@ -55,6 +56,13 @@ SIDECAR_CASES: tuple[Case, ...] = (
     # pool_hits ACKs, and both discard the fetch
     Case("2 ranks x 1 page, sidecars=swa,indexer, rank 0 cannot read its sidecar page",
          _sidecars(("swa", "indexer"), ranks=2, pages=1, sidecar_failing=((0,), ())), skip=_components),
+    # the KV pool and the windows share one host arena (stand_ins/shared_arena.py): the hit and its
+    # 2-page window do not fit 3 envelopes, so the release's search for a prefix takes 1 page and
+    # its 1-page window, allocated at once
+    Case("1 rank, sidecars=swa, a shared host arena of 3 page envelopes (a partial prefix)",
+         _sidecars(("swa",), shared_arena=3), skip=_components),
+    Case("1 rank, sidecars=swa,mamba,indexer, a shared host arena of 4 page envelopes",
+         _sidecars(("swa", "mamba", "indexer"), shared_arena=4), skip=_components),
     # rank 1 stores no Mamba state: the hit query's MIN of restorable prefixes is 0 on both ranks
     Case("2 ranks x 1 page, sidecars=mamba, rank 1 stores no Mamba state",
          _sidecars(("mamba",), ranks=2, pages=1, sidecar_hits=((1,), (0,))), skip=_components),
