@@ -111,6 +111,11 @@ def test_0_5_19_components_are_not_modelled_by_name_and_its_indexer_is_judged():
     assert indexer.exhaustive and clean(indexer)
 
 
+def test_a_shared_arena_on_a_release_without_its_allocation_is_not_modelled_by_name():
+    result = check_tree(release("0.5.20"), ARENA, LIMITS)
+    assert not result.exhaustive and "with a shared host arena" in result.not_modelled[0]
+
+
 def test_delivery_is_the_hits_the_sidecar_pools_let_the_ranks_agree_on():
     config = CodeConfig(ranks=1, sidecars=("mamba",), sidecar_hits=((1,),))
     assert config.agreed_pages_of(0) == 1 and config.judges_delivery()

@@ -39,12 +39,16 @@ class TrailingComponent(Strict):
         self.pool_name, self.page_size, self.window, self.classes = pool_name, page_size, window, classes
         self.staged_at_hit = staged_at_hit
         self.cache = None  # set once the cache is built (evict_host on a failed staging alloc)
+        self.arena_unread = False  # a shared host arena the release has no code to allocate from
         self._pc_what = f"components[{kind.upper()}]"
 
     def prepare_prefetch(self, node_id, *, prefetch_tokens: int = 0) -> PreparePrefetchResult:
         if not self.staged_at_hit:  # 0.5.19 allocates the staging here, with other fields
             raise self.world.not_modelled(f"{self._pc_what}.prepare_prefetch (a release that allocates the "
                                           "component staging at issue)")
+        if self.arena_unread:
+            raise self.world.not_modelled(f"{self._pc_what}.prepare_prefetch with a shared host arena (a release "
+                                          "without _shared_prefetch_requests: its windows never come from the arena)")
         if self.kind == "mamba":
             return PreparePrefetchResult(staging_tokens=1)
         pages = prefetch_tokens // self.page_size

@@ -75,6 +75,8 @@ def attach(run, i: int, cc, cache, pool, tree, component_of) -> None:
             components[ct] = TrailingComponent(w, i, s, ct, pools[names[s]], names[s], page, window, storage,
                                                staged_at_hit)
             components[ct].cache = cache
+            components[ct].arena_unread = (cfg.shared_arena is not None
+                                           and not hasattr(type(cc), "_shared_prefetch_requests"))
         else:
             tree.derived.append(pools[names[s]])
             cache.register_sidecar_pool(storage.SidecarPoolSpec(pool_name=names[s],

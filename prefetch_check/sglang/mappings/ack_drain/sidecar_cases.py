@@ -27,8 +27,18 @@ _staged_at_hit = needs(CACHE, "def _alloc_prefetch_aux_staging(",
 _sidecar_read = needs(HYBRID, "def _page_transfer_sidecar(", "its controller has no sidecar read after the KV")
 
 
+# the prefetch's allocation from a shared arena, KV bounce and windows at once (0.5.22 on); an older
+# tree allocates them from their own pools and would never consult the arena the case names
+_arena = needs(HYBRID, "def _shared_prefetch_requests(",
+               "it does not allocate a prefetch's windows from a shared host arena (0.5.22 on)")
+
+
 def _components(srt) -> str:
     return _sidecar_read(srt) or _staged_at_hit(srt)
+
+
+def _arena_components(srt) -> str:
+    return _components(srt) or _arena(srt)
 
 
 def _sidecars(pools: tuple[str, ...], **kwargs) -> CodeConfig:
@@ -60,9 +70,9 @@ SIDECAR_CASES: tuple[Case, ...] = (
     # 2-page window do not fit 3 envelopes, so the release's search for a prefix takes 1 page and
     # its 1-page window, allocated at once
     Case("1 rank, sidecars=swa, a shared host arena of 3 page envelopes (a partial prefix)",
-         _sidecars(("swa",), shared_arena=3), skip=_components),
+         _sidecars(("swa",), shared_arena=3), skip=_arena_components),
     Case("1 rank, sidecars=swa,mamba,indexer, a shared host arena of 4 page envelopes",
-         _sidecars(("swa", "mamba", "indexer"), shared_arena=4), skip=_components),
+         _sidecars(("swa", "mamba", "indexer"), shared_arena=4), skip=_arena_components),
     # rank 1 stores no Mamba state: the hit query's MIN of restorable prefixes is 0 on both ranks
     Case("2 ranks x 1 page, sidecars=mamba, rank 1 stores no Mamba state",
          _sidecars(("mamba",), ranks=2, pages=1, sidecar_hits=((1,), (0,))), skip=_components),
