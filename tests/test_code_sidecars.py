@@ -1,8 +1,8 @@
 """Sidecar pools (CodeConfig.sidecars: the SWA and Mamba components' trailing-window pools, a
 KV-derived indexer pool): the release's own sidecar code runs as written on the stand-ins of
-model/code/worlds/ack_drain/sidecars.py, alone or in a shared page-envelope host arena. 0.5.23 and 0.5.22 are clean and exhausted; 0.5.19's
-components stop "not modelled" by name (their staging is allocated at issue); the sleep sets keep
-every state of the unreduced search with the transfers' footprints; one-place edits of the
+model/code/worlds/ack_drain/sidecars.py, alone or in a shared page-envelope host arena. 0.5.23,
+0.5.22 and 0.5.19 (which allocates the windows at issue) are clean and exhausted; the sleep sets
+keep every state of the unreduced search with the transfers' footprints; one-place edits of the
 sidecar path, applied here to the real release, are each caught with their consequence; a
 behaviour-keeping refactor keeps every figure."""
 
@@ -102,13 +102,12 @@ def test_0_5_22_is_clean_with_every_sidecar_pool():
     assert result.exhaustive and clean(result)
 
 
-def test_0_5_19_components_are_not_modelled_by_name_and_its_indexer_is_judged():
-    swa = check_tree(release("0.5.19"), SWA, LIMITS)
-    assert not swa.exhaustive and swa.cut.kind == "not_modelled"
-    assert "components[SWA].prepare_prefetch" in swa.not_modelled[0]
-    assert "no_crash" not in swa.violations
-    indexer = check_tree(release("0.5.19"), INDEXER_SHORT, LIMITS)
-    assert indexer.exhaustive and clean(indexer)
+@pytest.mark.parametrize("config, figures", [(ALL, (175, 553)), (SWA_SHRINKS, (343, 1194)), (MAMBA_FULL, (72, 143)),
+                                             (INDEXER_SHORT, (149, 479))])
+def test_0_5_19_allocates_the_windows_at_issue_and_is_clean(config, figures):
+    result = check_tree(release("0.5.19"), config, LIMITS)
+    assert result.exhaustive and clean(result), (result.verdicts, result.not_modelled)
+    assert (result.runs, result.states) == figures
 
 
 def test_a_shared_arena_on_a_release_without_its_allocation_is_not_modelled_by_name():

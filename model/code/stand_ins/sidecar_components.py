@@ -1,6 +1,7 @@
 """The SWA and Mamba components of a hybrid model (`cache.components[SWA|MAMBA]`), as far as a
-storage prefetch uses them (upstream's components/swa.py and mamba.py, 0.5.20 on: the staging is
-sized at issue and allocated at hit time). Each keeps a trailing window of the request's pages in a
+storage prefetch uses them (upstream's components/swa.py and mamba.py: 0.5.20 on the staging is
+sized at issue and allocated at hit time; 0.5.19's swa_component.py / mamba_component.py allocate
+it at issue, and `prepare_prefetch` then returns it, or that the allocation failed). Each keeps a trailing window of the request's pages in a
 host pool of its own: SWA the last `window` pages (fewer when the span is shorter and anchored at
 the root), Mamba one state slot for the last page. `prepare_prefetch` sizes the staging,
 `build_prefetch_transfers` gives the PREFETCH transfer with placeholder keys (the release's
@@ -23,9 +24,12 @@ PLACEHOLDER = "__placeholder__"
 
 @dataclass(frozen=True)
 class PreparePrefetchResult:
-    """upstream's components/base.py PreparePrefetchResult: the staging the component needs."""
+    """upstream's PreparePrefetchResult in both shapes: the staging the component needs (0.5.20
+    on, allocated at the hit), or the staging it allocated at issue and whether that failed (0.5.19)."""
 
     staging_tokens: int = 0
+    alloc_failed: bool = False
+    host_indices: object = None
 
 
 class TrailingComponent(Strict):
@@ -43,26 +47,30 @@ class TrailingComponent(Strict):
         self._pc_what = f"components[{kind.upper()}]"
 
     def prepare_prefetch(self, node_id, *, prefetch_tokens: int = 0) -> PreparePrefetchResult:
-        if not self.staged_at_hit:  # 0.5.19 allocates the staging here, with other fields
-            raise self.world.not_modelled(f"{self._pc_what}.prepare_prefetch (a release that allocates the "
-                                          "component staging at issue)")
         if self.arena_unread:
             raise self.world.not_modelled(f"{self._pc_what}.prepare_prefetch with a shared host arena (a release "
                                           "without _shared_prefetch_requests: its windows never come from the arena)")
         if self.kind == "mamba":
-            return PreparePrefetchResult(staging_tokens=1)
-        pages = prefetch_tokens // self.page_size
-        if pages >= self.window:
-            return PreparePrefetchResult(staging_tokens=self.window * self.page_size)
-        if pages > 0 and node_id == 0:  # at the root the whole sequence is the window
-            return PreparePrefetchResult(staging_tokens=pages * self.page_size)
-        return PreparePrefetchResult()
+            tokens = 1
+        else:
+            pages = prefetch_tokens // self.page_size
+            # a full window, or at the root (the whole sequence is the window) the pages there are
+            tokens = (self.window if pages >= self.window else pages if pages > 0 and node_id == 0 else 0) * self.page_size
+        if self.staged_at_hit or tokens == 0:
+            return PreparePrefetchResult(staging_tokens=tokens)
+        # 0.5.19: the staging is allocated here, at issue (the caller forfeits the fetch on failure)
+        host_indices = self.alloc_prefetch_staging(tokens)
+        return PreparePrefetchResult(alloc_failed=host_indices is None, host_indices=host_indices)
 
-    def build_prefetch_transfers(self, staging_tokens: int) -> Optional[list]:
+    def build_prefetch_transfers(self, staging_tokens: int, host_indices=None) -> Optional[list]:
+        """The PREFETCH transfer: placeholder keys, one per window page (0.5.19: with the staging
+        allocated at issue, sized by it)."""
+        if host_indices is not None:
+            staging_tokens = host_indices.numel()
         pages = 1 if self.kind == "mamba" else staging_tokens // self.page_size
         if staging_tokens == 0 or pages == 0:
             return None
-        return [self.classes.PoolTransfer(name=self.pool_name, keys=[PLACEHOLDER] * pages,
+        return [self.classes.PoolTransfer(name=self.pool_name, host_indices=host_indices, keys=[PLACEHOLDER] * pages,
                                           hit_policy=self.classes.PoolHitPolicy.TRAILING_PAGES)]
 
     def alloc_prefetch_staging(self, num_tokens: int):

@@ -149,12 +149,13 @@ class TreeCore(Strict):
         return DriveHostEvictionResult(host_frees={component_type: values} if values else {},
                                        tracker={component_type: tokens})
 
-    def build_hicache_transfers(self, component_type, node_id, phase, *, staging_tokens: int = 0, **kwargs):
+    def build_hicache_transfers(self, component_type, node_id, phase, *, staging_tokens: int = 0,
+                                host_indices=None, **kwargs):
         """A component's PREFETCH transfers (upstream's tree core asks the component)."""
         component = self.components.get(component_type)
         if component is None or getattr(phase, "value", phase) != "prefetch":
             raise self.world.not_modelled(f"tree_core.build_hicache_transfers({component_type}, {phase})")
-        return component.build_prefetch_transfers(staging_tokens)
+        return component.build_prefetch_transfers(staging_tokens, host_indices)
 
     def commit_hicache_transfers(self, node_id=None, phase=None, comp_xfers=None, *args, insert_result=None,
                                  **kwargs) -> None:

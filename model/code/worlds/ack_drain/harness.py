@@ -175,15 +175,24 @@ class Run(WorldRun):
                 return True
         if self.config.sidecars and sidecars.due(self):
             return True
+        if self._declined_on_every_rank():  # its next check admits it: a deciding round, not a stutter
+            return True
         if self.config.retries and readmission.pending(self):
             return True
         if self.deadlines is not None:  # timeout: a round is due where a deadline fired or a check is new
             return self.deadlines.round_due()
         return self.config.policy != "wait_complete" and any(r.waiting for r in self.ranks)
 
+    def _declined_on_every_rank(self) -> bool:
+        """A waiting request with no prefetch in flight on any rank (declined or forfeited at
+        issue: 0.5.19 forfeits one whose component staging fails there)."""
+        return any(all(q in r.waiting and r.handles[q] not in r.cache.ongoing_prefetch for r in self.ranks)
+                   for q in range(self.config.requests))
+
     def _gate_may_open(self, rank: Rank) -> bool:
+        declined_here = any(rank.handles[q] not in rank.cache.ongoing_prefetch for q in rank.waiting)
         return (super()._gate_may_open(rank) or (self.deadlines is not None and self.deadlines.may_open(rank))
-                or (bool(self.config.sidecars) and sidecars.queued(rank)))
+                or (bool(self.config.sidecars) and sidecars.queued(rank)) or declined_here)
 
     def gate_guard(self) -> tuple:
         """The gate also reads the sidecar release queues (their MIN opens a round)."""

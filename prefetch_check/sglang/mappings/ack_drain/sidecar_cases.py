@@ -7,9 +7,9 @@ staging at the hit (and its roll-back when a pool is full), the window re-keyed 
 (its tail released from IO), the per-batch clamp to a KV-derived pool's hits, the sidecar read
 and its `pool_hits` ACK, its MIN in the sync thread, the all-or-nothing check and the release
 of the window on discard and on abort; with a shared page-envelope host arena, the KV bounce
-and its windows allocated at once and the partial prefix sized by what fits. SWA and Mamba need the staging allocated at the hit
-(0.5.20 on: `_alloc_prefetch_aux_staging`); 0.5.19 sizes and allocates it at issue, which the
-component stand-ins do not model, so it gets only the indexer's cases."""
+and its windows allocated at once and the partial prefix sized by what fits (0.5.22 on). The
+component stand-ins take both staging shapes: sized at issue and allocated at the hit (0.5.20 on,
+`_alloc_prefetch_aux_staging`), or allocated at issue (0.5.19)."""
 
 from __future__ import annotations
 
@@ -17,15 +17,9 @@ from prefetch_check.model.code import CodeConfig
 from prefetch_check.sglang.code_checks import Case, needs
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
 
-CACHE = "mem_cache/unified_radix_cache.py"
 HYBRID = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
-# the staging the component stand-ins model: sized at issue, allocated at the hit (0.5.20 on)
-_staged_at_hit = needs(CACHE, "def _alloc_prefetch_aux_staging(",
-                       "its SWA/Mamba staging is allocated at issue (0.5.19), which the component stand-ins do "
-                       "not model")
 # the sidecar read and its pool_hits ACK after the KV (every ack-drain release so far)
 _sidecar_read = needs(HYBRID, "def _page_transfer_sidecar(", "its controller has no sidecar read after the KV")
-
 
 # the prefetch's allocation from a shared arena, KV bounce and windows at once (0.5.22 on); an older
 # tree allocates them from their own pools and would never consult the arena the case names
@@ -33,12 +27,11 @@ _arena = needs(HYBRID, "def _shared_prefetch_requests(",
                "it does not allocate a prefetch's windows from a shared host arena (0.5.22 on)")
 
 
-def _components(srt) -> str:
-    return _sidecar_read(srt) or _staged_at_hit(srt)
+_components = _sidecar_read  # the SWA/Mamba cases: every release with the sidecar read (0.5.19 on)
 
 
 def _arena_components(srt) -> str:
-    return _components(srt) or _arena(srt)
+    return _sidecar_read(srt) or _arena(srt)
 
 
 def _sidecars(pools: tuple[str, ...], **kwargs) -> CodeConfig:
@@ -61,6 +54,9 @@ SIDECAR_CASES: tuple[Case, ...] = (
     Case("1 rank, sidecars=swa,mamba, a Mamba pool of 0 slots (the staging rolled back)",
          _sidecars(("swa", "mamba"), sidecar_pool_pages=(2, 0)), skip=_components),
     Case("1 rank, sidecars=swa,indexer, abort in round 1", _sidecars(("swa", "indexer"), abort_round=1),
+         skip=_components),
+    # the first check terminates the fetch while IO reads: the window goes back at the completed_req drain
+    Case("1 rank, best_effort, sidecars=swa,indexer", _sidecars(("swa", "indexer"), policy="best_effort"),
          skip=_components),
     # rank 0 cannot read its sidecar rows: its KV clamps to 0, the ranks MIN the progress and the
     # pool_hits ACKs, and both discard the fetch
