@@ -89,7 +89,7 @@ EDITS = {
 @pytest.mark.parametrize("config, figures", [
     (SWA, (153, 479)), (ALL, (171, 545)), (SWA_SHORT, (153, 535)), (INDEXER_SHORT, (149, 479)),
     (SWA_SHRINKS, (339, 1186)), (MAMBA_FULL, (94, 187)), (ABORT, (471, 1923)), (ARENA, (154, 483)),
-    (ARENA_ALL, (172, 549)),
+    (ARENA_ALL, (172, 549)), (CodeConfig(ranks=1, sidecars=("swa", "indexer"), policy="best_effort"), (1019, 3321)),
 ])
 def test_0_5_23_is_clean_and_exhausted_with_sidecar_pools(config, figures):
     result = check_tree(release("0.5.23"), config, LIMITS)
@@ -108,6 +108,19 @@ def test_0_5_19_allocates_the_windows_at_issue_and_is_clean(config, figures):
     result = check_tree(release("0.5.19"), config, LIMITS)
     assert result.exhaustive and clean(result), (result.verdicts, result.not_modelled)
     assert (result.runs, result.states) == figures
+
+
+def test_0_5_19_forfeiting_a_fetch_without_releasing_its_window_is_caught(tmp_path):
+    """0.5.19 allocates the windows at issue and forfeits the fetch when one fails; dropping the
+    release of the windows it already took leaks them (the gate admits the request with nothing in
+    flight, so the leak is judged, not a request never admitted)."""
+    srt = edited(tmp_path, release("0.5.19"), URC,
+                 "            self.cache_controller.append_host_mem_release(\n"
+                 "                extra_pools=[x for xfers in comp_xfers.values() for x in xfers],\n"
+                 "            )\n            if anchor_lock_params is not None:",
+                 "            if anchor_lock_params is not None:")
+    result = check_tree(srt, MAMBA_FULL, FIRST)
+    assert result.verdicts["host_memory"] == "VIOLATED" and "progress" not in result.violations
 
 
 def test_a_shared_arena_on_a_release_without_its_allocation_is_not_modelled_by_name():

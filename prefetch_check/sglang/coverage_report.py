@@ -323,9 +323,9 @@ WHY_NOT_RUN = {
     "timeout": "the timeout policy: a deadline path the one-rank timeout cases do not reach",
     "retr": "retries: the retry cases (0.5.23 on) do not reach it (a third attempt, the immediate refetch of buffer mode)",
     "buffer": "buffer_only host memory mode: a path its cases do not reach (they run 0.5.22 on)",
-    "sidecar": ("sidecar pools: the sidecar cases run the prefetch side (SWA/Mamba 0.5.20 on, the indexer 0.5.19 on); "
+    "sidecar": ("sidecar pools: the sidecar cases run the prefetch side (0.5.19 on); "
                 "the write-back side and sidecars indexed from SWA/Mamba (draft pools) are not run"),
-    "nonkv": ("sidecar pools: the sidecar cases run the prefetch side (SWA/Mamba 0.5.20 on, the indexer 0.5.19 on); "
+    "nonkv": ("sidecar pools: the sidecar cases run the prefetch side (0.5.19 on); "
               "the write-back side and sidecars indexed from SWA/Mamba (draft pools) are not run"),
     "mamba": "sidecar pools: a SWA/Mamba path the sidecar cases do not reach (device-side, write-back or buffer_only)",
     "swa": "sidecar pools: a SWA/Mamba path the sidecar cases do not reach (device-side, write-back or buffer_only)",
