@@ -75,6 +75,7 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("1x1 sidecars swa, host pool of 1 page", dict(ranks=1, sidecars=("swa",), host_pages=1)),
     ("1x1 sidecars swa,mamba, Mamba pool of 0", dict(ranks=1, sidecars=("swa", "mamba"), sidecar_pool_pages=(2, 0))),
     ("1x1 sidecars swa,indexer, abort in round 1", dict(ranks=1, sidecars=("swa", "indexer"), abort_round=1)),
+    ("1x1 sidecars swa,indexer, best_effort", dict(ranks=1, sidecars=("swa", "indexer"), policy="best_effort")),
     ("2x1 1 page, sidecars swa,indexer, rank 0 short", dict(ranks=2, pages=1, sidecars=("swa", "indexer"),
                                                              sidecar_failing=((0,), ()))),
     ("2x1 1 page, sidecars mamba, rank 1 stores none", dict(ranks=2, pages=1, sidecars=("mamba",),
