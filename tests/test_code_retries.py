@@ -90,7 +90,7 @@ def test_a_refactor_of_the_retry_path_keeps_every_figure(tmp_path):
                         "        req.storage_prefetch_retry_attempts = req.storage_prefetch_retry_attempts + 1\n")
     a, b = check_tree(srt, READMITTED, LIMITS, coverage={}), check_tree(refactored, READMITTED, LIMITS)
     assert 3409 in a.coverage["lines"][SCHED]  # the refactored statement ran
-    assert a.exhaustive and a.runs > 100
+    assert a.exhaustive and a.runs > 50  # DPOR: 71 runs (the sleep sets: 205)
     assert (a.verdicts, a.runs, a.states) == (b.verdicts, b.runs, b.states)
 
 

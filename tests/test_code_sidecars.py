@@ -87,9 +87,9 @@ EDITS = {
 
 
 @pytest.mark.parametrize("config, figures", [
-    (SWA, (153, 479)), (ALL, (171, 545)), (SWA_SHORT, (153, 535)), (INDEXER_SHORT, (149, 479)),
-    (SWA_SHRINKS, (339, 1186)), (MAMBA_FULL, (94, 187)), (ABORT, (471, 1923)), (ARENA, (154, 483)),
-    (ARENA_ALL, (172, 549)), (CodeConfig(ranks=1, sidecars=("swa", "indexer"), policy="best_effort"), (1019, 3321)),
+    (SWA, (46, 309)), (ALL, (46, 344)), (SWA_SHORT, (46, 365)), (INDEXER_SHORT, (43, 306)),
+    (SWA_SHRINKS, (100, 709)), (MAMBA_FULL, (4, 52)), (ABORT, (130, 1171)), (ARENA, (43, 306)),
+    (ARENA_ALL, (43, 341)), (CodeConfig(ranks=1, sidecars=("swa", "indexer"), policy="best_effort"), (196, 1567)),
 ])
 def test_0_5_23_is_clean_and_exhausted_with_sidecar_pools(config, figures):
     result = check_tree(release("0.5.23"), config, LIMITS)
@@ -102,8 +102,8 @@ def test_0_5_22_is_clean_with_every_sidecar_pool():
     assert result.exhaustive and clean(result)
 
 
-@pytest.mark.parametrize("config, figures", [(ALL, (175, 553)), (SWA_SHRINKS, (343, 1194)), (MAMBA_FULL, (72, 143)),
-                                             (INDEXER_SHORT, (149, 479))])
+@pytest.mark.parametrize("config, figures", [(ALL, (46, 344)), (SWA_SHRINKS, (100, 710)), (MAMBA_FULL, (1, 20)),
+                                             (INDEXER_SHORT, (43, 306))])
 def test_0_5_19_allocates_the_windows_at_issue_and_is_clean(config, figures):
     result = check_tree(release("0.5.19"), config, LIMITS)
     assert result.exhaustive and clean(result), (result.verdicts, result.not_modelled)
@@ -168,7 +168,7 @@ def test_a_behaviour_keeping_refactor_of_sync_trailing_keys_keeps_every_figure(t
                  "            first = kv_hit_pages - trailing_n\n"
                  "            transfer.keys = all_hashes[first if first > 0 else 0 : kv_hit_pages]\n")
     result = check_tree(srt, SWA_SHRINKS, LIMITS)
-    assert result.exhaustive and clean(result) and (result.runs, result.states) == (339, 1186)
+    assert result.exhaustive and clean(result) and (result.runs, result.states) == (100, 709)
 
 
 @pytest.mark.parametrize("kwargs, words", [

@@ -42,5 +42,5 @@ def test_a_clean_sample_is_bounded_never_verified(strategy):
 
 
 def test_an_unknown_strategy_is_refused_by_name():
-    with pytest.raises(ValueError, match="strategy 'bfs': the executor has dfs, sleep, random, pct"):
+    with pytest.raises(ValueError, match="strategy 'bfs': the executor has auto, dfs, sleep, dpor, random, pct"):
         CodeLimits(strategy="bfs")

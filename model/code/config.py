@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 POLICIES = ("wait_complete", "best_effort", "timeout")  # timeout: the search fires deadlines (explores_clock)
+CACHE_CLASSES = ("UnifiedRadixCache", "HiRadixCache")  # the ack-drain world's judged classes (HiRadixCache: 0.5.19-0.5.20)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class CodeConfig:
     swa_window_pages: int = 2  # the SWA component's window (full_window_pages)
     sidecar_pool_pages: Optional[tuple[int, ...]] = None  # per sidecar: its host pool in its pages (None: room for all)
     shared_arena: Optional[int] = None  # the KV and SWA/Mamba pools share one host arena of this many page envelopes
+    cache_class: str = "UnifiedRadixCache"  # ack-drain: HiRadixCache runs the class 0.5.19-0.5.20 ship beside it
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
@@ -66,6 +68,12 @@ class CodeConfig:
             raise ValueError(f"world {self.world!r}: the executor has {', '.join(worlds())}")
         if not self.retries and (self.readmissions or self.batch is not None or self.lost_device_pages or self.rid_reuse):
             raise ValueError("readmissions, batch, lost_device_pages and rid_reuse belong to the retry world: retries=True")
+        if self.cache_class not in CACHE_CLASSES:
+            raise ValueError(f"cache_class {self.cache_class!r}: the executor runs {', '.join(CACHE_CLASSES)}")
+        if self.cache_class == "HiRadixCache" and (self.world != "ack-drain" or self.retries or self.host_held_pages
+                                                   or self.host_memory_mode != "cache"):
+            raise ValueError("cache_class HiRadixCache: the ack-drain world in host_memory_mode cache, without "
+                             "retries or host_held_pages (its radix tree's eviction is not modelled)")
         if self.host_memory_mode not in ("cache", "buffer_only"):
             raise ValueError(f"host_memory_mode {self.host_memory_mode!r}: the executor runs cache, buffer_only")
         if self.host_memory_mode == "cache" and (self.device_pages or self.evict_device_round is not None
@@ -199,7 +207,8 @@ class CodeConfig:
 
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
-                      "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False, "sidecars": (),
+                      "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
+                      "cache_class": "UnifiedRadixCache", "sidecars": (),
                       "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,
                       "sidecar_pool_pages": None, "shared_arena": None}
 SIDECARS = ("swa", "mamba", "indexer")  # what CodeConfig.sidecars may name (worlds/ack_drain/sidecars.py)
@@ -213,8 +222,9 @@ def _check_sidecars(cfg: "CodeConfig") -> None:
     if not cfg.sidecars and (cfg.sidecar_hits is not None or cfg.sidecar_failing is not None):
         raise ValueError("sidecar_hits and sidecar_failing need sidecars, e.g. sidecars=('swa',)")
     if cfg.sidecars and (cfg.host_memory_mode != "cache" or cfg.world != "ack-drain" or cfg.retries
-                         or cfg.host_held_pages):
-        raise ValueError("sidecars run in the ack-drain world's cache mode, without retries or host_held_pages")
+                         or cfg.host_held_pages or cfg.cache_class != "UnifiedRadixCache"):
+        raise ValueError("sidecars run in the ack-drain world's cache mode on UnifiedRadixCache, without retries or "
+                         "host_held_pages")
     if cfg.swa_window_pages < 1:
         raise ValueError(f"swa_window_pages {cfg.swa_window_pages}: at least 1")
     if cfg.sidecar_pool_pages is not None and (len(cfg.sidecar_pool_pages) != len(cfg.sidecars)
@@ -233,9 +243,11 @@ def _check_sidecars(cfg: "CodeConfig") -> None:
 @dataclass(frozen=True)
 class CodeLimits:
     """Search bounds: runs (schedules started), seconds, steps per run; memory and CPU of the child;
-    and the search strategy: "sleep" (every schedule up to reordering independent steps, up to the
-    bounds: VERIFIED possible; strategies/sleep.py), "dfs" (every schedule, unreduced by footprints)
-    or a sample, "random" (a seeded random walk) or "pct" (PCT with `pct_depth`), never exhaustive."""
+    and the search strategy, each exhaustive up to the bounds (VERIFIED possible): "auto" (DPOR at
+    one rank, the sleep sets under the world's persistent set at more), "dpor" (an order only where
+    two steps raced; strategies/dpor.py), "sleep" (every schedule up to reordering independent
+    steps; strategies/sleep.py), "dfs" (every schedule, unreduced by footprints); or a sample,
+    "random" (a seeded random walk) or "pct" (PCT with `pct_depth`), never exhaustive."""
 
     max_runs: int = 200_000
     max_seconds: float = 120.0
@@ -243,7 +255,7 @@ class CodeLimits:
     stop_on_first: bool = False
     stop_on: tuple[str, ...] = ()  # stop once every one of these properties is violated
     reduce: bool = True  # the world's persistent set (off: every enabled thread at every state)
-    strategy: str = "sleep"  # sleep, dfs, random or pct (model/code/strategies/)
+    strategy: str = "auto"  # auto, dpor, sleep, dfs, random or pct (model/code/strategies/)
     seed: int = 0  # of a sampling strategy: the same seed, the same runs
     pct_depth: int = 3  # PCT's bug depth d: d - 1 priority change points per run
     child_cpu_seconds: int = 900

@@ -23,7 +23,7 @@ import hashlib
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Optional
@@ -154,12 +154,17 @@ class CodeCheck:
         return out
 
 
+def judged_of(srt: Path, shape) -> Optional[str]:
+    """The class the tree's row judges: the detector's, else one a mapping names the file of."""
+    judged = shape.judged_class.value if shape is not None else None
+    return judged or own_class(srt)
+
+
 def world_for(srt: Path, shape) -> tuple[Optional[str], str]:
     """The protocol whose executor world runs this tree's judged class (code_world.py), or why
     there is none. A tree the detector finds no class in may hold a class a mapping names the
     file of (`own_class`)."""
-    judged = shape.judged_class.value if shape is not None else None
-    judged = judged or own_class(srt)
+    judged = judged_of(srt, shape)
     if judged is None:
         return None, "the executor needs the cache class to run (none found)"
     world, why = world_of(srt, judged)
@@ -218,14 +223,27 @@ def plan_code(srt: Path, shape, count: Optional[dict] = None) -> CodeCheck:
         return CodeCheck(note=why)
     tree = tree_digest(srt, pack(world).files + pack(world).read)
     runs = []
-    for case in mapping(world).cases:
+    found, judged = mapping(world), judged_of(srt, shape)
+    for case in found.cases:
         if case.skip is not None and case.skip(srt):
             continue
-        parts = [executor_fingerprint(world), tree, case.config.to_json(), case.limits.to_json()] + ([count] if count else [])
+        config = case.config if judged == found.judged_class else _for_class(case.config, judged)
+        if config is None:  # a case of a world the other class has no place in (buffer_only, retries)
+            continue
+        parts = [executor_fingerprint(world), tree, config.to_json(), case.limits.to_json()] + ([count] if count else [])
         text = json.dumps(parts, sort_keys=True)
-        runs.append(CodeRun(hashlib.sha256(text.encode()).hexdigest(), case.name, case.config, case.limits,
+        runs.append(CodeRun(hashlib.sha256(text.encode()).hexdigest(), case.name, config, case.limits,
                             case.judges, count=dict(count or {})))
     return CodeCheck(runs)
+
+
+def _for_class(config: CodeConfig, cls: str) -> Optional[CodeConfig]:
+    """A case's configuration run on another class of its world (Mapping.other_classes), or None
+    where that class has no place for it (CodeConfig says why)."""
+    try:
+        return replace(config, cache_class=cls)
+    except ValueError:
+        return None
 
 
 def run_code(checks: list[tuple[Path, CodeCheck]], cache: Path, jobs: int, progress=None) -> tuple[int, int]:

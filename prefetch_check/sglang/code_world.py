@@ -47,20 +47,20 @@ def world_of(srt: Path, judged_class: Optional[str]) -> tuple[Optional[str], str
     and the classes of the controller file (its `runs` says what it needs of them)."""
     srt = Path(srt)
     runners = [m for m in mappings() if m.judged_class and judged_file(m)]
-    if judged_class not in {m.judged_class for m in runners}:
+    if judged_class not in {c for m in runners for c in (m.judged_class,) + m.other_classes}:
         classes = " or ".join(dict.fromkeys(m.judged_class for m in runners))
         return None, f"the executor runs {classes}; this row judges {judged_class or 'no class'}"
     controllers = _classes(srt / CONTROLLER)
     reasons = []
     for m in runners:
-        if m.judged_class != judged_class:
+        if not judged_file(m, judged_class):
             continue
-        cache = _classes(srt / judged_file(m)).get(judged_class)
+        cache = _classes(srt / judged_file(m, judged_class)).get(judged_class)
         why = m.runs(cache, controllers) if cache is not None else f"the tree has no {judged_class} class to run"
         if not why:
             return m.protocol, ""
         reasons.append(why)
-    reasons += [f"the {m.protocol} world runs {m.judged_class} only" for m in runners if m.judged_class != judged_class]
+    reasons += [f"the {m.protocol} world runs {m.judged_class} only" for m in runners if not judged_file(m, judged_class)]
     return None, "; ".join(dict.fromkeys(reasons))
 
 

@@ -126,6 +126,9 @@ def plan_conformance(srt, options: dict, cases: list[tuple[str, object]], protoc
             skipped.append((name, why))
             continue
         items.append({"name": name, "config": kit.config_to_json(cfg), "budget": 0, "counterexamples": True, **tag})
+    if not items:  # nothing the executor's world can replay: say why, once per reason
+        why = "; ".join(dict.fromkeys(w for _, w in skipped)) or "no configuration to replay"
+        return ConformanceCheck(skipped=skipped, protocol=protocol, note=f"no conformance check: {why}")
     parts = [executor_fingerprint(), tree_digest(srt, pack(protocol).files + pack(protocol).read), items, LIMITS.to_json(), protocol]
     text = json.dumps(parts + ([count] if count else []), sort_keys=True)  # coverage: the spans counted
     return ConformanceCheck(hashlib.sha256(text.encode()).hexdigest(), items, skipped, protocol=protocol,

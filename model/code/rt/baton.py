@@ -73,6 +73,7 @@ class Baton:
     def __init__(self, roots: tuple[str, ...]):
         self.roots = roots
         self.threads: list[Managed] = []
+        self.named: dict[str, Managed] = {}  # name -> thread, built on first use (can_run)
         self.by_glet: dict = {}
         self.abandoning = False
         self.steps: list[StepRecord] = []
@@ -165,6 +166,14 @@ class Baton:
 
     def enabled(self) -> list[Managed]:
         return [m for m in self.threads if m.status == "parked" and m.point.enabled()]
+
+    def can_run(self, name: str) -> bool:
+        """Whether the thread called `name` is parked and enabled (a replay's one check)."""
+        m = self.named.get(name)
+        if m is None:
+            self.named = {t.name: t for t in self.threads}
+            m = self.named.get(name)
+        return m is not None and m.status == "parked" and m.point.enabled()
 
     def abandon(self) -> None:
         """End the run: every parked thread unwinds with Abandon (its `finally` blocks run)."""

@@ -39,6 +39,12 @@ class Decision:
             self._every = [m.name for m in self.run.baton.enabled()]
         return self._every
 
+    def can_run(self, name: str) -> bool:
+        """Whether thread `name` is enabled (a replayed choice: one guard, not every thread's)."""
+        if self._every is not None:
+            return name in self._every
+        return self.run.baton.can_run(name)
+
     def enabled(self) -> list[str]:
         """The threads to choose from: every enabled one (a reduction narrows it: reduce.py)."""
         return self.every()
@@ -81,6 +87,9 @@ class Narrowed:
 
     def every(self) -> list[str]:
         return self.inner.every()
+
+    def can_run(self, name: str) -> bool:
+        return self.inner.can_run(name)
 
     def enabled(self) -> list[str]:
         return self.inner.ample()

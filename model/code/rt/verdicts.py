@@ -15,6 +15,7 @@ CRASH = "a thread of the serving process died: the scheduler crashes or the rank
 HANG = "the request hangs: it is never admitted"
 DEADLOCK = "the ranks wait for each other forever: every request on them hangs"
 LEAK = "host memory leaked: the pool shrinks with every such request"
+LOCKED = "host pages locked for good: the anchor's host prefix can never be evicted"
 LOST = "a prefetch lost: slower but correct output"
 SPLIT = "ranks serve different prefixes of one request: divergent batches, a hang or wrong output"
 SERVED_REUSED = "wrong KV data served: the tree serves a page whose host memory was reused"
@@ -95,6 +96,9 @@ def _terminal(run, steps: int) -> list[Finding]:
         if held:
             out.append(Finding("host_memory", f"rank {r.index}: host slots {held} still held by no one when every "
                                "thread is idle", LEAK, "", steps))
+        if r.tree.locks:  # the anchor's host lock (inc_host_lock_ref / protect_host) never given back
+            out.append(Finding("host_memory", f"rank {r.index}: {r.tree.locks} host lock(s) on the prefetch's anchor "
+                               "still held when every thread is idle", LOCKED, "", steps))
         evicted = r.pool.evicted()
         if evicted:
             out.append(Finding("host_memory", f"rank {r.index}: host slots {evicted} evicted from the host tree and "

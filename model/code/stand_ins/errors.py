@@ -3,6 +3,7 @@ the end of a run (a BaseException, so the path's own `except Exception` never sw
 
 from __future__ import annotations
 
+import functools
 import sys
 
 
@@ -29,9 +30,18 @@ def caller_site(roots: tuple[str, ...], skip: int = 2) -> str:
     relative to its srt folder; '?' when no such frame is on the stack."""
     frame = sys._getframe(skip)
     while frame is not None:
-        name = frame.f_code.co_filename
-        for root in roots:
-            if name.startswith(root):
-                return f"{name[len(root):].lstrip('/')}:{frame.f_lineno}"
+        relative = _below(frame.f_code.co_filename, roots)
+        if relative is not None:
+            return f"{relative}:{frame.f_lineno}"
         frame = frame.f_back
     return "?"
+
+
+@functools.lru_cache(maxsize=4096)
+def _below(name: str, roots: tuple[str, ...]):
+    """`name` relative to the first of `roots` it is below, or None (a pure function, memoised:
+    every scheduling point asks it for each frame it walks)."""
+    for root in roots:
+        if name.startswith(root):
+            return name[len(root):].lstrip("/")
+    return None

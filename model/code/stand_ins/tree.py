@@ -34,8 +34,19 @@ class DriveHostEvictionResult:
 
 
 class _Lock:
+    """inc_host_lock_ref's receipt. Its dec params are never None, as upstream's DecLockRefParams:
+    the release paths test `anchor_lock_params is not None` before giving the lock back."""
+
+    def __init__(self, node_id):
+        self.node_id = node_id
+
     def to_dec_params(self):
-        return None
+        return _DecParams(self.node_id)
+
+
+@dataclass(frozen=True)
+class _DecParams:
+    node_id: object
 
 
 class TreeCore(Strict):
@@ -75,7 +86,7 @@ class TreeCore(Strict):
         self.locks += 1
         if self.host_only is not None and self.host_only.holds(node_id) and not self.host_only.was_evicted(node_id):
             self.host_only.lock(node_id, +1)
-        return _Lock()
+        return _Lock(node_id)
 
     def dec_host_lock_ref(self, node_id, params=None):
         self.world.baton.touch(self._pc_name)

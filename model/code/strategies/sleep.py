@@ -31,8 +31,8 @@ sleep sets may expand fewer states than it alone (0.5.23 2x1: 1,135 against 1,98
 Footprints are trusted only where the world says every object its threads share records one
 (`WorldRun.FOOTPRINTS`); elsewhere no thread ever sleeps and this is dfs.py's search, run for run.
 What a footprint cannot see (an object kept in a local across a point) is said in rt/hooks.py.
-Source-set DPOR (Abdulla et al., POPL 2014) over the same footprints is the next step: it would
-push an alternative only where a race was seen, instead of every enabled thread not asleep."""
+dpor.py pushes an alternative only where a race was seen, instead of every enabled thread not
+asleep (the default at one rank; here, under the persistent set, at more)."""
 
 from __future__ import annotations
 

@@ -34,6 +34,8 @@ class Mapping:
     release_options: Callable
     judged_class: str = ""  # the cache class its executor world runs ("": none)
     judged_file: str = ""  # where that class lives, below sglang/srt ("": the HiCache file of its name, locate.CACHE_FILES)
+    # other HiCache classes its world runs too (CodeConfig.cache_class; each in the file of its name)
+    other_classes: tuple[str, ...] = ()
     runs: Optional[Callable] = None  # (cache ClassDef, {name: controller ClassDef}) -> "" or why not
     cases: tuple = ()  # code_checks.Case: what `prefetch-check sglang` executes on its trees
     own_predicate: bool = False  # its model is compared under the tree's own predicate (else the fixed one)
@@ -85,10 +87,13 @@ def mapping(protocol: str) -> Optional[Mapping]:
     return _REGISTRY.table().get(protocol)
 
 
-def judged_file(found: Mapping) -> str:
-    """The file below sglang/srt holding a mapping's judged class ("" for none known)."""
+def judged_file(found: Mapping, cls: str = "") -> str:
+    """The file below sglang/srt holding a mapping's judged class, or `cls` among its other
+    classes ("" for none known)."""
     from prefetch_check.sglang.locate import CACHE_FILES
 
+    if cls and cls != found.judged_class:
+        return CACHE_FILES.get(cls, "") if cls in found.other_classes else ""
     return found.judged_file or CACHE_FILES.get(found.judged_class, "")
 
 

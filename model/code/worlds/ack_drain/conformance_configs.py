@@ -49,7 +49,8 @@ def code_config(cfg: AckConfig) -> CodeConfig:
 def unsupported(cfg: AckConfig) -> str:
     """'' when the executor can build this configuration's world, else what it lacks."""
     if cfg.cache != "unified":
-        return "the executor runs UnifiedRadixCache (cache = \"unified\")"
+        return ("the conformance check runs UnifiedRadixCache (cache = \"unified\"); the HiRadixCache world "
+                "(cache = \"hiradix\") has no refinement mapping yet")
     if cfg.policy == "timeout" and (cfg.num_requests > 1 or any(q.readmits for q in cfg.requests)):
         # the conformance check fires a rank's clock: every deadline of that rank expires at once,
         # the model's timeout is one operation's

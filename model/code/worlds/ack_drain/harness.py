@@ -11,7 +11,7 @@ from prefetch_check.model.code.rt import stubs
 from prefetch_check.model.code.stand_ins.components import FullComponent
 from prefetch_check.model.code.stand_ins.sync import Event, Lock
 from prefetch_check.model.code.worlds.ack_drain import readmission, sidecars
-from prefetch_check.model.code.worlds.common import GATE, GATE_INPUTS, ROOT_NODE, Rank, WorldRun
+from prefetch_check.model.code.worlds.common import GATE, GATE_INPUTS, ROOT_NODE, Rank, WorldRun  # noqa: F401 (conformance_run)
 from prefetch_check.model.code.worlds.deadlines import OwnDeadlineAdmits
 
 # Below sglang/srt: the files this world runs as written (those a release lacks are stubbed like the rest).
@@ -42,9 +42,7 @@ class Run(WorldRun):
     # ---- building
     def _build(self, i: int) -> Rank:
         cfg, w = self.config, self.world
-        urc_cls = self.modules[CACHE].UnifiedRadixCache
-        hcc_mod = self.modules.get(HYBRID) or self.modules[CONTROLLER]
-        hcc_cls = getattr(hcc_mod, "HybridCacheController", None) or self.modules[CONTROLLER].HiCacheController
+        urc_cls, hcc_cls = self._cache_class(), self._controller_class()
         page = cfg.page_size
         pool, tree, storage = self._rank_world(i)
         multi = cfg.ranks > 1
@@ -100,9 +98,17 @@ class Run(WorldRun):
         retries = getattr(self.modules.get("mem_cache/storage_prefetch.py"), "StoragePrefetchRetries", None)
         if retries is not None:
             cache.storage_prefetch_retries = retries()
-        by_handle = "request" in inspect.signature(urc_cls.prefetch_from_storage).parameters
+        params = inspect.signature(urc_cls.prefetch_from_storage).parameters  # 0.5.20 on: a request handle
+        by_handle = "request" in params or "handle" in params
         handles = [stubs.CacheRequestHandle(f"req{q}", 0) if by_handle else f"req{q}" for q in range(cfg.requests)]
         return Rank(i, cache, cc, pool, tree, handles, list(range(cfg.requests)))
+
+    def _cache_class(self):
+        return self.modules[CACHE].UnifiedRadixCache
+
+    def _controller_class(self):
+        hcc_mod = self.modules.get(HYBRID) or self.modules[CONTROLLER]
+        return getattr(hcc_mod, "HybridCacheController", None) or self.modules[CONTROLLER].HiCacheController
 
     def _component(self, name: str):
         ct = self.modules.get(COMPONENT_TYPES)
@@ -148,7 +154,7 @@ class Run(WorldRun):
                     self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens in the host tree")
                     if self.config.reissue and q not in reissued:  # retracted: SCH re-adds it to the queue
                         reissued.add(q)
-                        cache.prefetch_from_storage(rank.handles[q], ROOT_NODE, self.tokens(q))
+                        cache.prefetch_from_storage(rank.handles[q], self.anchor(rank), self.tokens(q))
                         rank.waiting.append(q)
 
     def _abort_waiting(self, rank: Rank) -> None:

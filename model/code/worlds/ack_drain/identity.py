@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from prefetch_check.model.code.stand_ins.errors import caller_site
 
-ACTING = ("_handle_prefetch_result", "revoke_pending_prefetch", "_retire_ongoing_prefetch")
+ACTING = ("_handle_prefetch_result", "revoke_pending_prefetch", "_retire_ongoing_prefetch",
+          "_revoke_pending_prefetch")  # HiRadixCache's (0.5.19-0.5.20)
 DRAINED = (".prefetch_hit_queue", ".ack_prefetch_queue")
 CONSEQUENCE = ("a late step of an old prefetch acts on the request's new one: a prefetch lost (slower "
                "but correct), or its host slots freed or inserted under the wrong operation")

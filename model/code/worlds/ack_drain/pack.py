@@ -14,6 +14,7 @@ from prefetch_check.model.code.worlds.ack_drain import judge
 from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer
 from prefetch_check.model.code.worlds.ack_drain.buffer import params as buffer_params
 from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, COMPONENT_TYPES, CONTROLLER, FILES, HYBRID, Run
+from prefetch_check.model.code.worlds.ack_drain.hiradix import harness as hiradix
 from prefetch_check.model.protocols.ack_drain import refinement
 
 PROTOCOL = "ack-drain"
@@ -22,18 +23,23 @@ PROTOCOL = "ack-drain"
 def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
     """Import the tree's files (the component types first: the stubs take their names from them)
     and install the hooks on its PrefetchOperation and the operation_identity probe."""
-    modules = loader.load_tree(srt, torch, FILES + buffer.FILES, first=COMPONENT_TYPES,
+    modules = loader.load_tree(srt, torch, FILES + buffer.FILES + hiradix.FILES, first=COMPONENT_TYPES,
                                known_extra=buffer_params.known(roots))
     ctrl = modules[CONTROLLER]
     op_mod = modules.get(HYBRID) if hasattr(modules.get(HYBRID), "PrefetchOperation") else ctrl
     hooks.install(op_mod.PrefetchOperation, ctrl.PrefetchAck, holder)
     identity.install(modules[CACHE].UnifiedRadixCache, op_mod.PrefetchOperation, holder)
     transfer_hooks.install(getattr(modules.get("mem_cache/hicache_storage.py"), "PoolTransfer", None), holder)
+    if hasattr(modules.get(hiradix.HIRADIX), "HiRadixCache"):  # 0.5.19-0.5.20: its controller's own operation
+        hooks.install(ctrl.PrefetchOperation, ctrl.PrefetchAck, holder)
+        identity.install(modules[hiradix.HIRADIX].HiRadixCache, ctrl.PrefetchOperation, holder)
     return modules
 
 
 def make_run(modules, config: CodeConfig, holder, roots):
     """The harness of this configuration: buffer_only runs the tree's BufferModePipeline (buffer/)."""
+    if config.cache_class == "HiRadixCache":
+        return hiradix.HiRadixRun(modules, config, holder, roots)
     cls = buffer.BufferRun if config.host_memory_mode == "buffer_only" else Run
     return cls(modules, config, holder, roots)
 

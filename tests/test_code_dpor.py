@@ -1,0 +1,109 @@
+"""The stateful DPOR (model/code/strategies/dpor.py) is checked the way the sleep sets are
+(tests/test_code_sleep_sets.py): against the unreduced search on the executor's configurations
+where that one finishes, on one-place edits of 0.5.23 the executor catches, and on random small
+configurations (Hypothesis), verdict- and violation-kind-equal. DPOR prunes states, not only
+transitions (it never runs an order no race asks for), so it reaches fewer states than the DFS
+and its counterexamples may be longer (the first order of a violating class it runs): the
+checks compare the verdicts and which properties are violated, and that it runs fewer schedules."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+
+from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
+from strategies import SETTINGS
+from test_code_executor import EDITS, edited, release
+from test_code_sleep_sets import same_findings, small_configs, two_rank_configs
+
+
+def against_dfs(srt, config, reduce: bool, seconds: float = 300):
+    """The DFS's result (with the world's persistent set or without) and DPOR's, each exhaustive."""
+    dfs = check_tree(srt, config, CodeLimits(max_seconds=seconds, reduce=reduce, strategy="dfs"))
+    dpor = check_tree(srt, config, CodeLimits(max_seconds=seconds, strategy="dpor"))
+    assert dfs.exhaustive and dpor.exhaustive, (dfs.bound, dpor.bound)
+    return dfs, dpor
+
+
+ONE_RANK = [dict(ranks=1), dict(ranks=1, abort_round=1), dict(ranks=1, reissue=True),
+            dict(ranks=1, pages=1, query_raises=(True,)), dict(ranks=1, policy="best_effort"),
+            dict(ranks=1, requests=2), dict(ranks=1, policy="timeout"),
+            dict(ranks=1, pages=1, retries=True, lost_device_pages=1, readmissions=2),
+            dict(ranks=1, requests=3, pages=1, retries=True, capacity_pages=1, batch=1),
+            dict(ranks=1, host_pages=2, host_held_pages=2)]
+
+
+@pytest.mark.parametrize("kwargs", ONE_RANK)
+def test_dpor_keeps_every_verdict_of_the_unreduced_search_at_one_rank(kwargs):
+    dfs, dpor = against_dfs(release("0.5.23"), CodeConfig(**kwargs), reduce=False)
+    same_findings(dfs, dpor)
+    assert dpor.runs < dfs.runs and dpor.states <= dfs.states
+
+
+def test_a_request_prefetched_again_under_best_effort_is_judged_on_every_property():
+    """The bench row the DPOR is for: the sleep sets' 17,267 runs in 3,738, the same verdicts
+    (operation_identity violated, by the same 28 steps; every other property verified)."""
+    config = CodeConfig(ranks=1, policy="best_effort", reissue=True)
+    sleep = check_tree(release("0.5.23"), config, CodeLimits(max_seconds=300, strategy="sleep"))
+    dpor = check_tree(release("0.5.23"), config, CodeLimits(max_seconds=300, strategy="dpor"))
+    assert sleep.exhaustive and dpor.exhaustive
+    same_findings(sleep, dpor)
+    assert len(dpor.violations["operation_identity"].schedule) == len(sleep.violations["operation_identity"].schedule)
+    assert (sleep.runs, dpor.runs) == (17_267, 3_738)
+
+
+def one_rank(config: CodeConfig) -> CodeConfig:
+    """The edit's configuration at one rank (each rank's storage as its rank 0's)."""
+    first = {k: getattr(config, k)[:1] for k in ("failing", "hits", "query_raises") if getattr(config, k) is not None}
+    return dataclasses.replace(config, ranks=1, **first)
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_the_one_place_edits_of_0_5_23_are_caught_the_same_at_one_rank(tmp_path, name):
+    rel, old, new, config, prop = EDITS[name]
+    srt = edited(tmp_path, release("0.5.23"), rel, old, new)
+    dfs, dpor = against_dfs(srt, one_rank(config), reduce=False)
+    same_findings(dfs, dpor)
+
+
+def test_a_return_before_the_collective_is_caught_the_same_at_two_ranks(tmp_path):
+    """At two ranks against the DFS under the persistent set (the other two edits take DPOR 6,871
+    and 9,429 runs there, half a minute each: measured equal, docs/benchmark.md)."""
+    rel, old, new, config, prop = EDITS["return_before_collective"]
+    dfs, dpor = against_dfs(edited(tmp_path, release("0.5.23"), rel, old, new), config, reduce=True)
+    same_findings(dfs, dpor)
+    assert dpor.verdicts[prop] == "VIOLATED"
+
+
+def test_a_world_without_footprints_is_searched_run_for_run_as_the_dfs():
+    config = CodeConfig(ranks=1, host_memory_mode="buffer_only", device_pages=1)
+    dfs, dpor = against_dfs(release("0.5.23"), config, reduce=True)
+    same_findings(dfs, dpor)
+    assert (dpor.runs, dpor.states) == (dfs.runs, dfs.states)
+
+
+@pytest.mark.parametrize("ranks, picks", [(1, "dpor"), (2, "sleep")])
+def test_the_default_search_is_dpor_at_one_rank_and_the_sleep_sets_at_more(ranks, picks):
+    """At two ranks the world's persistent set prunes more than the races do (416 runs against
+    7,525 for 2x1): the default keeps the sleep sets under it there."""
+    assert CodeLimits().strategy == "auto"
+    config = CodeConfig(ranks=ranks)
+    auto = check_tree(release("0.5.23"), config, CodeLimits())
+    chosen = check_tree(release("0.5.23"), config, CodeLimits(strategy=picks))
+    assert (auto.runs, auto.states, auto.verdicts) == (chosen.runs, chosen.states, chosen.verdicts)
+
+
+@settings(max_examples=8, **SETTINGS)
+@given(small_configs())
+def test_random_small_configurations_keep_every_verdict(config):
+    dfs, dpor = against_dfs(release("0.5.23"), config, reduce=False)
+    same_findings(dfs, dpor)
+
+
+@settings(max_examples=2, **SETTINGS)
+@given(two_rank_configs())
+def test_random_two_rank_configurations_keep_every_verdict(config):
+    dfs, dpor = against_dfs(release("0.5.23"), config, reduce=True)
+    same_findings(dfs, dpor)
