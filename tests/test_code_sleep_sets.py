@@ -16,6 +16,7 @@ from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
 from prefetch_check.model.code.strategies.sleep import conflict
 from strategies import SETTINGS
 from test_code_executor import EDITS, edited, release
+from test_sglang_release import release_srt
 
 
 def both(srt, config, reduce: bool = True, seconds: float = 120):
@@ -64,11 +65,61 @@ def test_the_one_place_edits_of_0_5_23_are_caught_the_same(tmp_path, name):
     assert sleep.verdicts[prop] == "VIOLATED" and sleep.runs <= dfs.runs
 
 
-def test_a_world_without_footprints_is_searched_run_for_run_as_the_dfs():
-    config = CodeConfig(ranks=1, host_memory_mode="buffer_only", device_pages=1)
-    dfs, sleep = both(release("0.5.23"), config)
+POLL = dict(world="predicate-poll")
+POLL_CASES = [(version, kwargs) for version in ("0.5.1", "0.5.18")
+              for kwargs in (dict(ranks=1), dict(ranks=1, policy="best_effort"), dict(ranks=1, hits=(0,), threshold_pages=0))
+              ] + [(version, dict(ranks=1, policy="timeout")) for version in ("0.5.12", "0.5.18")]
+
+
+@pytest.mark.parametrize("version, kwargs", POLL_CASES)
+def test_the_poll_world_without_the_persistent_set_keeps_every_state_and_verdict(version, kwargs):
+    """The predicate-poll world's footprints (its cache and controller watched, its own stand-ins,
+    the groups' rebase, the probe's reads): 0.5.1's early acceptance, unwritten data and loss, 0.5.18's
+    request waiting forever at threshold 0, the deadlines of 0.5.12 and 0.5.18, all kept."""
+    dfs, sleep = both(release_srt(version), CodeConfig(**POLL, **kwargs), reduce=False)
     same_findings(dfs, sleep)
-    assert (sleep.runs, sleep.states) == (dfs.runs, dfs.states)
+    assert sleep.states == dfs.states
+    assert sleep.runs < dfs.runs
+
+
+def test_a_request_polled_forever_is_still_found_where_only_the_schedulers_move():
+    """0.5.18, no hits at threshold 0: the request waits forever, a run's end judged where a
+    polling cycle closes. A step after which only the schedulers can move wakes them (PollRun.settled):
+    without it the sleep sets cut every run that closed the cycle, and progress was VERIFIED."""
+    config = CodeConfig(ranks=1, hits=(0,), threshold_pages=0, **POLL)
+    result = check_tree(release_srt("0.5.18"), config, CodeLimits(max_seconds=120))
+    assert result.exhaustive and result.verdicts["progress"] == "VIOLATED"
+    assert "req0 is never admitted" in result.violations["progress"].message
+
+
+def test_two_poll_ranks_with_the_persistent_set_keep_every_verdict_in_fewer_runs():
+    """0.5.18, 2 ranks, one page, nothing stored (the revoke path): the largest 2-rank poll
+    configuration the DFS finishes in a test's time."""
+    dfs, sleep = both(release_srt("0.5.18"), CodeConfig(ranks=2, pages=1, hits=(0, 0), **POLL), seconds=300)
+    same_findings(dfs, sleep)
+    assert sleep.runs < dfs.runs
+
+
+BUFFER = dict(host_memory_mode="buffer_only")
+BUFFER_ONE_RANK = [dict(), dict(device_pages=1), dict(device_pages=1, evict_device_round=1),
+                   dict(requests=2, host_pages=2), dict(device_pages=1, abort_round=2),
+                   dict(pages=3, device_pages=2, device_room=3, evict_device_round=2)]
+
+
+@pytest.mark.parametrize("kwargs", BUFFER_ONE_RANK, ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()) or "1x1")
+def test_the_buffer_world_without_the_persistent_set_keeps_every_state_and_verdict(kwargs):
+    """The one-rank buffer_only cases of `prefetch-check sglang` (buffer_cases.py) on 0.5.23: the
+    device tree and pool, the pipeline and the storage beliefs record their footprints."""
+    dfs, sleep = both(release("0.5.23"), CodeConfig(ranks=1, **BUFFER, **kwargs), reduce=False)
+    same_findings(dfs, sleep)
+    assert sleep.states == dfs.states
+    assert sleep.runs < dfs.runs
+
+
+def test_two_buffer_ranks_with_the_persistent_set_keep_every_verdict_in_fewer_runs():
+    dfs, sleep = both(release("0.5.23"), CodeConfig(ranks=2, **BUFFER))
+    same_findings(dfs, sleep)
+    assert sleep.runs < dfs.runs
 
 
 @st.composite

@@ -82,6 +82,10 @@ class Baton:
         self.stepping = False  # a managed thread runs and footprints are wanted: `touch` records
         self.reads: set = set()
         self.writes: set = set()
+        # what the world adds to a step's footprint at its end, (reads, writes) as footprint names:
+        # what no stand-in sees (the predicate-poll world: a step after which only the schedulers
+        # can move reads what its cycle end reads; buffer_only: a step that numbered an operation)
+        self.settled: Optional[Callable[[], tuple[tuple, tuple]]] = None
 
     # ---- the world's side
     def current(self) -> Optional[Managed]:
@@ -141,6 +145,10 @@ class Baton:
                 self.stepping = True
                 m.thread.switch()
                 self.stepping = False
+                if self.settled is not None:
+                    reads, writes = self.settled()
+                    self.reads.update(reads)
+                    self.writes.update(writes)
                 self.footprints.append((frozenset(self.reads - self.writes), frozenset(self.writes)))
             else:
                 m.thread.switch()

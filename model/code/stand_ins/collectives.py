@@ -11,6 +11,8 @@ from typing import Optional
 class Group:
     """One process group (a channel: the scheduler's, P's hit sync or Y's completion sync)."""
 
+    _pc_footprint = True  # its calls enter a step's footprint (rt/hooks.py as_value)
+
     def __init__(self, world, name: str, ranks: tuple[int, ...]):
         self.world, self.name, self.ranks = world, name, ranks
         self.calls: dict[int, int] = {r: 0 for r in ranks}  # calls completed per rank

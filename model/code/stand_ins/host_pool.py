@@ -28,6 +28,7 @@ class _Entry:
 
 class HostPool(Strict):
     _pc_what = "mem_pool_host"
+    _pc_footprint = True  # its calls enter a step's footprint (rt/hooks.py as_value)
 
     def __init__(self, world, rank: int, size: int, page_size: int):
         self.world, self.rank, self.size, self.logical_size, self.page_size = world, rank, size, size, page_size

@@ -17,6 +17,7 @@ class StorageUnavailable(ConnectionError, WorldFault):
 
 class StorageBackend(Strict):
     _pc_what = "storage_backend"
+    _pc_footprint = True  # nothing in it changes during a run (rt/hooks.py as_value)
 
     def __init__(self, world, rank: int, hits: int, failing: frozenset[int], query_raises: bool, page_size: int,
                  raising_reads: frozenset[int] = frozenset()):

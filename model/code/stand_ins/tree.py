@@ -51,6 +51,7 @@ class _DecParams:
 
 class TreeCore(Strict):
     _pc_what = "tree_core"
+    _pc_footprint = True  # its calls enter a step's footprint (rt/hooks.py as_value)
 
     def __init__(self, world, rank: int, pool, page_size: int, host_only=None):
         self.world, self.rank, self.pool = world, rank, pool

@@ -28,6 +28,10 @@ def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
     ctrl = modules[CONTROLLER]
     op_mod = modules.get(HYBRID) if hasattr(modules.get(HYBRID), "PrefetchOperation") else ctrl
     hooks.install(op_mod.PrefetchOperation, ctrl.PrefetchAck, holder)
+    for rel, name in ((buffer.PIPELINE, "BufferModePipeline"), (buffer.BELIEFS, "StorageExistenceCache")):
+        cls = getattr(modules.get(rel), name, None)  # buffer_only: their fields in the steps' footprints
+        if cls is not None:
+            hooks.watch(cls, holder)
     identity.install(modules[CACHE].UnifiedRadixCache, op_mod.PrefetchOperation, holder)
     transfer_hooks.install(getattr(modules.get("mem_cache/hicache_storage.py"), "PoolTransfer", None), holder)
     if hasattr(modules.get(hiradix.HIRADIX), "HiRadixCache"):  # 0.5.19-0.5.20: its controller's own operation

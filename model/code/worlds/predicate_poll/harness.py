@@ -21,7 +21,7 @@ from prefetch_check.model.code.stand_ins.queues import Empty
 from prefetch_check.model.code.stand_ins.radix import RadixKey
 from prefetch_check.model.code.stand_ins.sync import Event
 from prefetch_check.model.code.stand_ins.tree import TreeCore
-from prefetch_check.model.code.worlds.common import GATE, ROOT_NODE, Rank, WorldRun
+from prefetch_check.model.code.worlds.common import GATE, GATE_INPUTS, ROOT_NODE, Rank, WorldRun
 from prefetch_check.model.code.worlds.deadlines import EveryDeadlineAdmits
 from prefetch_check.model.code.worlds.predicate_poll.stand_ins import (EmptyAcks, HostNode, PollHostPool, RankQueueFactory,
                                                                       RelativeGroup, Started, make_poll_threading,
@@ -41,6 +41,10 @@ class PollRun(WorldRun):
     PER_RANK = 3  # S, P, IO
     DRAINED = DRAINED
     GROUP = RelativeGroup
+    # the stand-ins, the operation's hooks and the watched cache and controller (pack.py) record
+    # every shared object a step touches; this world's own: the host node, the started targets,
+    # the groups' rebase, the acceptance probe's reads (the revoke queue, the clock)
+    FOOTPRINTS = True
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         if config.reissue or config.abort_round is not None:
@@ -53,6 +57,7 @@ class PollRun(WorldRun):
                           make_poll_threading(self.world, self.started, not_modelled),
                           make_time(not_modelled, clock=self.clock))
         self.only_schedulers: set = set()  # keys since a thread other than the schedulers could last move
+        self.baton.settled = self.settled
         self.deadlines = EveryDeadlineAdmits(self) if config.explores_clock() else None  # timeout: firing is a choice
 
     # ---- building
@@ -68,6 +73,7 @@ class PollRun(WorldRun):
         multi = cfg.ranks > 1
 
         cc = cc_cls.__new__(cc_cls)
+        object.__setattr__(cc, "_pc_label", f"r{i}.cc")  # its fields' names in a step's footprint (hooks.watch)
         self._queues(cc, i, QUEUES)
         stop = Event(w, f"r{i}.stop")
         attrs = dict(
@@ -89,6 +95,7 @@ class PollRun(WorldRun):
         cc.batch_exists_func = storage.batch_exists  # 0.5.2's attach binds the backend's own
 
         cache = cache_cls.__new__(cache_cls)
+        object.__setattr__(cache, "_pc_label", f"r{i}.cache")
         node = HostNode(w, i)
         attrs = dict(
             cache_controller=cc, page_size=page, tp_group=self.groups["S-tp"] if multi else None,
@@ -135,12 +142,14 @@ class PollRun(WorldRun):
     # ---- the threads
     def _spawn(self, rank: Rank) -> None:
         i, cc = rank.index, rank.cc
-        self.baton.spawn(f"S{i}", i, "scheduler", lambda: self._scheduler(rank))
+        self.baton.spawn(f"S{i}", i, "scheduler", lambda: self._scheduler(rank), touches=(GATE_INPUTS,))
         self.baton.spawn(f"P{i}", i, "prefetch", cc.prefetch_thread_func)
         self.baton.spawn(f"IO{i}", i, "io", lambda: self._started_thread(i))
 
     def _started_thread(self, i: int) -> None:
-        self.baton.point("wait until the prefetch thread starts this thread", lambda: bool(self.started.targets.get(i)))
+        self.baton.point("wait until the prefetch thread starts this thread", lambda: bool(self.started.targets.get(i)),
+                         (self.started.name(i),))
+        self.baton.touch(self.started.name(i), write=False)
         self.started.targets[i][0]()
 
     def _scheduler(self, rank: Rank) -> None:
@@ -156,7 +165,7 @@ class PollRun(WorldRun):
             self.baton.current().digest = b""
             for group in self.groups.values():
                 group.rebase()
-            self.baton.point(GATE, lambda: self.round_enabled(rank))
+            self.baton.point(GATE, lambda: self.round_enabled(rank), self.gate_guard())
             rank.rounds += 1
             if self.deadlines is not None:
                 self.deadlines.round_starts(rank)
@@ -195,6 +204,17 @@ class PollRun(WorldRun):
     def _gate_may_open(self, rank: Rank) -> bool:
         """Here a waiting request on any rank opens the gate too, once every scheduler is there."""
         return any(r.waiting for r in self.ranks) or super()._gate_may_open(rank)
+
+    def settled(self) -> tuple[tuple, tuple]:
+        """What a step's end reads besides its own accesses (rt/baton.py): a step after which only
+        the schedulers can move reads the gate's inputs, which every scheduler step writes. The run's
+        end at a polling cycle (`closes_cycle`) is decided by the scheduler steps from such a state
+        on, and reads that no other thread can move: so a scheduler that sleeps (strategies/sleep.py)
+        wakes where the others stop, and the cycle is run (the cycle proviso of partial-order
+        reduction; without it the sleep sets cut every run that closed 0.5.18's no-hits cycle)."""
+        if any(m.role != "scheduler" for m in self.baton.enabled()):
+            return (), ()
+        return (GATE_INPUTS,), ()
 
     def closes_cycle(self, key: bytes) -> bool:
         """True at a state seen before in this run since the last moment a thread other than the

@@ -8,6 +8,7 @@ from pathlib import Path
 from prefetch_check.model.code.config import CodeConfig
 from prefetch_check.model.code.pack import ConformanceKit, WorldPack
 from prefetch_check.model.code.rt import hooks, loader
+from prefetch_check.model.code.stand_ins.clock import name as clock_name
 from prefetch_check.model.code.worlds.predicate_poll import conformance_configs as conformance
 from prefetch_check.model.code.worlds.predicate_poll import probes
 from prefetch_check.model.code.worlds.predicate_poll.harness import CONTROLLER, FILES, HIRADIX, PollRun
@@ -22,14 +23,19 @@ def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
     modules = loader.load_tree(srt, torch, FILES)
     ctrl, cache_mod = modules[CONTROLLER], modules[HIRADIX]
     hooks.install(ctrl.PrefetchOperation, None, holder, OBSERVED)
+    hooks.watch(cache_mod.HiRadixCache, holder)  # their plain fields in the steps' footprints (harness: labels)
+    hooks.watch(ctrl.HiCacheController, holder)
 
     def revoked(rank: int, request_id) -> bool:
-        return request_id in holder.run.ranks[rank].cc.prefetch_revoke_queue.items
+        queue = holder.run.ranks[rank].cc.prefetch_revoke_queue
+        holder.world.baton.touch(queue.name, write=False)  # the probe's verdict reads it: so does the step
+        return request_id in queue.items
 
     def expired(rank: int, request_id) -> bool:
         """Under timeout: whether the rank's deadline for that request fired (or is not the search's to fire)."""
         run = holder.run
         deadlines = getattr(run, "deadlines", None)  # the conformance replay's run has none
+        holder.world.baton.touch(clock_name(rank), write=False)
         return deadlines is None or deadlines.fired_since_issue(rank, run.ranks[rank].handles.index(request_id))
 
     probes.install_acceptance(cache_mod.HiRadixCache, holder, revoked, expired)

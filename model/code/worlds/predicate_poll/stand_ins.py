@@ -20,17 +20,21 @@ class HostNode(Strict):
     protect_host/release_host count its host lock, which host_memory reads at the end."""
 
     _pc_what = "last_host_node"
+    _pc_footprint = True  # its calls enter a step's footprint (rt/hooks.py as_value)
 
     def __init__(self, world, rank: int):
         self.world, self.rank, self.host_ref_counter = world, rank, 0
         self.key = RadixKey([])
         self.priority = 0
+        self._pc_name = f"r{rank}.host_node"  # its name in a step's footprint (rt/baton.py)
         world.register(self)
 
     def protect_host(self) -> None:
+        self.world.baton.touch(self._pc_name)
         self.host_ref_counter += 1
 
     def release_host(self) -> None:
+        self.world.baton.touch(self._pc_name)
         self.host_ref_counter -= 1
 
     def snapshot(self) -> tuple:
@@ -44,6 +48,12 @@ class Started:
     def __init__(self, world):
         self.world, self.targets = world, {}
         world.register(self)
+
+    @staticmethod
+    def name(rank: int) -> str:
+        """Rank `rank`'s started targets in a step's footprint (a start writes them, the IO
+        thread's first point waits on them)."""
+        return f"r{rank}.started"
 
     def snapshot(self) -> tuple:
         return ("started", tuple(sorted((r, len(t)) for r, t in self.targets.items())))
@@ -85,6 +95,7 @@ def make_poll_threading(world, started: Started, not_modelled):
         def start(self) -> None:
             me = world.baton.current()
             rank = me.rank if me is not None else 0
+            world.baton.touch(started.name(rank))
             mine = started.targets.setdefault(rank, [])
             if mine:
                 raise NotModelled("threading.Thread: a second thread started by the code", caller_site(world.baton.roots))
@@ -152,7 +163,9 @@ class RelativeGroup(Group):
         since the scheduler observes it mid-round, and two rounds alike never met. The code under
         test never sees the number; the pairing of calls is the same relative to any base."""
         base = min(self.calls.values())
-        if base and not self.arrived:
+        moved = bool(base) and not self.arrived
+        self.world.baton.touch(self.name, write=moved)  # an arriving thread reads the call number
+        if moved:
             self.calls = {r: c - base for r, c in self.calls.items()}
 
     def snapshot(self) -> tuple:

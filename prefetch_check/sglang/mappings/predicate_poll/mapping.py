@@ -29,12 +29,12 @@ def runs(cache, controllers: dict) -> str:
     return ""
 
 
-# Cut to what finishes per release in seconds: every 1-rank case is exhaustive; 1 rank x 2
-# requests and an exhaustive 2-rank search do not finish in minutes (docs/executor.md), so each
-# 2-rank case is a bounded search of a fixed number of runs (deterministic, so its result is
-# cached), run only for the properties that need its second rank; a violation it finds is real,
-# anything else it leaves BOUNDED.
-RUNS = 200
+# Every case judges every property, exhaustively: since this world records its footprints the
+# sleep sets finish 2 ranks x 1 request in seconds to a minute per release (0.5.1: 5,729 runs,
+# 0.5.18: 1,011; docs/benchmark.md, issue 31), where the DFS took 230-388 s and the cases were cut
+# at 200 runs. The 2-rank cases keep the budget they had (240 s). 1 rank x 2 requests is not a
+# case: 0.5.1's takes the DFS 25,383 runs.
+TWO_RANKS = CodeLimits(max_seconds=240)
 
 # the deadline shape of 0.5.12-0.5.18 (the timeout from the tree's PrefetchTimeoutConfig, SGLang's
 # default policy from 0.5.12): older trees' deadlines (0.5.1-0.5.2's fixed prefetch_timeout,
@@ -55,12 +55,9 @@ CASES: tuple[Case, ...] = (
     Case("1 rank, timeout (deadlines fire as choices)", _config(ranks=1, policy="timeout"), skip=timeout_skip),
     Case("1 rank, cannot read page 1", _config(ranks=1, failing=((1,),))),
     Case("1 rank, no hits, threshold 0", _config(ranks=1, hits=(0,), threshold_pages=0)),
-    Case(f"2 ranks x 1 request, {RUNS:,} runs", _config(ranks=2),
-         judges=("tp_agreement", "deadlock_freedom"), limits=CodeLimits(max_runs=RUNS, max_seconds=240)),
+    Case("2 ranks x 1 request", _config(ranks=2), limits=TWO_RANKS),
     # the short read of one rank: the tail given back twice (0.5.1.post3-0.5.5)
-    Case(f"2 ranks, rank 0 cannot read page 1, {RUNS:,} runs", _config(ranks=2, failing=((1,), ())),
-         judges=("host_memory", "progress"),
-         limits=CodeLimits(max_runs=RUNS, max_seconds=240, stop_on=("host_memory",))),
+    Case("2 ranks, rank 0 cannot read page 1", _config(ranks=2, failing=((1,), ())), limits=TWO_RANKS),
 )
 
 MAPPING = Mapping(protocol=PROTOCOL, acks="none", release_options=release_options, judged_class="HiRadixCache",

@@ -2,7 +2,9 @@
 `load`, the H2D copy): slots free or owned, what page each slot holds. The copy of a load-back
 happens when its ack's event is synchronised (loading_check), as the H2D stream's work is done by
 then: it reads the host bounce slots, and judges data_integrity on what it reads (a host slot
-freed or rewritten before the copy read it: a use after free of a staged page)."""
+freed or rewritten before the copy read it: a use after free of a staged page). Every call enters
+a step's footprint as the pool's (`r<rank>.device`); a load also writes the controller's load ack
+list (`r<rank>.ack_load_queue`, which the round gate reads) and its copy reads the host pool."""
 
 from __future__ import annotations
 
@@ -40,8 +42,11 @@ class LoadAck:
 
 
 class DevicePool:
+    _pc_footprint = True  # its calls enter a step's footprint (rt/hooks.py as_value)
+
     def __init__(self, world, rank: int, size: int, host_pool, expected):
         self.world, self.rank, self.host = world, rank, host_pool
+        self._pc_name = f"r{rank}.device"  # its name in a step's footprint (rt/baton.py)
         self.owner: list = [None] * size  # None free, else who owns the slot
         self.data: dict[int, str] = {}  # slot -> the page it holds
         self.expected = expected  # (request, position) -> the page hash a token's KV is
@@ -53,6 +58,7 @@ class DevicePool:
         return self._kv
 
     def available_size(self) -> int:
+        self.world.baton.touch(self._pc_name, write=False)
         return self.owner.count(None)
 
     def full_available_size(self) -> int:
@@ -60,6 +66,7 @@ class DevicePool:
 
     # ---- what the device tree does with slots
     def take(self, n: int, owner: str, data=None) -> list[int]:
+        self.world.baton.touch(self._pc_name)
         slots = [i for i, o in enumerate(self.owner) if o is None][:n]
         if len(slots) < n:
             return []
@@ -70,11 +77,13 @@ class DevicePool:
         return slots
 
     def give_back(self, slots) -> None:
+        self.world.baton.touch(self._pc_name)
         for i in slots:
             self.owner[i] = None
             self.data.pop(i, None)
 
     def own(self, slots, owner: str) -> None:
+        self.world.baton.touch(self._pc_name)
         for i in slots:
             self.owner[i] = owner
 
@@ -82,6 +91,8 @@ class DevicePool:
     def load(self, host_indices, priority=None, node_id: int = -1, extra_pools=None, **kwargs):
         baton = self.world.baton
         baton.point(f"load {len(host_indices)} host slots to device (rank {self.rank})")
+        baton.touch(self._pc_name)
+        baton.touch(ack_queue_name(self.rank))
         site = baton.current().point.site if baton.current() else "?"
         slots = self.take(len(host_indices), f"load{node_id}")
         if len(slots) < len(host_indices):
@@ -89,6 +100,8 @@ class DevicePool:
         pairs = list(zip(host_indices.data, slots))
 
         def copy() -> None:
+            baton.touch(self._pc_name)
+            baton.touch(self.host._pc_name, write=False)
             for h, d in pairs:
                 got = self.host.written.get(h) if self.host.status[h] == HELD else None
                 if got is None:
@@ -114,3 +127,9 @@ class DevicePool:
 
     def snapshot(self) -> tuple:
         return ("device", self.rank, tuple(self.owner), tuple(sorted(self.data.items())))
+
+
+def ack_queue_name(rank: int) -> str:
+    """The controller's load ack list of rank `rank` in a step's footprint (a load appends to it,
+    the round gate reads its length, loading_check pops it)."""
+    return f"r{rank}.ack_load_queue"

@@ -2,7 +2,9 @@
 request's leading tokens resident on the device (request q's tokens are q*1000 + position, so a
 key names its request), the FULL pins that anchor a staged prefetch's splice base, eviction of
 unpinned tokens (which shrinks a later match), and the insert that publishes a loaded span. The
-host side (`insert_host`, host eviction) is the cache-mode tree's (stand_ins/tree.py)."""
+host side (`insert_host`, host eviction) is the cache-mode tree's (stand_ins/tree.py). Every call
+enters a step's footprint as the tree's (`r<rank>.tree`: a match, a pin count or `has_ongoing_insert`
+read it; a pin, an unpin, an eviction and an insert write it)."""
 
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ class DeviceTree(TreeCore):
 
     # ---- matching
     def _matched(self, key) -> tuple[int, int]:
+        self.world.baton.touch(self._pc_name, write=False)
         tokens = key.token_ids
         if not tokens:
             return 0, ROOT
@@ -76,6 +79,7 @@ class DeviceTree(TreeCore):
         return MatchResult(self.world, n, node, node)
 
     def collect_full_device_indices(self, node, root=ROOT) -> Tensor:
+        self.world.baton.touch(self._pc_name, write=False)
         if node == ROOT:
             return Tensor([])
         request, tokens = request_of_node(node)
@@ -87,10 +91,12 @@ class DeviceTree(TreeCore):
     # ---- pins
     def inc_full_pin(self, node) -> None:
         self.world.baton.point(f"pin device node {node} (rank {self.rank})")
+        self.world.baton.touch(self._pc_name)
         self.pins[node] = self.pins.get(node, 0) + 1
 
     def dec_full_pin(self, node) -> None:
         self.world.baton.point(f"unpin device node {node} (rank {self.rank})")
+        self.world.baton.touch(self._pc_name)
         left = self.pins.get(node, 0) - 1
         if left < 0:
             site = self.world.baton.current().point.site if self.world.baton.current() else "?"
@@ -102,11 +108,13 @@ class DeviceTree(TreeCore):
             del self.pins[node]
 
     def pinned_tokens(self, request: int) -> int:
+        self.world.baton.touch(self._pc_name, write=False)
         return max((request_of_node(n)[1] for n in self.pins if request_of_node(n)[0] == request), default=0)
 
     def evict_unpinned(self) -> None:
         """Eviction under device pressure: every request's tokens beyond its pinned prefix go."""
         self.world.baton.point(f"device eviction (rank {self.rank})")
+        self.world.baton.touch(self._pc_name)
         for request in list(self.resident):
             keep = self.pinned_tokens(request)
             slots = self.resident[request]
@@ -117,10 +125,12 @@ class DeviceTree(TreeCore):
 
     # ---- insert (the loaded span published)
     def has_ongoing_insert(self) -> bool:
+        self.world.baton.touch(self._pc_name, write=False)
         return self._inserting
 
     def begin_insert(self, params) -> _Step:
         self.world.baton.point(f"insert {len(params.key)} tokens into device tree (rank {self.rank})")
+        self.world.baton.touch(self._pc_name)
         self._inserting = True
         tokens = params.key.token_ids
         request = tokens[0] // 1000 if tokens else 0
@@ -138,6 +148,7 @@ class DeviceTree(TreeCore):
         raise AssertionError("the insert stand-in finishes in begin_insert")
 
     def end_insert(self) -> list:
+        self.world.baton.touch(self._pc_name)
         self._inserting = False
         return []
 

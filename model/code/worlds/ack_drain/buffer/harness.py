@@ -9,7 +9,7 @@ make it: `check_prefetch_progress`, `pop_prefetch_loaded_span`, the pipeline's
 from __future__ import annotations
 
 from prefetch_check.model.code.worlds.ack_drain.buffer.component import FullComponent
-from prefetch_check.model.code.worlds.ack_drain.buffer.device_pool import DevicePool
+from prefetch_check.model.code.worlds.ack_drain.buffer.device_pool import DevicePool, ack_queue_name
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import DeviceTree
 from prefetch_check.model.code.worlds.ack_drain.buffer.params import InitLoadBackParams
 from prefetch_check.model.code.worlds.ack_drain.buffer.request import Req
@@ -21,6 +21,9 @@ from prefetch_check.model.code.stand_ins.storage import StorageBackend
 PIPELINE = "mem_cache/buffer_mode/pipeline.py"
 BELIEFS = "mem_cache/buffer_mode/storage_existence_cache.py"
 FILES = (BELIEFS, PIPELINE)  # loaded after the cache's files; a tree without them is stubbed like the rest
+# cache_controller.py's classes whose class attribute `counter` numbers their operations (`op.id`)
+NUMBERED = ("StorageOperation", "CacheOperation")
+COUNTERS = "operations.counter"  # in a step's footprint: a step that numbered an operation writes it
 
 
 class _Session:
@@ -49,9 +52,35 @@ class _PipelinePart:
 class BufferRun(Run):
     """`Run` with host_memory_mode buffer_only."""
 
-    # not yet: whether the tree's BufferModePipeline and the device stand-ins are reached by one
-    # thread only is not established, so a step's footprint may miss them (strategies/sleep.py)
-    FOOTPRINTS = False
+    # besides the cache world's: the device tree and pool record their calls, the pipeline and the
+    # storage beliefs their fields (hooks.watch, installed by pack.py, labelled in _build), and the
+    # round gate's guard names the load ack lists it reads
+    FOOTPRINTS = True
+
+    def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
+        # Every run numbers its operations from 0, as a fresh process does. The pipeline makes its
+        # load-back ids from `op.id` (pipeline.py: -(operation_id) - 1), which the state key holds
+        # (the pipeline's load-backs, the device pool's owners): a counter carried over from the
+        # runs before made equal states of two runs differ (the DFS counted such copies as states).
+        self.numbered = [cls for cls in (getattr(modules[CONTROLLER], n, None) for n in NUMBERED)
+                         if isinstance(getattr(cls, "counter", None), int)]
+        for cls in self.numbered:
+            cls.counter = 0
+        self.counts = self._counts()
+        super().__init__(modules, config, holder, roots)
+        self.baton.settled = self.settled
+
+    def _counts(self) -> tuple:
+        return tuple(cls.counter for cls in self.numbered)
+
+    def settled(self) -> tuple[tuple, tuple]:
+        """What a step's end adds to its footprint (rt/baton.py): a step that numbered an operation
+        wrote the class counter, which is no stand-in's (two threads numbering operations race on it)."""
+        counts = self._counts()
+        if counts == self.counts:
+            return (), ()
+        self.counts = counts
+        return (), (COUNTERS,)
 
     def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
         cfg, page = self.config, self.config.page_size
@@ -80,6 +109,8 @@ class BufferRun(Run):
         cache.is_swa_enabled = False
         cache.insert_session_id = None
         cache.storage_existence_cache = beliefs_mod.StorageExistenceCache() if beliefs_mod else None
+        if cache.storage_existence_cache is not None:  # its fields' names in a step's footprint (hooks.watch)
+            object.__setattr__(cache.storage_existence_cache, "_pc_label", f"r{i}.beliefs")
         self.world.register(_PipelinePart(cache, self.world))
         page = cfg.page_size
         for q in range(cfg.requests):
@@ -94,7 +125,10 @@ class BufferRun(Run):
         # what this world does not model stops here, "not modelled", judging nothing
         if PIPELINE not in self.modules:
             raise self.world.not_modelled(f"host_memory_mode buffer_only: the tree has no {PIPELINE}")
-        cache.buffer_pipeline = self.modules[PIPELINE].BufferModePipeline(cache, None, write_backlog_cap=0)
+        pipeline = self.modules[PIPELINE].BufferModePipeline.__new__(self.modules[PIPELINE].BufferModePipeline)
+        object.__setattr__(pipeline, "_pc_label", f"r{rank.index}.pipeline")  # its fields in a step's footprint
+        pipeline.__init__(cache, None, write_backlog_cap=0)
+        cache.buffer_pipeline = pipeline
         d = cfg.device_pages * cfg.page_size
         for q, handle in enumerate(rank.handles):
             tokens = self.tokens(q)
@@ -151,6 +185,13 @@ class BufferRun(Run):
         if min(len(r.cc.ack_load_queue) for r in self.ranks) > 0:
             return True
         return all(any(r.handles[q] not in r.cache.ongoing_prefetch for q in r.waiting) for r in self.ranks)
+
+    def gate_guard(self) -> tuple:
+        """`Run`'s, and every rank's load ack list (the gate reads its length)."""
+        guard = self.__dict__.get("_buffer_gate_guard")
+        if guard is None:
+            guard = self._buffer_gate_guard = super().gate_guard() + tuple(ack_queue_name(r.index) for r in self.ranks)
+        return guard
 
     def _gate_may_open(self, rank: Rank) -> bool:
         return (super()._gate_may_open(rank) or bool(rank.cc.ack_load_queue)
