@@ -47,6 +47,15 @@ class CodeConfig:
     host_held_pages: int = 0  # pages of the host pool (host_pages) the tree holds at the start
     host_locked_pages: int = 0  # of those, the leading pages a running request locks (never evictable)
     host_anchored: bool = False  # the held pages are the request's own prefix: its prefetch anchors at them
+    # sidecar pools (worlds/ack_drain/sidecars.py): "swa" / "mamba" (the SWA and Mamba components'
+    # trailing-window pools, each its own host pool) and "indexer" (a KV-derived pool registered
+    # with register_sidecar_pool: read per KV batch into the KV slots' rows)
+    sidecars: tuple[str, ...] = ()
+    sidecar_hits: Optional[tuple[tuple[int, ...], ...]] = None  # per rank, per sidecar: its stored leading pages
+    sidecar_failing: Optional[tuple[tuple[int, ...], ...]] = None  # per rank: pages no sidecar pool can read
+    swa_window_pages: int = 2  # the SWA component's window (full_window_pages)
+    sidecar_pool_pages: Optional[tuple[int, ...]] = None  # per sidecar: its host pool in its pages (None: room for all)
+    shared_arena: Optional[int] = None  # the KV and SWA/Mamba pools share one host arena of this many page envelopes
     cache_class: str = "UnifiedRadixCache"  # ack-drain: HiRadixCache runs the class 0.5.19-0.5.20 ship beside it
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
@@ -81,7 +90,8 @@ class CodeConfig:
             raise ValueError("host_anchored: one request (no reissue, no retries) continuing host_held_pages > 0")
         if self.host_held_pages > self.pool_pages():
             raise ValueError(f"host_held_pages {self.host_held_pages}: more than the host pool's {self.pool_pages()} pages")
-        for name in ("hits", "failing", "query_raises", "raising_reads"):
+        _check_sidecars(self)
+        for name in ("hits", "failing", "query_raises", "raising_reads", "sidecar_hits", "sidecar_failing"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
                 raise ValueError(f"{name} gives {len(value)} ranks, the configuration has {self.ranks}")
@@ -102,6 +112,21 @@ class CodeConfig:
 
     def raising_reads_of(self, rank: int) -> frozenset[int]:
         return frozenset(self.raising_reads[rank]) if self.raising_reads is not None else frozenset()
+
+    def sidecar_hits_of(self, rank: int, n: int) -> int:
+        """Sidecar n's stored leading pages on this rank (None: as many as the KV pool's)."""
+        if self.sidecar_hits is None:
+            return self.first_page() + self.hits_of(rank)
+        return self.first_page() + self.sidecar_hits[rank][n]
+
+    def agreed_pages_of(self, rank: int) -> int:
+        """The pages this rank's hit query can agree to: its stored KV pages, cut by each sidecar
+        pool's (the backends' fold: a pool missing a page, or a window, shortens the usable prefix)."""
+        cut = [self.sidecar_hits_of(rank, n) - self.first_page() for n in range(len(self.sidecars))]
+        return min([self.hits_of(rank)] + cut)
+
+    def sidecar_failing_of(self, rank: int) -> frozenset[int]:
+        return frozenset(self.sidecar_failing[rank]) if self.sidecar_failing is not None else frozenset()
 
     def pool_pages(self) -> int:
         """Room for every request (twice with reissue: the first fetch stays in the tree), and for
@@ -132,6 +157,7 @@ class CodeConfig:
         with no re-issue left (past the cap the scheduler admits the shorter match as is):
         wait_complete must then deliver the agreed hits."""
         return (self.abort_round is None and self.evict_device_round is None and self.capacity_pages is None
+                and self.sidecar_failing is None
                 and not (self.lost_device_pages and self.retry_attempts < 1)
                 and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
                             for r in range(self.ranks)))
@@ -141,15 +167,26 @@ class CodeConfig:
         in the host pool for every fetch; or, with pages the tree holds (host_held_pages), one
         request fetched once, which must get what the room left by the locked pages allows
         (`delivered_tokens`)."""
-        if self.policy != "wait_complete" or not self.undisturbed():
+        if self.policy != "wait_complete" or not self.undisturbed() or self.sidecar_pool_pages is not None:
             return False
-        pressured = self.host_held_pages and self.requests == 1 and self.fetches() == 1
+        pressured = (self.host_held_pages or self.shared_arena is not None) and self.requests == 1 and self.fetches() == 1
         return self.room_pages() >= self.needed_pages() or bool(pressured)
+
+    def arena_pages(self, agreed_pages: int) -> int:
+        """With a shared arena: the longest KV prefix whose pages and trailing windows fit in it
+        (allocate_storage_hit's search for a prefix; the windows are cut to the prefix)."""
+        windows = [min(self.swa_window_pages, self.pages) if s == "swa" else 1
+                   for s in self.sidecars if s in ("swa", "mamba")]
+        return max((k for k in range(agreed_pages + 1) if k + sum(min(w, k) for w in windows) <= self.shared_arena),
+                   default=0)
 
     def delivered_tokens(self, agreed_tokens: int) -> int:
         """What wait_complete must deliver of the tokens the ranks agreed on: the protocol's
         allocation (alloc; on failure evict_host and retry; else the largest page-aligned prefix
         that fits, if at least the threshold; else nothing) leaves the room the locked pages allow."""
+        if self.shared_arena is not None:
+            want = self.arena_pages(agreed_tokens // self.page_size) * self.page_size
+            return want if want >= self.threshold_pages * self.page_size else 0
         want = min(agreed_tokens, self.room_pages() * self.page_size)
         return want if want >= self.threshold_pages * self.page_size else 0
 
@@ -171,7 +208,36 @@ class CodeConfig:
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
-                      "cache_class": "UnifiedRadixCache"}
+                      "cache_class": "UnifiedRadixCache", "sidecars": (),
+                      "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,
+                      "sidecar_pool_pages": None, "shared_arena": None}
+SIDECARS = ("swa", "mamba", "indexer")  # what CodeConfig.sidecars may name (worlds/ack_drain/sidecars.py)
+
+
+def _check_sidecars(cfg: "CodeConfig") -> None:
+    """A sidecar configuration the world builds, or a clear error naming the field."""
+    unknown = [s for s in cfg.sidecars if s not in SIDECARS]
+    if unknown or len(set(cfg.sidecars)) != len(cfg.sidecars):
+        raise ValueError(f"sidecars {cfg.sidecars!r}: each at most once, of {', '.join(SIDECARS)}")
+    if not cfg.sidecars and (cfg.sidecar_hits is not None or cfg.sidecar_failing is not None):
+        raise ValueError("sidecar_hits and sidecar_failing need sidecars, e.g. sidecars=('swa',)")
+    if cfg.sidecars and (cfg.host_memory_mode != "cache" or cfg.world != "ack-drain" or cfg.retries
+                         or cfg.host_held_pages or cfg.cache_class != "UnifiedRadixCache"):
+        raise ValueError("sidecars run in the ack-drain world's cache mode on UnifiedRadixCache, without retries or "
+                         "host_held_pages")
+    if cfg.swa_window_pages < 1:
+        raise ValueError(f"swa_window_pages {cfg.swa_window_pages}: at least 1")
+    if cfg.sidecar_pool_pages is not None and (len(cfg.sidecar_pool_pages) != len(cfg.sidecars)
+                                               or any(n < 0 for n in cfg.sidecar_pool_pages)):
+        raise ValueError(f"sidecar_pool_pages {cfg.sidecar_pool_pages!r}: one size (>= 0) per sidecar (the "
+                         "indexer's is ignored: its rows are the KV pool's)")
+    if cfg.shared_arena is not None and (cfg.shared_arena < 0 or not set(cfg.sidecars) & {"swa", "mamba"}
+                                         or cfg.requests != 1 or cfg.fetches() != 1):
+        raise ValueError(f"shared_arena {cfg.shared_arena!r}: >= 0 envelopes, with a SWA or Mamba sidecar, one request "
+                         "fetched once")
+    for per_rank in cfg.sidecar_hits or ():
+        if len(per_rank) != len(cfg.sidecars):
+            raise ValueError(f"sidecar_hits {cfg.sidecar_hits!r}: one count per sidecar ({len(cfg.sidecars)}) per rank")
 
 
 @dataclass(frozen=True)

@@ -313,16 +313,23 @@ def to_json(row) -> Optional[dict]:
 
 WHY_NOT_RUN = {
     # substrings of a function's name -> why no case of the code engine enters it (docs/coverage.md)
+    "_shared": ("the shared page-envelope host arena: its cases (sidecars with shared_arena) allocate and size a "
+                "prefix; the reclaim through host_evict_fn, the compaction and the write-back side are not run"),
+    "free_prefetch_host_buffers": "a hit's host bounce rolled back before IO owns it: PP tickets or the shared arena only",
+    "trim_prefetch_full_head": "buffer_only with sidecar pools: the device-trimmed FULL head (no buffer_only case has them)",
     "pp_": "PP > 1: no case runs pipeline-parallel stages",
     "_pp": "PP > 1: no case runs pipeline-parallel stages",
     "deadline": "the timeout policy: a deadline path the one-rank timeout cases do not reach",
     "timeout": "the timeout policy: a deadline path the one-rank timeout cases do not reach",
     "retr": "retries: the retry cases (0.5.23 on) do not reach it (a third attempt, the immediate refetch of buffer mode)",
     "buffer": "buffer_only host memory mode: a path its cases do not reach (they run 0.5.22 on)",
-    "sidecar": "sidecar pools (SWA, Mamba): no case has them",
-    "nonkv": "sidecar pools (SWA, Mamba): no case has them",
-    "mamba": "sidecar pools (SWA, Mamba): no case has them",
-    "swa": "sidecar pools (SWA, Mamba): no case has them",
+    "sidecar": ("sidecar pools: the sidecar cases run the prefetch side (0.5.19 on); "
+                "the write-back side and sidecars indexed from SWA/Mamba (draft pools) are not run"),
+    "nonkv": ("sidecar pools: the sidecar cases run the prefetch side (0.5.19 on); "
+              "the write-back side and sidecars indexed from SWA/Mamba (draft pools) are not run"),
+    "mamba": "sidecar pools: a SWA/Mamba path the sidecar cases do not reach (device-side, write-back or buffer_only)",
+    "swa": "sidecar pools: a SWA/Mamba path the sidecar cases do not reach (device-side, write-back or buffer_only)",
+    "trailing": "sidecar pools: a trailing-window path the sidecar cases do not reach (write-back or buffer_only)",
     "evict": ("eviction: only the ack-drain host-pressure cases evict (UnifiedRadixCache.evict_host, an earlier "
               "request's host pages); device eviction and the poll world's are not run"),
     "abort": "aborts: only the buffer_only and retry cases abort a request (0.5.22 on)",

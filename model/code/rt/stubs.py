@@ -42,10 +42,13 @@ class BasePrefixCache:
     """The base class of the cache, empty: the methods on the path are the cache's own."""
 
 
-class CacheTransferPhase(enum.Enum):
-    PREFETCH = "prefetch"
+class CacheTransferPhase(str, enum.Enum):
+    """components/base.py's phases (every member: `_build_sidecar_transfers` compares against them)."""
+
+    BACKUP_HOST = "backup_host"
     LOAD_BACK = "load_back"
-    BACKUP = "backup"
+    BACKUP_STORAGE = "backup_storage"
+    PREFETCH = "prefetch"
 
 
 def rank_consensus(*args, **kwargs):
@@ -53,6 +56,12 @@ def rank_consensus(*args, **kwargs):
     if len(args) == 1 and callable(args[0]) and not kwargs:
         return args[0]
     return lambda fn: fn
+
+
+def _shared_layout(pool) -> bool:
+    """pool_host/base.py's test: a pool with a shared allocation domain (read from the instance's
+    own fields, so a strict stand-in is never asked for an attribute it lacks)."""
+    return getattr(pool, "__dict__", {}).get("shared_allocation_domain") is not None
 
 
 class _Inert:
@@ -70,7 +79,8 @@ def known(component_type) -> dict[str, dict[str, object]]:
             "BasePrefixCache": BasePrefixCache, "CacheRequestHandle": CacheRequestHandle, "InsertResult": InsertResult},
         "sglang.srt.mem_cache.radix_cache": {"RadixKey": radix.RadixKey},
         "sglang.srt.mem_cache.utils": {"get_storage_hash_str": radix.storage_hashes},
-        "sglang.srt.mem_cache.pool_host.base": {"uses_shared_host_layout": lambda pool: False},
+        # a pool of the shared host arena stand-in (stand_ins/shared_arena.py) names its domain
+        "sglang.srt.mem_cache.pool_host.base": {"uses_shared_host_layout": _shared_layout},
         "sglang.srt.mem_cache.unified_cache.components": {} if ct is None else {
             "ComponentType": ct.ComponentType, "BASE_COMPONENT_TYPE": ct.BASE_COMPONENT_TYPE,
             "CacheTransferPhase": CacheTransferPhase},

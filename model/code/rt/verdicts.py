@@ -120,7 +120,7 @@ def _terminal(run, steps: int) -> list[Finding]:
         if len(set(got)) > 1:
             out.append(Finding("tp_agreement", f"req{q}: the ranks' host trees hold {got} tokens at admission",
                                SPLIT, "", steps))
-        agreed = min(cfg.hits_of(i) for i in range(cfg.ranks)) * cfg.page_size
+        agreed = min(cfg.agreed_pages_of(i) for i in range(cfg.ranks)) * cfg.page_size
         want = cfg.delivered_tokens(agreed)
         if cfg.judges_delivery():
             short = [(r.index, g) for r, g in zip(run.ranks, got) if g is not None and g < want]

@@ -60,6 +60,9 @@ class TreeCore(Strict):
         self.write_back_duplicate_reclaim_digest = 0
         self.held: dict[int, int] = {}  # request -> tokens the tree holds (from the request's start)
         self.locks = 0
+        self.components: dict = {}  # component type -> its sidecar stand-in (stand_ins/sidecar_components.py)
+        self._last_inserted = None
+        self.derived: list = []  # KV-derived sidecar pools: each inserted KV slot's row must hold its page too
         self._pc_name = f"r{rank}.tree"  # its name in a step's footprint (rt/baton.py)
         world.register(self)
 
@@ -98,6 +101,7 @@ class TreeCore(Strict):
         baton.point(f"insert {len(key)} tokens into host tree")
         baton.touch(self._pc_name)
         tokens = key.token_ids
+        self._last_inserted = key  # commit_hicache_transfers follows, for the same key
         if not tokens:
             return InsertResult(prefix_len=0)
         request = tokens[0] // 1000
@@ -121,6 +125,16 @@ class TreeCore(Strict):
                                  f"holds {got or 'nothing written'}",
                                  "wrong KV data served: the tree holds a page IO had not written", site)
                 break
+            for derived in self.derived:
+                got = derived.written.get(slot)
+                if got != want:
+                    self.world.fault("data_integrity",
+                                     f"rank {self.rank}: host slot {slot} handed to the tree for page {want} holds "
+                                     f"{got or 'nothing written'} in its {derived.pool_name} pool",
+                                     f"wrong {derived.pool_name} data served: the tree holds a KV page whose "
+                                     "sidecar row IO had not read (the usable length was not clamped to the "
+                                     "sidecar's hits)", site)
+                    break
         self.pool.hand_to_tree(slots)
         self.held[request] = max(self.held.get(request, 0), len(tokens))
         baton.observe(f"prefix {prefix}")
@@ -147,7 +161,28 @@ class TreeCore(Strict):
         return DriveHostEvictionResult(host_frees={component_type: values} if values else {},
                                        tracker={component_type: tokens})
 
-    def commit_hicache_transfers(self, *args, **kwargs) -> None:
+    def build_hicache_transfers(self, component_type, node_id, phase, *, staging_tokens: int = 0,
+                                host_indices=None, **kwargs):
+        """A component's PREFETCH transfers (upstream's tree core asks the component)."""
+        component = self.components.get(component_type)
+        if component is None or getattr(phase, "value", phase) != "prefetch":
+            raise self.world.not_modelled(f"tree_core.build_hicache_transfers({component_type}, {phase})")
+        return component.build_prefetch_transfers(staging_tokens, host_indices)
+
+    def commit_hicache_transfers(self, node_id=None, phase=None, comp_xfers=None, *args, insert_result=None,
+                                 **kwargs) -> None:
+        """The components take their committed windows into the tree (nothing without components)."""
+        if not comp_xfers or not self.components:  # no sidecar components: nothing to take, as before
+            return None
+        self.world.baton.touch(self._pc_name)
+        key = self._last_inserted
+        if key is None:
+            raise self.world.not_modelled("tree_core.commit_hicache_transfers before any insert_host")
+        for component_type, transfers in comp_xfers.items():
+            component = self.components.get(component_type)
+            if component is None:
+                raise self.world.not_modelled(f"tree_core.commit_hicache_transfers of {component_type}")
+            component.commit(key, transfers)
         return None
 
     def snapshot(self) -> tuple:

@@ -10,7 +10,7 @@ import inspect
 from prefetch_check.model.code.rt import stubs
 from prefetch_check.model.code.stand_ins.components import FullComponent
 from prefetch_check.model.code.stand_ins.sync import Event, Lock
-from prefetch_check.model.code.worlds.ack_drain import readmission
+from prefetch_check.model.code.worlds.ack_drain import readmission, sidecars
 from prefetch_check.model.code.worlds.common import GATE, GATE_INPUTS, ROOT_NODE, Rank, WorldRun  # noqa: F401 (conformance_run)
 from prefetch_check.model.code.worlds.deadlines import OwnDeadlineAdmits
 
@@ -34,6 +34,8 @@ class Run(WorldRun):
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         self.schedulers: dict = {}  # rank -> its scheduler stand-in (retry world only)
+        self.holder = holder
+        holder.transfer_parts = {}  # transfer_hooks.py: with sidecar pools, each rank's transfers (sidecars.attach)
         super().__init__(modules, config, holder, roots)
         self.deadlines = OwnDeadlineAdmits(self) if config.explores_clock() else None  # timeout: firing is a choice
 
@@ -91,6 +93,8 @@ class Run(WorldRun):
             attrs["components"] = {self._component("FULL"): FullComponent(w, pool)}
         for k, v in attrs.items():
             setattr(cache, k, v)
+        if cfg.sidecars:  # a hybrid model's sidecar pools (worlds/ack_drain/sidecars.py)
+            sidecars.attach(self, i, cc, cache, pool, tree, self._component)
         retries = getattr(self.modules.get("mem_cache/storage_prefetch.py"), "StoragePrefetchRetries", None)
         if retries is not None:
             cache.storage_prefetch_retries = retries()
@@ -175,14 +179,33 @@ class Run(WorldRun):
         for q in S_QUEUES:
             if min(getattr(r.cc, q).peek_size() for r in self.ranks) > 0:
                 return True
+        if self.config.sidecars and sidecars.due(self):
+            return True
+        if self.config.sidecars and self._declined_on_every_rank():  # its next check admits it: a deciding round
+            return True
         if self.config.retries and readmission.pending(self):
             return True
         if self.deadlines is not None:  # timeout: a round is due where a deadline fired or a check is new
             return self.deadlines.round_due()
         return self.config.policy != "wait_complete" and any(r.waiting for r in self.ranks)
 
+    def _declined_on_every_rank(self) -> bool:
+        """A waiting request with no prefetch in flight on any rank (declined or forfeited at
+        issue: 0.5.19 forfeits one whose component staging fails there). Asked only with sidecar
+        pools: the HiRadixCache world's 2x1 search no longer finished in 60 s with it on for every
+        configuration (not analysed; its figures stay those of main)."""
+        return any(all(q in r.waiting and r.handles[q] not in r.cache.ongoing_prefetch for r in self.ranks)
+                   for q in range(self.config.requests))
+
     def _gate_may_open(self, rank: Rank) -> bool:
-        return super()._gate_may_open(rank) or (self.deadlines is not None and self.deadlines.may_open(rank))
+        declined_here = bool(self.config.sidecars) and any(rank.handles[q] not in rank.cache.ongoing_prefetch
+                                                           for q in rank.waiting)
+        return (super()._gate_may_open(rank) or (self.deadlines is not None and self.deadlines.may_open(rank))
+                or (bool(self.config.sidecars) and sidecars.queued(rank)) or declined_here)
+
+    def gate_guard(self) -> tuple:
+        """The gate also reads the sidecar release queues (their MIN opens a round)."""
+        return super().gate_guard() + (sidecars.guard(self) if self.config.sidecars else ())
 
     def key(self) -> tuple:
         ranks = tuple((r.rounds, tuple(r.waiting), tuple(sorted(r.resolved.items())),

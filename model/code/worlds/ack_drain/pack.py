@@ -9,7 +9,7 @@ from prefetch_check.model.code.config import CodeConfig
 from prefetch_check.model.code.pack import ConformanceKit, WorldPack
 from prefetch_check.model.code.rt import hooks, loader
 from prefetch_check.model.code.worlds.ack_drain import conformance_configs as conformance
-from prefetch_check.model.code.worlds.ack_drain import identity
+from prefetch_check.model.code.worlds.ack_drain import identity, transfer_hooks
 from prefetch_check.model.code.worlds.ack_drain import judge
 from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer
 from prefetch_check.model.code.worlds.ack_drain.buffer import params as buffer_params
@@ -33,6 +33,7 @@ def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
         if cls is not None:
             hooks.watch(cls, holder)
     identity.install(modules[CACHE].UnifiedRadixCache, op_mod.PrefetchOperation, holder)
+    transfer_hooks.install(getattr(modules.get("mem_cache/hicache_storage.py"), "PoolTransfer", None), holder)
     if hasattr(modules.get(hiradix.HIRADIX), "HiRadixCache"):  # 0.5.19-0.5.20: its controller's own operation
         hooks.install(ctrl.PrefetchOperation, ctrl.PrefetchAck, holder)
         identity.install(modules[hiradix.HIRADIX].HiRadixCache, ctrl.PrefetchOperation, holder)
@@ -78,6 +79,21 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
                                                               rid_reuse=True)),
     ("1x1 host pool of 2 pages held by the tree, evicted", dict(ranks=1, host_pages=2, host_held_pages=2)),
     ("2x1 the same, 1 page locked: a partial prefix", dict(ranks=2, host_pages=2, host_held_pages=2, host_locked_pages=1)),
+    ("1x1 sidecars swa,mamba,indexer", dict(ranks=1, sidecars=("swa", "mamba", "indexer"))),
+    ("1x1 sidecars indexer, page 1 unreadable", dict(ranks=1, sidecars=("indexer",), sidecar_failing=((1,),))),
+    ("1x1 sidecars swa, page 1 unreadable", dict(ranks=1, sidecars=("swa",), sidecar_failing=((1,),))),
+    ("1x1 sidecars swa, host pool of 1 page", dict(ranks=1, sidecars=("swa",), host_pages=1)),
+    ("1x1 sidecars swa,mamba, Mamba pool of 0", dict(ranks=1, sidecars=("swa", "mamba"), sidecar_pool_pages=(2, 0))),
+    ("1x1 sidecars swa,indexer, abort in round 1", dict(ranks=1, sidecars=("swa", "indexer"), abort_round=1)),
+    ("1x1 sidecars swa,indexer, best_effort", dict(ranks=1, sidecars=("swa", "indexer"), policy="best_effort")),
+    ("2x1 1 page, sidecars swa,indexer, rank 0 short", dict(ranks=2, pages=1, sidecars=("swa", "indexer"),
+                                                             sidecar_failing=((0,), ()))),
+    ("2x1 1 page, sidecars mamba, rank 1 stores none", dict(ranks=2, pages=1, sidecars=("mamba",),
+                                                             sidecar_hits=((1,), (0,)))),
+    ("2x1 sidecars swa,mamba,indexer", dict(ranks=2, sidecars=("swa", "mamba", "indexer"))),
+    ("1x1 sidecars swa, shared host arena of 3", dict(ranks=1, sidecars=("swa",), shared_arena=3)),
+    ("1x1 sidecars swa,mamba,indexer, shared host arena of 4", dict(ranks=1, sidecars=("swa", "mamba", "indexer"),
+                                                                    shared_arena=4)),
 ))
 
 PACK = WorldPack(
