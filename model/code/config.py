@@ -46,6 +46,9 @@ class CodeConfig:
     host_held_pages: int = 0  # pages of the host pool (host_pages) the tree holds at the start
     host_locked_pages: int = 0  # of those, the leading pages a running request locks (never evictable)
     host_anchored: bool = False  # the held pages are the request's own prefix: its prefetch anchors at them
+    # PP > 1 (worlds/ack_drain/stages.py): `ranks` are all the ranks, pp_size stages of ranks // pp_size
+    # TP ranks each (rank i is stage i // tp, TP rank i % tp), each rank its own host pool
+    pp_size: int = 1
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
@@ -73,6 +76,12 @@ class CodeConfig:
             raise ValueError("host_anchored: one request (no reissue, no retries) continuing host_held_pages > 0")
         if self.host_held_pages > self.pool_pages():
             raise ValueError(f"host_held_pages {self.host_held_pages}: more than the host pool's {self.pool_pages()} pages")
+        if self.pp_size < 1 or self.ranks % self.pp_size:
+            raise ValueError(f"pp_size {self.pp_size}: a divisor of ranks ({self.ranks}), each stage the same TP size")
+        if self.pp_size > 1 and self.world != "ack-drain":
+            raise ValueError(f"pp_size > 1: the executor runs pipeline stages in the ack-drain world, not {self.world}")
+        if self.pp_size > 1 and self.host_memory_mode != "cache":
+            raise ValueError("pp_size > 1 runs host_memory_mode='cache' (buffer_only's PP tickets are not modelled)")
         for name in ("hits", "failing", "query_raises", "raising_reads"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
@@ -82,6 +91,10 @@ class CodeConfig:
         """The search chooses where each rank's deadline fires (worlds/deadlines.py): the timeout
         policy, unless the conformance check drives the clock."""
         return self.policy == "timeout" and not self.driven_clock
+
+    def tp_size(self) -> int:
+        """The TP ranks of one pipeline stage."""
+        return self.ranks // self.pp_size
 
     def hits_of(self, rank: int) -> int:
         return self.pages if self.hits is None else self.hits[rank]
@@ -162,7 +175,7 @@ class CodeConfig:
 
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
-                      "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False}
+                      "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False, "pp_size": 1}
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,12 @@ class Run(WorldRun):
     PER_RANK = 4  # threads per rank, spawned in this order: S, P, IO, Y
     DRAINED = S_QUEUES  # the queues the scheduler's drain pops
     FOOTPRINTS = True  # the stand-ins and the operation's hooks record every shared object a step touches
+    DEADLINES = OwnDeadlineAdmits
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         self.schedulers: dict = {}  # rank -> its scheduler stand-in (retry world only)
         super().__init__(modules, config, holder, roots)
-        self.deadlines = OwnDeadlineAdmits(self) if config.explores_clock() else None  # timeout: firing is a choice
+        self.deadlines = self.DEADLINES(self) if config.explores_clock() else None  # timeout: firing is a choice
 
     # ---- building
     def _build(self, i: int) -> Rank:
@@ -167,13 +168,17 @@ class Run(WorldRun):
         if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
             return False
         for q in S_QUEUES:
-            if min(getattr(r.cc, q).peek_size() for r in self.ranks) > 0:
+            if min(getattr(r.cc, q).peek_size() for r in self.drain_deciders()) > 0:
                 return True
         if self.config.retries and readmission.pending(self):
             return True
         if self.deadlines is not None:  # timeout: a round is due where a deadline fired or a check is new
             return self.deadlines.round_due()
         return self.config.policy != "wait_complete" and any(r.waiting for r in self.ranks)
+
+    def drain_deciders(self) -> list:
+        """The ranks whose queue sizes the drain's MIN reduces (with PP stages: the first stage's)."""
+        return self.ranks
 
     def _gate_may_open(self, rank: Rank) -> bool:
         return super()._gate_may_open(rank) or (self.deadlines is not None and self.deadlines.may_open(rank))

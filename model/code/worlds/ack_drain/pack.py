@@ -14,6 +14,7 @@ from prefetch_check.model.code.worlds.ack_drain import judge
 from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer
 from prefetch_check.model.code.worlds.ack_drain.buffer import params as buffer_params
 from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, COMPONENT_TYPES, CONTROLLER, FILES, HYBRID, Run
+from prefetch_check.model.code.worlds.ack_drain.stages import StagesRun
 from prefetch_check.model.protocols.ack_drain import refinement
 
 PROTOCOL = "ack-drain"
@@ -32,7 +33,10 @@ def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
 
 
 def make_run(modules, config: CodeConfig, holder, roots):
-    """The harness of this configuration: buffer_only runs the tree's BufferModePipeline (buffer/)."""
+    """The harness of this configuration: buffer_only runs the tree's BufferModePipeline (buffer/),
+    pp_size > 1 pipeline stages (stages.py)."""
+    if config.pp_size > 1:
+        return StagesRun(modules, config, holder, roots)
     cls = buffer.BufferRun if config.host_memory_mode == "buffer_only" else Run
     return cls(modules, config, holder, roots)
 
