@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from collections import deque
 
+from prefetch_check.model.code.stand_ins.errors import WorldFault
+
 LABEL = "p2p "  # every point-to-point scheduling point's label starts so (WorldRun.ample, verdicts)
 MISMATCH = ("the stages disagree on what they exchange: gloo fails the receive (a size mismatch), or the "
             "stage reads values meant for another call: a crash, a hang or diverging batches")
+
+
+class InvalidPeer(ValueError, WorldFault):
+    """What torch.distributed raises for a peer outside the group: the code's own error."""
 
 
 class Channel:
@@ -73,7 +79,11 @@ class PointToPoint:
     def _peer(self, group, local, glob) -> int:
         if group is None:
             raise self.world.not_modelled("torch.distributed point-to-point on the default group")
-        return group.ranks[local] if local is not None else glob
+        if local is None:
+            return glob
+        if not 0 <= local < len(group.ranks):  # torch refuses a peer outside the group
+            raise InvalidPeer(f"group rank {local} is not in {group.name} ({len(group.ranks)} ranks)")
+        return group.ranks[local]
 
     def isend(self, tensor, dst=None, group=None, tag=0, group_dst=None):
         ch = self.open(group, self.rank_of(), self._peer(group, group_dst, dst))

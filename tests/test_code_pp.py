@@ -1,0 +1,66 @@
+"""PP > 1 in the code engine (CodeConfig.pp_size, model/code/worlds/ack_drain/stages.py): the
+release's own `_all_reduce` / `_pp_sync` (the first stage decides, later stages receive its value
+and pass it on), `_drain_async_work`, the drain taking the first stage's counts and, under
+timeout, only the first stage evaluating its deadline. 0.5.23, 0.5.22 and 0.5.19 are clean and
+exhausted with their PP lines run; one-place edits of that code applied here are each caught with
+their consequence; the sleep-set search keeps every state of the unreduced DFS (the point-to-point
+channel records its footprint); a behaviour-keeping refactor keeps every figure."""
+
+from __future__ import annotations
+
+import pytest
+
+from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
+from test_code_executor import clean, edited, release
+
+LIMITS = CodeLimits(max_seconds=120)
+FIRST = CodeLimits(max_seconds=120, stop_on_first=True)
+URC = "mem_cache/unified_radix_cache.py"
+PP2 = CodeConfig(ranks=2, pp_size=2)  # 2 stages of 1 rank
+# timeout: stage 0's deadline fires as a choice of the search; one page, stored nowhere
+PP2_TIMEOUT = CodeConfig(ranks=2, pp_size=2, pages=1, policy="timeout", hits=(0, 0))
+PP2_ABORT = CodeConfig(ranks=2, pp_size=2, abort_round=1)
+
+# release -> name -> (file, configuration, old text, new text, the property that catches it)
+EDITS = {
+    "0.5.23": {
+        # the later stage never receives the first stage's counts: it drains nothing, its hit is
+        # never allocated, and the first stage's sync thread waits for it forever
+        "pp_sync_skips_the_recv": (
+            URC, PP2, "        if self.pp_rank > 0:\n            torch.distributed.recv(",
+            "        if self.pp_rank > 1:\n            torch.distributed.recv(", "progress"),
+        # the later stage receives from itself: it waits forever in its recv
+        "pp_sync_receives_from_itself": (
+            URC, PP2, "                group_src=self.pp_rank - 1,\n", "                group_src=self.pp_rank,\n",
+            "deadlock_freedom"),
+        # the last stage sends past the end of the pipeline: torch refuses the peer, the scheduler dies
+        "pp_sync_sends_past_the_last_stage": (
+            URC, PP2, "        if self.pp_rank + 1 < self.pp_size:\n", "        if self.pp_rank + 1 <= self.pp_size:\n",
+            "no_crash"),
+        # a later stage's zero placeholder one slot short: it receives the first stage's longer vector
+        "pp_placeholder_one_slot_short": (
+            URC, PP2, "                (0,) * (4 + len(extra_pool_names)) if self.enable_storage else ()\n",
+            "                (0,) * (3 + len(extra_pool_names)) if self.enable_storage else ()\n", "tp_agreement"),
+        # a later stage drains only what it holds instead of the first stage's count: what arrives
+        # late is never drained there, and its peers wait for it
+        "pp_drain_takes_its_own_count": (
+            URC, PP2, "                for _ in range(n):\n", "                for _ in range(min(n, q.qsize())):\n",
+            "progress"),
+        # the wrong stage evaluates the deadline: the stage whose value travels never does
+        "pp_deadline_decided_by_stage_1": (
+            URC, PP2_TIMEOUT, "            if self.pp_rank == 0:\n                should_terminate = self._prefetch_deadline_expired(",
+            "            if self.pp_rank == 1:\n                should_terminate = self._prefetch_deadline_expired(",
+            "progress"),
+    },
+}
+# 0.5.22: the same PP code (its deadline edit is left out: the deadline runs from the issue, and a
+# check that no longer reads the clock is not judged by worlds/deadlines.py)
+EDITS["0.5.22"] = {name: edit for name, edit in EDITS["0.5.23"].items() if name != "pp_deadline_decided_by_stage_1"}
+# 0.5.19: check_hicache_events takes its own PP branch (two reductions a round: the finish
+# counts, then drain_storage_control_queues' queue sizes)
+EDITS["0.5.19"] = {
+    name: EDITS["0.5.23"][name] for name in ("pp_sync_skips_the_recv", "pp_sync_receives_from_itself",
+                                             "pp_sync_sends_past_the_last_stage", "pp_drain_takes_its_own_count")}
+EDITS["0.5.19"]["pp_queue_sizes_not_passed_down"] = (
+    URC, PP2, "        self._all_reduce(qsizes, torch.distributed.ReduceOp.MIN)\n",
+    "        self._all_reduce_attn_groups(qsizes, torch.distributed.ReduceOp.MIN)\n", "progress")
