@@ -64,3 +64,63 @@ EDITS["0.5.19"] = {
 EDITS["0.5.19"]["pp_queue_sizes_not_passed_down"] = (
     URC, PP2, "        self._all_reduce(qsizes, torch.distributed.ReduceOp.MIN)\n",
     "        self._all_reduce_attn_groups(qsizes, torch.distributed.ReduceOp.MIN)\n", "progress")
+# the PP lines each release's clean cases must run: _all_reduce's stage branch, _pp_sync's recv and
+# isend, _drain_async_work's wait, and the later stage's zero placeholders (0.5.23 also the first
+# stage's deadline vote under timeout)
+LINES = {
+    "0.5.23": (385, 386, 389, 395, 396, 402, 403, 404, 410, 372, 373, 3419, 3420, 3424, 2306, 2307, 2311),
+    "0.5.22": (357, 358, 359, 367, 368, 374, 375, 376, 382, 3275, 3276),
+    "0.5.19": (324, 325, 326, 334, 335, 341, 342, 343, 349, 2807, 2808, 2809, 2816, 2820),
+}
+
+
+@pytest.mark.parametrize("version", ["0.5.23", "0.5.22", "0.5.19"])
+def test_the_releases_pp_code_runs_as_written_and_is_clean(version):
+    configs = (PP2, PP2_TIMEOUT) if version == "0.5.23" else (PP2,)
+    ran: set = set()
+    for config in configs:
+        result = check_tree(release(version), config, LIMITS, coverage={})
+        assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
+        assert clean(result), {k: v.message for k, v in result.violations.items()}
+        ran.update(result.coverage["lines"].get(URC, ()))
+    assert set(LINES[version]) <= ran, sorted(set(LINES[version]) - ran)
+
+
+@pytest.mark.parametrize("version,name", [(v, n) for v in sorted(EDITS) for n in sorted(EDITS[v])])
+def test_a_one_place_edit_of_the_pp_code_is_caught(tmp_path, version, name):
+    rel, config, old, new, prop = EDITS[version][name]
+    result = check_tree(edited(tmp_path, release(version), rel, old, new), config, FIRST)
+    assert not result.not_modelled, result.not_modelled
+    assert result.verdicts[prop] == "VIOLATED", result.verdicts
+    found = result.violations[prop]
+    assert found.consequence and found.schedule and found.site
+
+
+def test_sleep_sets_keep_every_state_of_the_unreduced_dfs_across_stages():
+    """The point-to-point channel records its footprint: without the persistent set the sleep-set
+    search expands exactly the states of the DFS (no stored hit keeps the DFS small enough)."""
+    config = CodeConfig(ranks=2, pp_size=2, pages=1, hits=(0, 0))
+    dfs = check_tree(release("0.5.23"), config, CodeLimits(max_seconds=300, reduce=False, strategy="dfs"))
+    sleep = check_tree(release("0.5.23"), config, CodeLimits(max_seconds=300, reduce=False, strategy="sleep"))
+    assert dfs.exhaustive and sleep.exhaustive, (dfs.bound, sleep.bound)
+    assert sleep.verdicts == dfs.verdicts and sleep.states == dfs.states
+    assert sleep.runs < dfs.runs
+
+
+def test_a_refactor_of_pp_sync_keeps_every_figure(tmp_path):
+    """The send's copy taken before the condition: the same messages, the same figures."""
+    srt = release("0.5.23")
+    refactored = edited(tmp_path, srt, URC,
+                        "        if self.pp_rank + 1 < self.pp_size:\n            copy_of_data = data.clone()\n",
+                        "        copy_of_data = data.clone()\n        if self.pp_rank + 1 < self.pp_size:\n")
+    a, b = check_tree(srt, PP2, LIMITS), check_tree(refactored, PP2, LIMITS)
+    assert (a.verdicts, a.runs, a.states) == (b.verdicts, b.runs, b.states)
+
+
+def test_pp_settings_outside_the_world_are_refused():
+    with pytest.raises(ValueError, match="pp_size 2: a divisor of ranks"):
+        CodeConfig(ranks=3, pp_size=2)
+    with pytest.raises(ValueError, match="PP tickets are not modelled"):
+        CodeConfig(ranks=2, pp_size=2, host_memory_mode="buffer_only")
+    assert "pp_size" not in CodeConfig(ranks=2).to_json()  # cached verdicts of other configurations keep their key
+    assert CodeConfig.from_json(PP2.to_json()) == PP2

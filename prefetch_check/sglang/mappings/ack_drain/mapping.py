@@ -10,6 +10,7 @@ from prefetch_check.sglang.mappings import Mapping
 from prefetch_check.sglang.mappings.ack_drain.buffer_cases import BUFFER_CASES
 from prefetch_check.sglang.mappings.ack_drain.host_pressure_cases import HOST_PRESSURE_CASES
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL, release_options
+from prefetch_check.sglang.mappings.ack_drain.pp_cases import PP_CASES
 
 
 def runs(cache, controllers: dict) -> str:
@@ -64,7 +65,7 @@ CASES: tuple[Case, ...] = (
          _config(ranks=1, pages=1, retries=True, abort_round=1), skip=retry_skip),
     Case("1 rank, retries: aborted in round 1, its rid reused by a new request",
          _config(ranks=1, pages=1, retries=True, abort_round=1, rid_reuse=True), skip=retry_skip),
-) + BUFFER_CASES + HOST_PRESSURE_CASES
+) + BUFFER_CASES + HOST_PRESSURE_CASES + PP_CASES
 
 MAPPING = Mapping(protocol=PROTOCOL, acks="ack+sync-thread", release_options=release_options,
                   judged_class="UnifiedRadixCache", runs=runs, cases=CASES)
