@@ -311,12 +311,15 @@ def to_json(row) -> Optional[dict]:
 # ---------------------------------------------------------------- the docs' table
 
 
+PP_TICKETS = ("PP tickets (0.5.21+): only buffer_only with PP > 1 has them; the PP cases run 2 stages in cache "
+              "mode, where the release keeps them off (get_prefetch_submission answers None)")
 WHY_NOT_RUN = {
     # substrings of a function's name -> why no case of the code engine enters it (docs/coverage.md)
-    "pp_": "PP > 1: no case runs pipeline-parallel stages",
-    "_pp": "PP > 1: no case runs pipeline-parallel stages",
-    "deadline": "the timeout policy: a deadline path the one-rank timeout cases do not reach",
-    "timeout": "the timeout policy: a deadline path the one-rank timeout cases do not reach",
+    "pp_": PP_TICKETS,
+    "_pp": PP_TICKETS,
+    "ticket": PP_TICKETS,
+    "deadline": "the timeout policy: a deadline path the timeout cases (one rank; PP=2 with no page stored) do not reach",
+    "timeout": "the timeout policy: a deadline path the timeout cases (one rank; PP=2 with no page stored) do not reach",
     "retr": "retries: the retry cases (0.5.23 on) do not reach it (a third attempt, the immediate refetch of buffer mode)",
     "buffer": "buffer_only host memory mode: a path its cases do not reach (they run 0.5.22 on)",
     "sidecar": "sidecar pools (SWA, Mamba): no case has them",

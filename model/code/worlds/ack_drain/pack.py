@@ -72,6 +72,13 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
                                                               rid_reuse=True)),
     ("1x1 host pool of 2 pages held by the tree, evicted", dict(ranks=1, host_pages=2, host_held_pages=2)),
     ("2x1 the same, 1 page locked: a partial prefix", dict(ranks=2, host_pages=2, host_held_pages=2, host_locked_pages=1)),
+    # PP > 1 (stages.py): 2 stages of 1 rank, the first stage decides
+    ("PP=2, 1 rank a stage", dict(ranks=2, pp_size=2)),
+    ("PP=2, 1 rank a stage, stage 1 cannot read page 1", dict(ranks=2, pp_size=2, failing=((), (1,)))),
+    ("PP=2, 1 rank a stage, aborted in round 1", dict(ranks=2, pp_size=2, abort_round=1)),
+    ("PP=2, 1 rank a stage, timeout, 1 page stored nowhere", dict(ranks=2, pp_size=2, pages=1, policy="timeout",
+                                                                  hits=(0, 0))),
+    ("PP=2, 1 rank a stage, best_effort", dict(ranks=2, pp_size=2, policy="best_effort")),
 ))
 
 PACK = WorldPack(

@@ -7,12 +7,12 @@ sets. The PP tickets (0.5.21+) run only with buffer_only, which the stages world
 
 from __future__ import annotations
 
-from prefetch_check.model.code import CodeConfig
+from prefetch_check.model.code import CodeConfig, CodeLimits
 from prefetch_check.sglang.code_checks import Case
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
 
 STAGES = "PP=2, 1 rank a stage"
-
+LONGER = CodeLimits(max_seconds=300)  # 5,646 and 11,723 runs: 16 s and 33 s on a quiet core
 
 def _stages(**kwargs) -> CodeConfig:
     return CodeConfig(world=PROTOCOL, **{"ranks": 2, "pp_size": 2, **kwargs})
@@ -21,9 +21,9 @@ def _stages(**kwargs) -> CodeConfig:
 PP_CASES: tuple[Case, ...] = (
     Case(STAGES, _stages()),
     Case(f"{STAGES}, stage 1 cannot read page 1", _stages(failing=((), (1,)))),
-    Case(f"{STAGES}, aborted by its client in round 1", _stages(abort_round=1)),
+    Case(f"{STAGES}, aborted by its client in round 1", _stages(abort_round=1), limits=LONGER),
     # the first stage's deadline fires as a choice; with no page stored the search is exhaustive
     # (with a stored page it is not, as for 2 TP ranks under timeout)
     Case(f"{STAGES}, timeout (stage 0's deadline fires as a choice), 1 page stored nowhere",
-         _stages(pages=1, policy="timeout", hits=(0, 0))),
+         _stages(pages=1, policy="timeout", hits=(0, 0)), limits=LONGER),
 )
