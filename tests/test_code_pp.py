@@ -124,3 +124,15 @@ def test_pp_settings_outside_the_world_are_refused():
         CodeConfig(ranks=2, pp_size=2, host_memory_mode="buffer_only")
     assert "pp_size" not in CodeConfig(ranks=2).to_json()  # cached verdicts of other configurations keep their key
     assert CodeConfig.from_json(PP2.to_json()) == PP2
+
+
+def test_point_to_point_outside_a_pp_world_is_not_modelled(tmp_path):
+    """A tree whose one-stage path reaches torch.distributed.recv gets "not modelled", never a
+    crash verdict of ours: only the stages world has the channels."""
+    srt = edited(tmp_path, release("0.5.23"), URC,
+                 "        if self.pp_size <= 1 or self.pp_group is None:\n            return\n"
+                 "        if self.pp_rank > 0:\n",
+                 "        if self.pp_rank >= 0:\n")
+    result = check_tree(srt, CodeConfig(ranks=1), LIMITS)
+    assert any("torch.distributed.recv" in m for m in result.not_modelled), result.not_modelled
+    assert result.verdicts["no_crash"] != "VIOLATED" and not result.exhaustive
