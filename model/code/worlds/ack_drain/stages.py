@@ -68,7 +68,34 @@ class StagesRun(Run):
         """`_can_terminate_prefetch`: only the first stage reads its deadline (worlds/deadlines.py)."""
         return self.first_stage()
 
+    # ---- the round gate: the first stage may run a round ahead
+    def round_enabled(self, rank: Rank) -> bool:
+        """Lockstep rounds (Run.round_enabled), and besides: the first stage may start the next round
+        while the later stages are still in this one, as upstream (its `_drain_async_work` waits
+        only until they received this round's counts; it blocks there if they have not). What it
+        asks is the first stage's own: every first-stage rank at its round start, every later
+        stage started the same round, and something for the first stage to do (its drain's MIN,
+        a fired deadline or an unchecked request of its own, a request waiting there under a
+        policy that checks every round): no step of a later stage but its gate can change it."""
+        return super().round_enabled(rank) or self._ahead(rank)
+
+    def _ahead(self, rank: Rank) -> bool:
+        first = self.first_stage()
+        if rank not in first or any(r.rounds != rank.rounds or not self._at_gate(r) for r in first):
+            return False
+        if any(r.rounds != rank.rounds for r in self.ranks if r not in first):
+            return False  # a later stage a round behind: the first stage waits for it (one round ahead at most)
+        for q in self.DRAINED:
+            if min(getattr(r.cc, q).peek_size() for r in first) > 0:
+                return True
+        if self.deadlines is not None:
+            clock, d = self.deadlines.clock, self.deadlines
+            return any(clock.epoch.get(r.index, 0) != d.seen[r.index]
+                       or any((q, d._issue(r, q)) not in d.checked[r.index] for q in r.waiting) for r in first)
+        return self.config.policy != "wait_complete" and any(r.waiting for r in first)
+
     def _gate_may_open(self, rank: Rank) -> bool:
-        """A later stage's gate opens with the first stage's queues too."""
-        return super()._gate_may_open(rank) or any(
-            getattr(r.cc, q).peek_size() for r in self.first_stage() for q in self.DRAINED)
+        """Another rank's steps may open any gate here (a later stage's gate step lets the first
+        stage run ahead; the first stage's queues open a later stage's gate): the persistent set
+        never takes a rank parked at a closed gate."""
+        return True
