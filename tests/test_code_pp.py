@@ -13,7 +13,7 @@ import pytest
 from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
 from test_code_executor import clean, edited, release
 
-LIMITS = CodeLimits(max_seconds=600)  # the timeout case: 11,723 runs, 33 s on a quiet core
+LIMITS = CodeLimits(max_seconds=600)  # the timeout case: 16,917 runs, 38 s on the shared cores
 FIRST = CodeLimits(max_seconds=120, stop_on_first=True)
 URC = "mem_cache/unified_radix_cache.py"
 PP2 = CodeConfig(ranks=2, pp_size=2)  # 2 stages of 1 rank
