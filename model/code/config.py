@@ -57,6 +57,9 @@ class CodeConfig:
     sidecar_pool_pages: Optional[tuple[int, ...]] = None  # per sidecar: its host pool in its pages (None: room for all)
     shared_arena: Optional[int] = None  # the KV and SWA/Mamba pools share one host arena of this many page envelopes
     cache_class: str = "UnifiedRadixCache"  # ack-drain: HiRadixCache runs the class 0.5.19-0.5.20 ship beside it
+    # PP > 1 (worlds/ack_drain/stages.py): `ranks` are all the ranks, pp_size stages of ranks // pp_size
+    # TP ranks each (rank i is stage i // tp, TP rank i % tp), each rank its own host pool
+    pp_size: int = 1
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
 
     def __post_init__(self):
@@ -91,6 +94,14 @@ class CodeConfig:
         if self.host_held_pages > self.pool_pages():
             raise ValueError(f"host_held_pages {self.host_held_pages}: more than the host pool's {self.pool_pages()} pages")
         _check_sidecars(self)
+        if self.pp_size < 1 or self.ranks % self.pp_size:
+            raise ValueError(f"pp_size {self.pp_size}: a divisor of ranks ({self.ranks}), each stage the same TP size")
+        if self.pp_size > 1 and self.world != "ack-drain":
+            raise ValueError(f"pp_size > 1: the executor runs pipeline stages in the ack-drain world, not {self.world}")
+        if self.pp_size > 1 and self.host_memory_mode != "cache":
+            raise ValueError("pp_size > 1 runs host_memory_mode='cache' (buffer_only's PP tickets are not modelled)")
+        if self.pp_size > 1 and (self.sidecars or self.cache_class != "UnifiedRadixCache"):
+            raise ValueError("pp_size > 1 runs UnifiedRadixCache without sidecar pools (not modelled together)")
         for name in ("hits", "failing", "query_raises", "raising_reads", "sidecar_hits", "sidecar_failing"):
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
@@ -100,6 +111,10 @@ class CodeConfig:
         """The search chooses where each rank's deadline fires (worlds/deadlines.py): the timeout
         policy, unless the conformance check drives the clock."""
         return self.policy == "timeout" and not self.driven_clock
+
+    def tp_size(self) -> int:
+        """The TP ranks of one pipeline stage."""
+        return self.ranks // self.pp_size
 
     def hits_of(self, rank: int) -> int:
         return self.pages if self.hits is None else self.hits[rank]
@@ -210,7 +225,7 @@ _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_dev
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
                       "cache_class": "UnifiedRadixCache", "sidecars": (),
                       "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,
-                      "sidecar_pool_pages": None, "shared_arena": None}
+                      "sidecar_pool_pages": None, "shared_arena": None, "pp_size": 1}
 SIDECARS = ("swa", "mamba", "indexer")  # what CodeConfig.sidecars may name (worlds/ack_drain/sidecars.py)
 
 

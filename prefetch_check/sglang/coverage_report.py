@@ -311,16 +311,19 @@ def to_json(row) -> Optional[dict]:
 # ---------------------------------------------------------------- the docs' table
 
 
+PP_TICKETS = ("PP tickets (0.5.21+): only buffer_only with PP > 1 has them; the PP cases run 2 stages in cache "
+              "mode, where the release keeps them off (get_prefetch_submission answers None)")
 WHY_NOT_RUN = {
     # substrings of a function's name -> why no case of the code engine enters it (docs/coverage.md)
     "_shared": ("the shared page-envelope host arena: its cases (sidecars with shared_arena) allocate and size a "
                 "prefix; the reclaim through host_evict_fn, the compaction and the write-back side are not run"),
     "free_prefetch_host_buffers": "a hit's host bounce rolled back before IO owns it: PP tickets or the shared arena only",
     "trim_prefetch_full_head": "buffer_only with sidecar pools: the device-trimmed FULL head (no buffer_only case has them)",
-    "pp_": "PP > 1: no case runs pipeline-parallel stages",
-    "_pp": "PP > 1: no case runs pipeline-parallel stages",
-    "deadline": "the timeout policy: a deadline path the one-rank timeout cases do not reach",
-    "timeout": "the timeout policy: a deadline path the one-rank timeout cases do not reach",
+    "pp_": PP_TICKETS,
+    "_pp": PP_TICKETS,
+    "ticket": PP_TICKETS,
+    "deadline": "the timeout policy: a deadline path the timeout cases (one rank; PP=2 with no page stored) do not reach",
+    "timeout": "the timeout policy: a deadline path the timeout cases (one rank; PP=2 with no page stored) do not reach",
     "retr": "retries: the retry cases (0.5.23 on) do not reach it (a third attempt, the immediate refetch of buffer mode)",
     "buffer": "buffer_only host memory mode: a path its cases do not reach (they run 0.5.22 on)",
     "sidecar": ("sidecar pools: the sidecar cases run the prefetch side (0.5.19 on); "

@@ -19,6 +19,7 @@ class _Holder:
 
     world = None
     collectives = None
+    p2p = None  # a world with PP stages sets its point-to-point channels (stand_ins/p2p.py)
 
     def all_reduce(self, *args, **kwargs):
         return self.collectives.all_reduce(*args, **kwargs)
@@ -31,6 +32,17 @@ class _Holder:
 
     def barrier(self, group=None, **kwargs):
         return self.collectives.barrier(group, **kwargs)
+
+    def isend(self, *args, **kwargs):
+        return self._p2p("isend").isend(*args, **kwargs)
+
+    def recv(self, *args, **kwargs):
+        return self._p2p("recv").recv(*args, **kwargs)
+
+    def _p2p(self, name: str):
+        if self.p2p is None:  # a world without stages: the call is outside its model
+            raise self.world.not_modelled(f"torch.distributed.{name}")
+        return self.p2p
 
 
 @dataclass

@@ -73,6 +73,8 @@ def _terminal(run, steps: int) -> list[Finding]:
             what = f"{m.name} waits forever in {label} at {m.point.site}: a peer never joins"
         elif label.startswith("get ") and m.role == "scheduler":
             what = f"{m.name} blocks forever in {label} at {m.point.site}"
+        elif label.startswith("p2p "):
+            what = f"{m.name} waits forever in {label} at {m.point.site}: the other stage never sends or receives"
         elif label.startswith("acquire"):
             what = f"{m.name} waits forever for a lock at {m.point.site}"
         else:

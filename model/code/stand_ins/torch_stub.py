@@ -109,7 +109,8 @@ def equal(a: Tensor, b: Tensor) -> bool:
 
 
 def make_torch(collective_ops, not_modelled) -> types.ModuleType:
-    """The `torch` module object; `collective_ops` provides all_reduce/get_world_size/get_rank."""
+    """The `torch` module object; `collective_ops` provides all_reduce/get_world_size/get_rank (and
+    isend/recv)."""
     torch = types.ModuleType("torch")
     dist = types.ModuleType("torch.distributed")
 
@@ -125,6 +126,8 @@ def make_torch(collective_ops, not_modelled) -> types.ModuleType:
     dist.get_world_size = collective_ops.get_world_size
     dist.get_rank = collective_ops.get_rank
     dist.barrier = collective_ops.barrier
+    dist.isend = collective_ops.isend  # point-to-point (stand_ins/p2p.py): PP stages only
+    dist.recv = collective_ops.recv
     dist.__getattr__ = lambda name: not_modelled(f"torch.distributed.{name}")
     for name, value in dict(Tensor=Tensor, tensor=tensor, empty=empty, zeros=zeros, cat=cat, equal=equal, dtype=dtype,
                             int=int32, int32=int32, int64=int64, long=int64, bool=bool_, distributed=dist).items():

@@ -16,6 +16,7 @@ from prefetch_check.model.code.stand_ins.collectives import Collectives, Group
 from prefetch_check.model.code.stand_ins.context import World
 from prefetch_check.model.code.stand_ins.host_held import HostHeldPages
 from prefetch_check.model.code.stand_ins.host_pool import HostPool
+from prefetch_check.model.code.stand_ins.p2p import LABEL as P2P
 from prefetch_check.model.code.stand_ins.queues import Empty, Queue, QueueFactory
 from prefetch_check.model.code.stand_ins.storage import StorageBackend
 from prefetch_check.model.code.stand_ins.sync import make_threading
@@ -60,6 +61,7 @@ class WorldRun:
         self.world = World(self.baton)
         holder.world = self.world
         holder.collectives = Collectives(self.world, lambda: self.baton.current().rank)
+        holder.p2p = self._point_to_point()
         not_modelled = stubs.not_modelled_factory(roots)
         # under the timeout policy the clock moves where the conformance check fires it, or where the
         # search chooses a deadline to fire (worlds/deadlines.py: the world's harness spawns the choices)
@@ -74,6 +76,10 @@ class WorldRun:
             self._spawn(rank)
 
     # ---- building (a world's own: _build(i) -> Rank, and these helpers)
+    def _point_to_point(self):
+        """torch.distributed.isend/recv's stand-in (stand_ins/p2p.py), or None: not modelled."""
+        return None
+
     def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
         """Rank i's host pool, host tree and storage backend, as the configuration says (the
         earlier request whose pages the tree holds is numbered after this run's requests, unless
@@ -116,9 +122,10 @@ class WorldRun:
 
     def ample(self) -> list[str]:
         """A persistent set: the enabled threads of the first rank whose next steps no other rank
-        can interfere with. Ranks share only collectives and the round gate; a step of another rank
-        can reach this rank only by enabling one of its threads parked at a collective's leave, or
-        its scheduler parked at the round gate while it has something queued to drain. A rank with
+        can interfere with. Ranks share only collectives, point-to-point channels and the round gate;
+        a step of another rank can reach this rank only by enabling one of its threads parked at a
+        collective's leave or a point-to-point recv or wait, or its scheduler parked at the round
+        gate while it may open (`_gate_may_open`). A rank with
         neither qualifies; when none does, every enabled thread is explored."""
         enabled = self.baton.enabled()
         for rank in self.ranks:
@@ -129,7 +136,7 @@ class WorldRun:
             for m in self.baton.threads[self.PER_RANK * rank.index: self.PER_RANK * (rank.index + 1)]:
                 if m.status != "parked" or m in mine:
                     continue
-                if "leave" in m.point.label:
+                if "leave" in m.point.label or m.point.label.startswith(P2P):
                     ok = False
                 elif m.point.label == GATE and self._gate_may_open(rank):
                     ok = False

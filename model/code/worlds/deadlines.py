@@ -44,9 +44,14 @@ class Deadlines:
         self.budget = cfg.requests * (2 if cfg.reissue else 1)
         # (rank, request) -> the firings at the reading a deadline runs from (ack-drain: a check's; poll: the issue's)
         self.pending: dict[tuple[int, int], int] = {}
-        for r in run.ranks:
+        for r in self._clocks(run):
             run.baton.spawn(f"{PREFIX}{r.index}", r.index, "deadline", lambda i=r.index: self._thread(i), starts=False,
                             touches=(GATE_INPUTS,))  # firing changes what the round gate reads (round_due)
+
+    @staticmethod
+    def _clocks(run) -> list:
+        """The ranks whose deadline may fire: every rank's, unless the world says whose decide."""
+        return getattr(run, "deciding_clocks", lambda: run.ranks)()
 
     def _thread(self, rank: int) -> None:
         for _ in range(self.budget):

@@ -31,13 +31,14 @@ class Run(WorldRun):
     PER_RANK = 4  # threads per rank, spawned in this order: S, P, IO, Y
     DRAINED = S_QUEUES  # the queues the scheduler's drain pops
     FOOTPRINTS = True  # the stand-ins and the operation's hooks record every shared object a step touches
+    DEADLINES = OwnDeadlineAdmits
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         self.schedulers: dict = {}  # rank -> its scheduler stand-in (retry world only)
         self.holder = holder
         holder.transfer_parts = {}  # transfer_hooks.py: with sidecar pools, each rank's transfers (sidecars.attach)
         super().__init__(modules, config, holder, roots)
-        self.deadlines = OwnDeadlineAdmits(self) if config.explores_clock() else None  # timeout: firing is a choice
+        self.deadlines = self.DEADLINES(self) if config.explores_clock() else None  # timeout: firing is a choice
 
     # ---- building
     def _build(self, i: int) -> Rank:
@@ -177,7 +178,7 @@ class Run(WorldRun):
         if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
             return False
         for q in S_QUEUES:
-            if min(getattr(r.cc, q).peek_size() for r in self.ranks) > 0:
+            if min(getattr(r.cc, q).peek_size() for r in self.drain_deciders()) > 0:
                 return True
         if self.config.sidecars and sidecars.due(self):
             return True
@@ -196,6 +197,10 @@ class Run(WorldRun):
         configuration (not analysed; its figures stay those of main)."""
         return any(all(q in r.waiting and r.handles[q] not in r.cache.ongoing_prefetch for r in self.ranks)
                    for q in range(self.config.requests))
+
+    def drain_deciders(self) -> list:
+        """The ranks whose queue sizes the drain's MIN reduces (with PP stages: the first stage's)."""
+        return self.ranks
 
     def _gate_may_open(self, rank: Rank) -> bool:
         declined_here = bool(self.config.sidecars) and any(rank.handles[q] not in rank.cache.ongoing_prefetch

@@ -15,6 +15,7 @@ from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer
 from prefetch_check.model.code.worlds.ack_drain.buffer import params as buffer_params
 from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, COMPONENT_TYPES, CONTROLLER, FILES, HYBRID, Run
 from prefetch_check.model.code.worlds.ack_drain.hiradix import harness as hiradix
+from prefetch_check.model.code.worlds.ack_drain.stages import StagesRun
 from prefetch_check.model.protocols.ack_drain import refinement
 
 PROTOCOL = "ack-drain"
@@ -41,9 +42,12 @@ def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
 
 
 def make_run(modules, config: CodeConfig, holder, roots):
-    """The harness of this configuration: buffer_only runs the tree's BufferModePipeline (buffer/)."""
+    """The harness of this configuration: buffer_only runs the tree's BufferModePipeline (buffer/),
+    pp_size > 1 pipeline stages (stages.py), cache_class HiRadixCache that class (hiradix/)."""
     if config.cache_class == "HiRadixCache":
         return hiradix.HiRadixRun(modules, config, holder, roots)
+    if config.pp_size > 1:
+        return StagesRun(modules, config, holder, roots)
     cls = buffer.BufferRun if config.host_memory_mode == "buffer_only" else Run
     return cls(modules, config, holder, roots)
 
@@ -94,6 +98,13 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("1x1 sidecars swa, shared host arena of 3", dict(ranks=1, sidecars=("swa",), shared_arena=3)),
     ("1x1 sidecars swa,mamba,indexer, shared host arena of 4", dict(ranks=1, sidecars=("swa", "mamba", "indexer"),
                                                                     shared_arena=4)),
+    # PP > 1 (stages.py): 2 stages of 1 rank, the first stage decides
+    ("PP=2, 1 rank a stage", dict(ranks=2, pp_size=2)),
+    ("PP=2, 1 rank a stage, stage 1 cannot read page 1", dict(ranks=2, pp_size=2, failing=((), (1,)))),
+    ("PP=2, 1 rank a stage, aborted in round 1", dict(ranks=2, pp_size=2, abort_round=1)),
+    ("PP=2, 1 rank a stage, timeout, 1 page stored nowhere", dict(ranks=2, pp_size=2, pages=1, policy="timeout",
+                                                                  hits=(0, 0))),
+    ("PP=2, 1 rank a stage, best_effort", dict(ranks=2, pp_size=2, policy="best_effort")),
 ))
 
 PACK = WorldPack(

@@ -11,6 +11,7 @@ from prefetch_check.sglang.mappings.ack_drain.buffer_cases import BUFFER_CASES
 from prefetch_check.sglang.mappings.ack_drain.host_pressure_cases import HOST_PRESSURE_CASES
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL, release_options
 from prefetch_check.sglang.mappings.ack_drain.sidecar_cases import SIDECAR_CASES
+from prefetch_check.sglang.mappings.ack_drain.pp_cases import PP_CASES
 
 
 def runs(cache, controllers: dict) -> str:
@@ -65,7 +66,7 @@ CASES: tuple[Case, ...] = (
          _config(ranks=1, pages=1, retries=True, abort_round=1), skip=retry_skip),
     Case("1 rank, retries: aborted in round 1, its rid reused by a new request",
          _config(ranks=1, pages=1, retries=True, abort_round=1, rid_reuse=True), skip=retry_skip),
-) + BUFFER_CASES + HOST_PRESSURE_CASES + SIDECAR_CASES
+) + BUFFER_CASES + HOST_PRESSURE_CASES + SIDECAR_CASES + PP_CASES
 
 MAPPING = Mapping(protocol=PROTOCOL, acks="ack+sync-thread", release_options=release_options,
                   judged_class="UnifiedRadixCache", other_classes=("HiRadixCache",), runs=runs, cases=CASES)
