@@ -38,7 +38,26 @@ def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
         holder.world.baton.touch(clock_name(rank), write=False)
         return deadlines is None or deadlines.fired_since_issue(rank, run.ranks[rank].handles.index(request_id))
 
-    probes.install_acceptance(cache_mod.HiRadixCache, holder, revoked, expired)
+    def peer_terminated(rank: int, request_id) -> bool:
+        """Whether another rank's operation of that request is terminated (it may have left that
+        rank's ongoing_prefetch already): the ranks' vote then ends this rank's too, which is the
+        vote's doing, not this rank's predicate accepting."""
+        mine = f"r{rank}."
+        for part in holder.world.parts:
+            if not isinstance(part, hooks.OpPart):
+                continue
+            op = part.op
+            d = op.__dict__ if op is not None else {}
+            label = d.get("_pc_label") or ""
+            if not label or label.startswith(mine) or d.get("request_id") != request_id:
+                continue
+            for flag in OBSERVED:
+                holder.world.baton.touch(f"{label}.{flag}", write=False)
+                if d.get(flag):
+                    return True
+        return False
+
+    probes.install_acceptance(cache_mod.HiRadixCache, holder, revoked, expired, peer_terminated)
     probes.install_strict(cache_mod.HiRadixCache, "HiRadixCache", roots)
     probes.install_strict(ctrl.HiCacheController, "HiCacheController", roots)
     return modules
