@@ -208,3 +208,52 @@ def test_an_edit_the_cases_execute_keeps_its_verdicts_and_says_which_schedules_r
     assert release["coverage"]["changed"]["never_executed"] == ""
     assert "coverage: its code ran" in out
     assert status in (0, 1, 3) and "VERIFIED" in out
+    cov = release["coverage"]
+    # every statement no case ran is named with its reason, once (issue 29: "every statement left out")
+    assert sum(r["statements"] for r in cov["left_out"]) == cov["statements"] - cov["executed"]
+    for f in cov["per_function"]:
+        assert sum(f.get("left_out", {}).values()) == f["statements"] - f["executed"], f["function"]
+    whys = {r["why"] for r in cov["left_out"]}
+    assert any(w.startswith("not loaded: a storage backend") for w in whys)
+    assert "never entered: no case calls it" in whys or any(w.startswith("never entered: ") for w in whys)
+
+
+# ---------------------------------------------------------------- why a statement was left out
+
+
+def test_a_statement_no_case_ran_is_named_by_the_innermost_block_no_case_ran():
+    from prefetch_check.sglang.left_out import BLOCKS, EARLY, statement_reasons
+
+    source = textwrap.dedent('''
+        def f(x):
+            try:
+                if x:
+                    y = 1
+                else:
+                    y = 2
+                    z = 3
+            except KeyError:
+                y = 4
+            for i in range(x):
+                y += i
+            if y:
+                return y
+            return 0
+    ''')
+    fn = ast.parse(source).body[0]
+    own = list(statements(body_of(fn)))
+    ran = {3, 4, 5, 11, 13, 14}  # x true, the loop never runs its body, return y
+    reasons = statement_reasons(own, ran)
+    assert reasons == {BLOCKS["If"]: 2, BLOCKS["except"]: 2, BLOCKS["For"]: 1, EARLY: 1}
+    assert sum(reasons.values()) == len(own) - sum(1 for s in own if s.covers(ran))
+
+
+def test_a_file_no_case_loads_is_named_by_what_the_worlds_stand_in_for_it():
+    from prefetch_check.sglang.left_out import STOOD_IN, file_reason
+
+    assert "storage backend" in file_reason("mem_cache/storage/mooncake_store/mooncake_store.py")
+    assert "another cache class" in file_reason("mem_cache/storage/lmcache/lmcache_unified_radix_cache.py")
+    assert "host KV pool" in file_reason("mem_cache/pool_host/mha.py")
+    assert "radix tree" in file_reason("mem_cache/unified_cache/unified_tree_core.py")
+    assert "device memory pool" in file_reason("mem_cache/allocator/swa.py")
+    assert file_reason("layers/dp_attention.py").startswith(STOOD_IN) and "stub" in file_reason("layers/dp_attention.py")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from prefetch_check.sglang.changed import ChangedStatement, Changes
+from prefetch_check.sglang import left_out
 from prefetch_check.sglang.checks import NOT_CHECKED
 from prefetch_check.sglang.statements import DEFS, Statement, body_of, find, statements
 
@@ -42,6 +43,7 @@ class FunctionCoverage:
     line: int
     statements: int
     executed: int
+    left_out: tuple[tuple[str, int], ...] = ()  # (why, statements) of those no check ran (left_out.py)
 
     @property
     def name(self) -> str:
@@ -122,8 +124,11 @@ class TreeCoverage:
             "never_entered": len(self.never_entered()),
             "summary": self.summary(),
             "per_function": [{"function": f.name, "file": f.file, "line": f.line, "statements": f.statements,
-                              "executed": f.executed} for f in self.functions],
+                              "executed": f.executed, **({"left_out": dict(f.left_out)} if f.left_out else {})}
+                             for f in self.functions],
         }
+        out["left_out"] = [{"why": why, "statements": n, "functions": k}
+                           for why, n, k in left_out.tally(out["per_function"])]
         if self.changes is not None:
             out["changed"] = {
                 "against": self.changes.against,
@@ -203,7 +208,9 @@ def tree_coverage(row, read=None) -> Optional[TreeCoverage]:
     for (ident, rel, node), _ in _functions_with_modules(row.path, modules):
         own = list(statements(body_of(node)))
         ran = raw.get(rel, set())
-        functions.append(FunctionCoverage(ident, rel, node.lineno, len(own), sum(1 for s in own if s.covers(ran))))
+        executed = sum(1 for s in own if s.covers(ran))
+        functions.append(FunctionCoverage(ident, rel, node.lineno, len(own), executed,
+                                          _left_out(ident, rel, own, ran, executed)))
     functions.sort(key=lambda f: (f.file, f.line))
     result = TreeCoverage(functions, [name for name, _ in checks], row.changed)
     if row.changed is not None:
@@ -224,6 +231,17 @@ def tree_coverage(row, read=None) -> Optional[TreeCoverage]:
                                    why_never(c, covered.get(c.file, set()), bool(raw.get(c.file)), by_block.get(c.file, {})))
             result.changed.append(runs)
     return result
+
+
+def _left_out(ident: str, rel: str, own: list[Statement], ran: set[int], executed: int) -> tuple:
+    """(why, statements) for the statements of one function no check ran (left_out.py)."""
+    if executed == len(own):
+        return ()
+    if not ran:
+        return ((left_out.file_reason(rel), len(own)),)
+    if not executed:
+        return ((left_out.function_reason(known_why(ident.partition(":")[2])), len(own)),)
+    return tuple(sorted(left_out.statement_reasons(own, ran).items()))
 
 
 def _statements_by_block(module: ast.Module) -> dict[tuple, list[Statement]]:
@@ -395,6 +413,11 @@ def markdown(release: dict) -> str:
         largest = ", ".join(f"{rel} ({n:,})" for n, rel, _ in idle[:5])
         lines.append(f"| {len(idle)} other files: no case enters them | {sum(len(fs) for _, _, fs in idle):,} | 0 | "
                      f"{sum(n for n, _, _ in idle):,} | 0 | the largest: {largest} |")
+    reasons = left_out.tally(cov["per_function"])
+    if reasons:
+        lines += ["", f"Every statement no case ran, by why ({sum(n for _, n, _ in reasons):,} statements):", "",
+                  "| why | statements | functions |", "|---|---|---|"]
+        lines += [f"| {why} | {n:,} | {k:,} |" for why, n, k in reasons]
     return "\n".join(lines) + "\n"
 
 
