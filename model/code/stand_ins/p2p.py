@@ -39,11 +39,18 @@ class Channel:
         return next((m for m in self.pending if m[1] == tag), None)
 
 
+REAPED_AGAIN = ("the stage's list of sends is never cleared: it grows every scheduler round (the scheduler "
+                "process's memory with it) and each round waits again on every send the stage ever made")
+
+
 class Work:
-    """What an isend returns: `wait()` blocks until the receiver took message `number`."""
+    """What an isend returns: `wait()` blocks until the receiver took message `number`. A send is
+    reaped once (`_drain_async_work` waits on the round's sends, then clears its list): a second
+    wait on the same Work is the list kept across rounds, which nothing else shows."""
 
     def __init__(self, channel: Channel, number: int):
         self.channel, self.number = channel, number
+        self.waited = False
 
     def _done(self) -> bool:
         return all(m[0] != self.number for m in self.channel.pending)
@@ -53,6 +60,11 @@ class Work:
         baton = ch.world.baton
         baton.point(f"{LABEL}wait {ch.name}#{self.number}", self._done, (ch.name,))
         baton.touch(ch.name, write=False)
+        if self.waited:
+            here = baton.current().point.site if baton.current() else "?"
+            ch.world.fault("host_memory", f"{ch.name} message {self.number}: waited on again at {here}, a round after "
+                           "its send was reaped", REAPED_AGAIN, here)
+        self.waited = True
         return True
 
     def is_completed(self) -> bool:

@@ -30,6 +30,10 @@ PAST_DEADLINE = ("the request waits past its deadline: the timeout policy no lon
                  "request waits for storage")
 
 
+RESTARTED = ("the deadline restarts at every blocked check: a request polled more often than its timeout never "
+             "expires, so the timeout policy no longer bounds its wait for storage")
+
+
 def label(rank: int) -> str:
     return f"deadline fires on rank {rank}"
 
@@ -91,6 +95,7 @@ class OwnDeadlineAdmits(Deadlines):
         super().__init__(run)
         self.seen = {r.index: 0 for r in run.ranks}  # the firings a rank's scheduler saw at its last round
         self.checked: dict[int, set] = {r.index: set() for r in run.ranks}  # (request, issue) checked once
+        self.budgets: dict[tuple[int, int], object] = {}  # (rank, request) -> the wait timer its first blocked check started
 
     # ---- the policy's promise, judged at each check of the rank whose clock fired
     def check(self, rank, q: int, handle, check) -> bool:
@@ -105,13 +110,35 @@ class OwnDeadlineAdmits(Deadlines):
         admitted, (read, at) = self._read_in(i, check)
         if admitted:
             self.pending.pop((i, q), None)
+            self.budgets.pop((i, q), None)
             return admitted
         if fired and not self._landed(rank, handle):  # landing only grows: not landed now, not during the check
             self.run.world.fault("progress", f"rank {i}: req{q} still waits at the first check after its deadline "
                                  "fired, and its KV has not landed", PAST_DEADLINE, self._site(rank))
+        self._same_budget(rank, q, handle)
         if read:  # this check read the clock: a deadline may run from here
             self.pending[(i, q)] = at
         return admitted
+
+    def _same_budget(self, rank, q: int, handle) -> None:
+        """0.5.23's admission deadline runs from the request's first blocked check and survives
+        its later checks and refetches (`_start_storage_prefetch_wait`: "refetches keep this
+        budget"). One firing passes every deadline a rank started, so a deadline started again
+        at each blocked check expires here as the kept one does; a real scheduler polls far more
+        often than the timeout, and such a deadline never expires. Judged on the wait record the
+        tree keeps per request (`_storage_prefetch_wait`; a tree without one is not judged so):
+        a later blocked check of the same waiting request must find the timer the first one
+        started."""
+        waits = getattr(rank.cache, "_storage_prefetch_wait", None)
+        wait = waits.get(handle) if isinstance(waits, dict) else None
+        timer = getattr(wait, "timer", None)
+        if timer is None:
+            return
+        first = self.budgets.setdefault((rank.index, q), timer)
+        if first is not timer:
+            self.budgets[(rank.index, q)] = timer
+            self.run.world.fault("progress", f"rank {rank.index}: req{q}'s deadline started again at a later blocked "
+                                 "check (its first blocked check's timer replaced)", RESTARTED, self._site(rank))
 
     def _landed(self, rank, handle) -> bool:
         entry = rank.cache.ongoing_prefetch.get(handle)

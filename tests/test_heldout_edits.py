@@ -1,0 +1,130 @@
+"""Issue 29's held-out trial ("Run what users run"): one-place edits of 0.5.23 written as a grader
+with a held-out set would write them, none of them in the other modules' EDITS tables, spread over
+the buffer_only pipeline, the scheduler's retries and StoragePrefetchRetries, readmission, abort and
+revoke, the admission deadline, host eviction, the sidecar pools and PP. Each is applied at test
+time to the real release (tests/test_code_executor.py's helpers; skipped with the reason when the
+release cannot be fetched) and run with check_tree on the one case of 0.5.23's own case list
+(mappings/ack_drain) that catches it, by its name, so the test runs what `prefetch-check sglang`
+runs. Each must be caught with the property it breaks and the words of its consequence: none may
+get the release's verdicts. The edits the trial found escaping are caught by the checks added for
+them (worlds/ack_drain/occupancy.py: the prefetch budget's books; worlds/deadlines.py: the deadline
+restarted at a later blocked check)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from prefetch_check.model.code import check_tree
+from prefetch_check.sglang.mappings.ack_drain.mapping import CASES
+from tests.test_code_executor import edited, release
+
+PIPE, RETRIES = "mem_cache/buffer_mode/pipeline.py", "mem_cache/storage_prefetch.py"
+URC, HCC = "mem_cache/unified_radix_cache.py", "mem_cache/hybrid_cache/hybrid_cache_controller.py"
+SCHED = "managers/scheduler.py"
+BY_NAME = {case.name: case for case in CASES}
+
+# name -> (file, the case of 0.5.23's list that catches it, old text, new text, property, words of
+# its message or consequence)
+EDITS = {
+    # ---- buffer_only pipeline (pipeline.py)
+    # an aborted staged hold keeps its host bounce
+    "staged_hold_release_keeps_the_bounce": (
+        PIPE, "1 rank, host_memory_mode=buffer_only, abort in round 2",
+        "        self._free_staging_now(staged.host_indices, staged.aux_xfers)\n"
+        "        self._cache.cache_controller.prefetch_tokens_occupied -= staged.occupied_tokens\n",
+        "        self._cache.cache_controller.prefetch_tokens_occupied -= staged.occupied_tokens\n",
+        "host_memory", "still held by no one"),
+    # an aborted staged hold frees its bounce but keeps its occupancy grant (escaped: occupancy.py)
+    "staged_hold_release_keeps_the_occupancy": (
+        PIPE, "1 rank, host_memory_mode=buffer_only, abort in round 2",
+        "        self._free_staging_now(staged.host_indices, staged.aux_xfers)\n"
+        "        self._cache.cache_controller.prefetch_tokens_occupied -= staged.occupied_tokens\n",
+        "        self._free_staging_now(staged.host_indices, staged.aux_xfers)\n",
+        "host_memory", "prefetch budget lost"),
+    # the load ack frees the bounce but never returns its occupancy (escaped: occupancy.py)
+    "load_ack_keeps_the_occupancy": (
+        PIPE, "1 rank x 2 requests, host_memory_mode=buffer_only, host pool of 2 pages (a hit parks)",
+        "        cc.prefetch_tokens_occupied -= f.occupied_tokens\n        logger.info(\n",
+        "        logger.info(\n", "host_memory", "prefetch_tokens_occupied is"),
+    # the anchor lock's tokens never given back to the lock budget
+    "anchor_lock_budget_never_returned": (
+        PIPE, "1 rank, host_memory_mode=buffer_only, 1 page on the device (anchor locked)",
+        "        self._cache.tree_core.dec_full_pin(lock.node_id)\n        self.anchor_locked_tokens_ -= lock.tokens\n",
+        "        self._cache.tree_core.dec_full_pin(lock.node_id)\n", "anchor_release", "1 tokens"),
+    # ---- readmission / abort / revoke (unified_radix_cache.py)
+    # an abort after pages were fetched releases none of them (escaped: no case aborted after a
+    # progress ACK; the case "aborted by its client in round 2" added for it)
+    "abort_releases_none_of_the_fetched_pages": (
+        URC, "1 rank, aborted by its client in round 2 (pages fetched)",
+        "            info.host_indices[:completed_tokens],\n", "            info.host_indices[:0],\n",
+        "host_memory", "still held by no one"),
+    # a retired or revoked prefetch keeps its anchor's host lock
+    "retire_keeps_the_anchor_lock": (
+        URC, "2 ranks, rank 0 has no hits",
+        "        if info.anchor_lock_params is not None:\n"
+        "            self.dec_host_lock_ref(info.anchor_node_id, info.anchor_lock_params)\n", "",
+        "host_memory", "host lock(s) on the prefetch's anchor"),
+    # a retire adds the prefetch's span to the budget instead of giving it back (escaped: occupancy.py)
+    "retire_occupancy_of_the_wrong_sign": (
+        URC, "2 ranks, rank 0 has no hits",
+        "            cc.prefetch_tokens_occupied\n            - self._prefetch_occupied_span(\n",
+        "            cc.prefetch_tokens_occupied\n            + self._prefetch_occupied_span(\n",
+        "host_memory", "prefetch budget lost"),
+    # ---- the admission deadline
+    # the deadline started again at every blocked check (escaped: deadlines.py's kept budget)
+    "deadline_restarted_at_each_blocked_check": (
+        URC, "1 rank, timeout (deadlines fire as choices)",
+        "            self.prefetch_stop_policy == \"timeout\"\n"
+        "            and operation.handle not in self._storage_prefetch_wait\n        ):",
+        "            self.prefetch_stop_policy == \"timeout\"\n        ):", "progress", "started again"),
+    # ---- host eviction (hybrid_cache_controller.py)
+    # evict_host asked only with a shared arena: the held pages are never evicted for the hit
+    "evicts_only_with_a_shared_arena": (
+        HCC, "1 rank, host pool of 2 pages, both held by the tree (evict_host frees them)",
+        "        if host_indices is None and not shared:\n            evict_host(hit_tokens)\n",
+        "        if host_indices is None and shared:\n            evict_host(hit_tokens)\n",
+        "wait_complete_delivers", "the ranks agreed on 2"),
+    # the partial prefix reports the whole hit as allocated: the hash list is never cut to it
+    "partial_prefix_reports_the_whole_hit": (
+        HCC, "1 rank, host pool of 2 pages, both held by the tree, 1 locked (a partial prefix)",
+        "            host_indices = self.alloc_prefetch_host_buffers(operation, alloc_len)\n"
+        "        return host_indices, alloc_len\n",
+        "            host_indices = self.alloc_prefetch_host_buffers(operation, alloc_len)\n"
+        "        return host_indices, hit_tokens\n", "wait_complete_delivers", "room for 1"),
+    # ---- PP (unified_radix_cache.py)
+    # the later stage receives under another subsystem's tag: the first stage's counts never arrive
+    "pp_recv_under_the_grammar_tag": (
+        URC, "PP=2, 1 rank a stage",
+        "                group_src=self.pp_rank - 1,\n                group=self.pp_group,\n"
+        "                tag=P2PTag.HICACHE_PP_SYNC,\n",
+        "                group_src=self.pp_rank - 1,\n                group=self.pp_group,\n"
+        "                tag=P2PTag.GRAMMAR_PP_SYNC,\n", "deadlock_freedom", "the other stage never sends"),
+    # the round's sends are reaped but the list is never cleared (escaped: p2p.py's Work reaped once)
+    "pp_sends_never_cleared": (
+        URC, "PP=2, 1 rank a stage",
+        "        for work in self.work_list:\n            work.wait()\n        self.work_list.clear()\n",
+        "        for work in self.work_list:\n            work.wait()\n", "host_memory", "waited on again"),
+}
+
+
+def _case(name: str):
+    case = BY_NAME[name]
+    return case.config, dataclasses.replace(case.limits, stop_on_first=True)
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_a_held_out_edit_of_0_5_23_is_caught_with_its_consequence(tmp_path, name):
+    rel, case, old, new, prop, words = EDITS[name]
+    config, limits = _case(case)
+    result = check_tree(edited(tmp_path, release("0.5.23"), rel, old, new), config, limits)
+    assert not result.not_modelled, result.not_modelled
+    assert result.verdicts[prop] == "VIOLATED", (name, result.verdicts)
+    found = result.violations[prop]
+    assert words in found.message + found.consequence, (found.message, found.consequence)
+    assert found.schedule
+
+
+def test_every_case_named_is_one_of_0_5_23s():
+    assert all(case in BY_NAME for _, case, *_ in EDITS.values())
