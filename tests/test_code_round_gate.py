@@ -9,7 +9,8 @@ put on a drained queue of some rank since the last round started (MAX > 0, one r
 so the divergent round runs and the edit reads as what it is on a cluster: the ranks admit the
 request in different rounds (tp_agreement). The releases stay clean and exhaustive under it; a
 drain popping the MAX (blocking for the items it lacks) runs and is clean at 2x1 (every rank's
-queue gets the same items, only later)."""
+queue gets the same items, only later). The default gate ("auto") is "any" under best_effort and
+"agreed" under wait_complete and timeout (its cost: docs/benchmark.md)."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def test_a_drain_popping_more_than_the_min_is_caught_with_its_consequence(tmp_pa
     assert found.violations["tp_agreement"].schedule
     assert found.verdicts["progress"] == "VERIFIED"  # the peer's round runs: it is admitted, a round later
     # the agreed gate never runs the divergent round: the peer waits forever, a progress finding only
-    assumed = check_tree(srt, CodeConfig(ranks=2), LIMITS)
+    assumed = check_tree(srt, CodeConfig(ranks=2, round_gate="agreed"), LIMITS)
     assert assumed.verdicts["progress"] == "VIOLATED" and assumed.verdicts["tp_agreement"] == "VERIFIED"
 
 
@@ -113,4 +114,7 @@ def test_the_gate_is_named_and_belongs_to_the_ack_drain_world():
     with pytest.raises(ValueError, match="ack-drain world's gate"):
         CodeConfig(round_gate="any", world="predicate-poll")
     assert "round_gate" not in CodeConfig().to_json()  # the default's JSON (and cached verdicts) unchanged
+    # the default: without the assumption under best_effort, with it under wait_complete and timeout
+    assert CodeConfig(policy="best_effort").gate() == "any"
+    assert CodeConfig().gate() == CodeConfig(policy="timeout").gate() == "agreed"
     assert CodeConfig.from_json(any_gate(ranks=2).to_json()).round_gate == "any"

@@ -165,8 +165,9 @@ class Run(WorldRun):
             self.baton.observe(f"aborted req{q}")
 
     def enter_round(self, rank: Rank) -> None:
-        """The scheduler's round start: wait at the gate, then count the round. The first rank to
-        start a round keeps what the drained queues held then (`round_start`, the gate's memory)."""
+        """The scheduler's round start: wait at the gate, then count the round. Under the gate "any"
+        the first rank to start a round keeps how many items were ever put on the drained queues
+        (`round_start`, the gate's memory)."""
         self.baton.point(GATE, lambda: self.round_enabled(rank), self.gate_guard())
         if self.any_gate() and rank.rounds == max(r.rounds for r in self.ranks):
             self.round_start = self._drained_puts()
@@ -175,15 +176,15 @@ class Run(WorldRun):
 
     def round_enabled(self, rank: Rank) -> bool:
         """A round starts when a peer is a round ahead (lockstep), or when every scheduler waits at
-        its round start and there is something to drain on every rank (MIN > 0), or (the gate
-        "any", the default) something queued in a drained queue on some rank (MAX > 0) while those
-        queues are not what they were when the last round started, or a policy other than
-        wait_complete still has a request to check. The gate "agreed" (MIN > 0 only) assumes the
-        drain pops at most the MIN the ranks agree on; "any" assumes only that a round starting
-        where the previous one started, with nothing drained or queued since, does what that one
-        did (under wait_complete nothing: a stuttering step), so a drain popping more than the MIN
-        (its local qsize, the MAX) runs its divergent round. Asking every scheduler to be at its
-        round start makes this gate depend on no step but the other gates and the drained queues."""
+        its round start and there is something to drain on every rank (MIN > 0), or under the gate
+        "any" (CodeConfig.round_gate; by default under best_effort) something queued on a drained queue of some rank (MAX > 0)
+        with something put on one since the last round started, or a policy other than
+        wait_complete still has a request to check. The gate "agreed" (MIN only), assumes
+        the drain pops at most the MIN the ranks agree on: rounds with nothing agreed to drain are
+        stuttering steps under wait_complete. "any" assumes only that a round with nothing put
+        since the last one started does nothing new, so a drain popping more than the MIN (its
+        local qsize, the MAX) runs its divergent round. Asking every scheduler to be at its round
+        start makes this gate depend on no step but the other gates and the drained queues."""
         most = max(r.rounds for r in self.ranks)
         if rank.rounds < most:
             return True
@@ -219,7 +220,7 @@ class Run(WorldRun):
     def any_gate(self) -> bool:
         """The gate "any" at more than one rank (at one, the MIN of the drain is the rank's own
         count: "agreed" is the same gate, and the world keeps its figures)."""
-        return self.config.round_gate == "any" and self.config.ranks > 1
+        return self.config.gate() == "any" and self.config.ranks > 1
 
     def _drained(self) -> list:
         """Every rank's queues the drain pops (with sidecar pools their release queues too)."""
@@ -230,17 +231,17 @@ class Run(WorldRun):
         return sum(q.puts for q in self._drained())
 
     def _queued_since_round_start(self) -> bool:
-        """The gate "any": something queued on some rank (MAX > 0), and the drained queues not as
-        the last round found them when it started (each change allows one round)."""
+        """The gate "any": something queued on some rank (MAX > 0), and something put on a drained
+        queue since the last round started (each arrival allows one round; the pops of a round
+        allow none, so a round that left its peer's item behind is not run again for it)."""
         queues = self._drained()
         start = self.__dict__.get("round_start")
         return any(q.peek_size() for q in queues) and (start is None or sum(q.puts for q in queues) > start)
 
     def _gate_key(self) -> tuple:
-        """The gate's memory as the state key needs it: where every scheduler waits at the start of
-        one round number, the drained queues only grow until a round starts (only the drain pops
-        them), so whether they are still what the last round found is all that matters; elsewhere
-        the contents the last round found."""
+        """The gate's memory as the state key needs it: puts only add, so whether any came since the
+        last round started is all the gate will ever ask of it (the queues' contents are in the
+        world's snapshot)."""
         if not self.any_gate():
             return ()
         start = self.__dict__.get("round_start")
