@@ -3,10 +3,13 @@ checks each tree under its world's bench configurations (the world pack's `bench
 ack-drain world, `--world predicate-poll` for HiRadixCache 0.5.1-0.5.18; `--only TEXT`: the rows
 whose name holds TEXT, repeatable) and prints runs, states, seconds and the child's peak memory per
 line (docs/executor.md keeps the figures). BENCH_SECONDS cuts each search shorter; BENCH_STRATEGY
-names another exhaustive strategy (dfs: the search before the sleep sets, for before/after rows)."""
+names another exhaustive strategy (dfs: the search before the sleep sets, for before/after rows);
+BENCH_GATE=any runs the ack-drain rows under the round gate without the MIN assumption
+(CodeConfig.round_gate)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -26,10 +29,13 @@ def main(argv: list[str]) -> int:
         argv = argv[2:]
     limits = CodeLimits(max_seconds=float(os.environ.get("BENCH_SECONDS", 300)),  # a shorter pass: BENCH_SECONDS
                         strategy=os.environ.get("BENCH_STRATEGY", CodeLimits.strategy))
+    gate = os.environ.get("BENCH_GATE")
     for srt in argv:
         for name, config in pack(world).bench:
             if only and not any(text in name for text in only):
                 continue
+            if gate:
+                config = dataclasses.replace(config, round_gate=gate)
             start = time.monotonic()
             r = check_tree(srt, config, limits)
             violated = sorted(k for k, v in r.verdicts.items() if v == "VIOLATED")

@@ -8,6 +8,15 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 POLICIES = ("wait_complete", "best_effort", "timeout")  # timeout: the search fires deadlines (explores_clock)
+# the ack-drain world's round gate (worlds/ack_drain/harness.py `round_enabled`): "agreed" starts a
+# round under wait_complete only when a drained queue holds something on every rank (MIN > 0),
+# which assumes the drain pops at most the MIN the ranks agree on; "any" also when one holds
+# something on some rank (MAX > 0) and something was put on a drained queue since the last round
+# started (one round per arrival): a drain popping more than the MIN runs its divergent round.
+# "auto", the default: "any" under best_effort (1.6x the runs of 0.5.23's 2x1), "agreed" under
+# wait_complete (15x at 2x1) and timeout (its 2-rank search does not finish either way). At one
+# rank the two are the same gate.
+ROUND_GATES = ("auto", "any", "agreed")
 CACHE_CLASSES = ("UnifiedRadixCache", "HiRadixCache")  # the ack-drain world's judged classes (HiRadixCache: 0.5.19-0.5.20)
 
 
@@ -61,6 +70,7 @@ class CodeConfig:
     # TP ranks each (rank i is stage i // tp, TP rank i % tp), each rank its own host pool
     pp_size: int = 1
     world: str = "ack-drain"  # the protocol whose world the tree's classes run in (a registered one with a world pack)
+    round_gate: str = "auto"  # ack-drain: when a scheduler round starts (ROUND_GATES; `gate()` resolves auto)
 
     def __post_init__(self):
         if self.policy not in POLICIES:
@@ -71,6 +81,11 @@ class CodeConfig:
             raise ValueError(f"world {self.world!r}: the executor has {', '.join(worlds())}")
         if not self.retries and (self.readmissions or self.batch is not None or self.lost_device_pages or self.rid_reuse):
             raise ValueError("readmissions, batch, lost_device_pages and rid_reuse belong to the retry world: retries=True")
+        if self.round_gate not in ROUND_GATES:
+            raise ValueError(f"round_gate {self.round_gate!r}: the executor has {', '.join(ROUND_GATES)}")
+        if self.round_gate == "any" and self.world != "ack-drain":
+            raise ValueError(f"round_gate {self.round_gate!r}: the ack-drain world's gate ({self.world}'s own waits for "
+                             "every rank's queues)")
         if self.cache_class not in CACHE_CLASSES:
             raise ValueError(f"cache_class {self.cache_class!r}: the executor runs {', '.join(CACHE_CLASSES)}")
         if self.cache_class == "HiRadixCache" and (self.world != "ack-drain" or self.retries or self.host_held_pages
@@ -106,6 +121,12 @@ class CodeConfig:
             value = getattr(self, name)
             if value is not None and len(value) != self.ranks:
                 raise ValueError(f"{name} gives {len(value)} ranks, the configuration has {self.ranks}")
+
+    def gate(self) -> str:
+        """The round gate this configuration runs: round_gate, "auto" resolved by the policy."""
+        if self.round_gate != "auto":
+            return self.round_gate
+        return "any" if self.policy == "best_effort" else "agreed"
 
     def explores_clock(self) -> bool:
         """The search chooses where each rank's deadline fires (worlds/deadlines.py): the timeout
@@ -225,7 +246,7 @@ _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_dev
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
                       "cache_class": "UnifiedRadixCache", "sidecars": (),
                       "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,
-                      "sidecar_pool_pages": None, "shared_arena": None, "pp_size": 1}
+                      "sidecar_pool_pages": None, "shared_arena": None, "pp_size": 1, "round_gate": "auto"}
 SIDECARS = ("swa", "mamba", "indexer")  # what CodeConfig.sidecars may name (worlds/ack_drain/sidecars.py)
 
 

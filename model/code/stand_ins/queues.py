@@ -22,6 +22,7 @@ class QueueFactory:
 class Queue:
     def __init__(self, world, name: str):
         self.world, self.name, self.items = world, name, deque()
+        self.puts = 0  # items ever put (the ack-drain round gate asks whether any came since a round started)
         world.register(self)
 
     def _point(self, what: str, enabled=None, write: bool = True) -> None:
@@ -34,6 +35,7 @@ class Queue:
     def put(self, item, block: bool = True, timeout=None) -> None:
         self._point("put")
         self.items.append(item)
+        self.puts += 1
         self.world.baton.observe(f"put {self.world.label(item)}")
 
     def put_nowait(self, item) -> None:

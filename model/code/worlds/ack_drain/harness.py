@@ -137,9 +137,7 @@ class Run(WorldRun):
             cache.prefetch_from_storage(handle, self.anchor(rank), self.tokens(q))
         reissued: set = set()
         while True:
-            self.baton.point(GATE, lambda: self.round_enabled(rank), self.gate_guard())
-            rank.rounds += 1
-            self.baton.observe(f"round {rank.rounds}")
+            self.enter_round(rank)
             if self.deadlines is not None:
                 self.deadlines.round_starts(rank)
             cache.check_hicache_events()
@@ -166,12 +164,27 @@ class Run(WorldRun):
             rank.waiting.remove(q)
             self.baton.observe(f"aborted req{q}")
 
+    def enter_round(self, rank: Rank) -> None:
+        """The scheduler's round start: wait at the gate, then count the round. Under the gate "any"
+        the first rank to start a round keeps how many items were ever put on the drained queues
+        (`round_start`, the gate's memory)."""
+        self.baton.point(GATE, lambda: self.round_enabled(rank), self.gate_guard())
+        if self.any_gate() and rank.rounds == max(r.rounds for r in self.ranks):
+            self.round_start = self._drained_puts()
+        rank.rounds += 1
+        self.baton.observe(f"round {rank.rounds}")
+
     def round_enabled(self, rank: Rank) -> bool:
         """A round starts when a peer is a round ahead (lockstep), or when every scheduler waits at
-        its round start and there is something to drain on every rank (MIN > 0), or a policy other
-        than wait_complete still has a request to check. Rounds with nothing to drain are stuttering
-        steps under wait_complete; asking every scheduler to be at its round start makes this gate
-        depend on no step but the other gates (`ample` relies on it)."""
+        its round start and there is something to drain on every rank (MIN > 0), or under the gate
+        "any" (CodeConfig.round_gate; by default under best_effort) something queued on a drained queue of some rank (MAX > 0)
+        with something put on one since the last round started, or a policy other than
+        wait_complete still has a request to check. The gate "agreed" (MIN only), assumes
+        the drain pops at most the MIN the ranks agree on: rounds with nothing agreed to drain are
+        stuttering steps under wait_complete. "any" assumes only that a round with nothing put
+        since the last one started does nothing new, so a drain popping more than the MIN (its
+        local qsize, the MAX) runs its divergent round. Asking every scheduler to be at its round
+        start makes this gate depend on no step but the other gates and the drained queues."""
         most = max(r.rounds for r in self.ranks)
         if rank.rounds < most:
             return True
@@ -181,6 +194,8 @@ class Run(WorldRun):
             if min(getattr(r.cc, q).peek_size() for r in self.drain_deciders()) > 0:
                 return True
         if self.config.sidecars and sidecars.due(self):
+            return True
+        if self.any_gate() and self._queued_since_round_start():
             return True
         if self.config.sidecars and self._declined_on_every_rank():  # its next check admits it: a deciding round
             return True
@@ -202,7 +217,39 @@ class Run(WorldRun):
         """The ranks whose queue sizes the drain's MIN reduces (with PP stages: the first stage's)."""
         return self.ranks
 
+    def any_gate(self) -> bool:
+        """The gate "any" at more than one rank (at one, the MIN of the drain is the rank's own
+        count: "agreed" is the same gate, and the world keeps its figures)."""
+        return self.config.gate() == "any" and self.config.ranks > 1
+
+    def _drained(self) -> list:
+        """Every rank's queues the drain pops (with sidecar pools their release queues too)."""
+        return [getattr(r.cc, q) for r in self.ranks for q in S_QUEUES] + (
+            [q for r in self.ranks for q in sidecars.release_queues(r)] if self.config.sidecars else [])
+
+    def _drained_puts(self) -> int:
+        return sum(q.puts for q in self._drained())
+
+    def _queued_since_round_start(self) -> bool:
+        """The gate "any": something queued on some rank (MAX > 0), and something put on a drained
+        queue since the last round started (each arrival allows one round; the pops of a round
+        allow none, so a round that left its peer's item behind is not run again for it)."""
+        queues = self._drained()
+        start = self.__dict__.get("round_start")
+        return any(q.peek_size() for q in queues) and (start is None or sum(q.puts for q in queues) > start)
+
+    def _gate_key(self) -> tuple:
+        """The gate's memory as the state key needs it: puts only add, so whether any came since the
+        last round started is all the gate will ever ask of it (the queues' contents are in the
+        world's snapshot)."""
+        if not self.any_gate():
+            return ()
+        start = self.__dict__.get("round_start")
+        return (start is None or self._drained_puts() > start,)
+
     def _gate_may_open(self, rank: Rank) -> bool:
+        if self.any_gate():  # any rank's enqueue on a drained queue opens every gate
+            return True
         declined_here = bool(self.config.sidecars) and any(rank.handles[q] not in rank.cache.ongoing_prefetch
                                                            for q in rank.waiting)
         return (super()._gate_may_open(rank) or (self.deadlines is not None and self.deadlines.may_open(rank))
@@ -215,7 +262,7 @@ class Run(WorldRun):
     def key(self) -> tuple:
         ranks = tuple((r.rounds, tuple(r.waiting), tuple(sorted(r.resolved.items())),
                        len(r.cache.ongoing_prefetch), r.cc.prefetch_tokens_occupied) for r in self.ranks)
-        key = (self.baton.threads_key(), self.world.snapshot(), ranks)
+        key = (self.baton.threads_key(), self.world.snapshot(), ranks) + self._gate_key()
         return key if self.deadlines is None else key + (self.deadlines.key(),)
 
 

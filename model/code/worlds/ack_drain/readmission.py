@@ -13,7 +13,6 @@ from pathlib import Path
 from prefetch_check.model.code.stand_ins.errors import NotModelled
 from prefetch_check.model.code.worlds.ack_drain.scheduler_methods import RETRY, SCHEDULER
 from prefetch_check.model.code.worlds.ack_drain.waiting_queue import Req, SchedulerStandIn
-from prefetch_check.model.code.worlds.common import GATE
 
 CACHE = "mem_cache/unified_radix_cache.py"
 NEEDED = ("_prefetch_kvcache", "_add_request_to_queue", "_release_aborted_request") + RETRY
@@ -54,9 +53,7 @@ def drive(run, rank) -> None:
     sync()
     readmitted = [0] * cfg.requests
     while True:
-        run.baton.point(GATE, lambda: run.round_enabled(rank), run.gate_guard())
-        rank.rounds += 1
-        run.baton.observe(f"round {rank.rounds}")
+        run.enter_round(rank)
         cache.check_hicache_events()
         sch._process_storage_prefetch_retries()
         if rank.rounds == cfg.abort_round:  # SCH's abort path: _release_aborted_request -> tree_cache.finish

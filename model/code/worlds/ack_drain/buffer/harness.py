@@ -14,7 +14,7 @@ from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import Device
 from prefetch_check.model.code.worlds.ack_drain.buffer.params import InitLoadBackParams
 from prefetch_check.model.code.worlds.ack_drain.buffer.request import Req
 from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, CONTROLLER, Run
-from prefetch_check.model.code.worlds.common import GATE, ROOT_NODE, Rank
+from prefetch_check.model.code.worlds.common import ROOT_NODE, Rank
 from prefetch_check.model.code.stand_ins.host_pool import HostPool
 from prefetch_check.model.code.stand_ins.storage import StorageBackend
 
@@ -134,9 +134,7 @@ class BufferRun(Run):
             tokens = self.tokens(q)
             cache.prefetch_from_storage(handle, ROOT_NODE, tokens[d:], matched_prefix_tokens=tokens[:d])
         while True:
-            self.baton.point(GATE, lambda: self.round_enabled(rank), self.gate_guard())
-            rank.rounds += 1
-            self.baton.observe(f"round {rank.rounds}")
+            self.enter_round(rank)
             if rank.rounds == cfg.evict_device_round:  # another request's allocation evicts (evict_for_alloc)
                 rank.tree.evict_unpinned()
             cache.check_hicache_events()
