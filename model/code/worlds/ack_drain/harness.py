@@ -31,6 +31,7 @@ class Run(WorldRun):
     PER_RANK = 4  # threads per rank, spawned in this order: S, P, IO, Y
     DRAINED = S_QUEUES  # the queues the scheduler's drain pops
     FOOTPRINTS = True  # the stand-ins and the operation's hooks record every shared object a step touches
+    round_start = None  # the gate "any": the drained queues' puts when the last round started (enter_round)
     DEADLINES = OwnDeadlineAdmits
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
@@ -235,7 +236,7 @@ class Run(WorldRun):
         queue since the last round started (each arrival allows one round; the pops of a round
         allow none, so a round that left its peer's item behind is not run again for it)."""
         queues = self._drained()
-        start = self.__dict__.get("round_start")
+        start = self.round_start
         return any(q.peek_size() for q in queues) and (start is None or sum(q.puts for q in queues) > start)
 
     def _gate_key(self) -> tuple:
@@ -244,7 +245,7 @@ class Run(WorldRun):
         world's snapshot)."""
         if not self.any_gate():
             return ()
-        start = self.__dict__.get("round_start")
+        start = self.round_start
         return (start is None or self._drained_puts() > start,)
 
     def _gate_may_open(self, rank: Rank) -> bool:
