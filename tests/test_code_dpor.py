@@ -37,23 +37,34 @@ ONE_RANK = [dict(ranks=1), dict(ranks=1, abort_round=1), dict(ranks=1, reissue=T
             dict(ranks=1, host_pages=2, host_held_pages=2)]
 
 
+SLEEP_TOO = 4  # the first configurations: the sleep sets too, against the same DFS
+
+
 @pytest.mark.parametrize("kwargs", ONE_RANK)
 def test_dpor_keeps_every_verdict_of_the_unreduced_search_at_one_rank(kwargs):
     dfs, dpor = against_dfs(release("0.5.23"), CodeConfig(**kwargs), reduce=False)
     same_findings(dfs, dpor)
     assert dpor.runs < dfs.runs and dpor.states <= dfs.states
+    if ONE_RANK.index(kwargs) < SLEEP_TOO:  # sleep sets prune transitions, never states
+        sleep = check_tree(release("0.5.23"), CodeConfig(**kwargs), CodeLimits(max_seconds=300, reduce=False,
+                                                                              strategy="sleep"))
+        assert sleep.exhaustive, sleep.bound
+        same_findings(dfs, sleep)
+        assert sleep.states == dfs.states and sleep.runs < dfs.runs
 
 
 def test_a_request_prefetched_again_under_best_effort_is_judged_on_every_property():
     """The bench row the DPOR is for: the sleep sets' 17,267 runs in 3,738, the same verdicts
-    (operation_identity violated, by the same 28 steps; every other property verified)."""
+    (operation_identity violated, by the same 28 steps; every other property verified). The sleep
+    sets' search (a minute) is the bench's (docs/benchmark.md); here the DPOR's figures hold."""
     config = CodeConfig(ranks=1, policy="best_effort", reissue=True)
-    sleep = check_tree(release("0.5.23"), config, CodeLimits(max_seconds=300, strategy="sleep"))
     dpor = check_tree(release("0.5.23"), config, CodeLimits(max_seconds=300, strategy="dpor"))
-    assert sleep.exhaustive and dpor.exhaustive
-    same_findings(sleep, dpor)
-    assert len(dpor.violations["operation_identity"].schedule) == len(sleep.violations["operation_identity"].schedule)
-    assert (sleep.runs, dpor.runs) == (17_267, 3_738)
+    assert dpor.exhaustive
+    judged = {p: v for p, v in dpor.verdicts.items() if p not in dpor.not_judged}
+    assert {p for p, v in judged.items() if v != "VERIFIED"} == {"operation_identity"}, dpor.verdicts
+    assert dpor.verdicts["operation_identity"] == "VIOLATED"
+    assert len(dpor.violations["operation_identity"].schedule) == 28
+    assert dpor.runs == 3_738
 
 
 def one_rank(config: CodeConfig) -> CodeConfig:

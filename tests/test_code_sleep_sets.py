@@ -42,13 +42,8 @@ def test_footprints_conflict_when_one_writes_what_the_other_touches():
     assert not conflict((none, q), (none, lock))  # different objects
 
 
-@pytest.mark.parametrize("kwargs", [dict(ranks=1), dict(ranks=1, abort_round=1), dict(ranks=1, reissue=True),
-                                    dict(ranks=1, pages=1, query_raises=(True,))])
-def test_without_the_persistent_set_sleep_sets_keep_every_state_and_verdict(kwargs):
-    dfs, sleep = both(release("0.5.23"), CodeConfig(**kwargs), reduce=False)
-    same_findings(dfs, sleep)
-    assert sleep.states == dfs.states  # transitions pruned, never states
-    assert sleep.runs < dfs.runs
+# Without the persistent set on the executor's one-rank configurations: tests/test_code_dpor.py
+# (its unreduced DFS, run once, is the reference of both reductions there).
 
 
 def test_two_ranks_with_the_persistent_set_keep_every_verdict_in_fewer_runs():

@@ -111,7 +111,7 @@ def assert_reductions_keep_verdicts(config, compared) -> None:
         assert_same_verdicts(config, predicate, reduced, reference, f"{config} / {predicate}")
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=60, **SETTINGS)
 @given(configs(max_ranks=3))
 def test_random_configurations_have_the_same_verdicts_with_and_without_reductions(config):
     def compared(reference):
@@ -121,7 +121,7 @@ def test_random_configurations_have_the_same_verdicts_with_and_without_reduction
     assert_reductions_keep_verdicts(config, compared)
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=60, **SETTINGS)
 @given(release_configs(max_ranks=3))
 def test_random_release_shapes_have_the_same_verdicts_with_and_without_reductions(config):
     """The partial-order reduction's facts per shape (e.g. I.write is no persistent set on its own

@@ -121,12 +121,25 @@ def test_a_tree_its_code_cannot_run_gets_no_code_verdicts_and_exit_3(tmp_path, c
 STALE = "1 rank, prefetched again, best_effort"
 
 
-@pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])
+def test_0_5_19s_rid_matched_ack_drain_applies_the_old_completion_to_the_new_operation():
+    """The same case on 0.5.19, run as `sglang` runs it (its case's configuration and limits),
+    without the command's coverage tracer (it triples the search's time; the command is tried on
+    0.5.23 below)."""
+    from prefetch_check.model.code import check_tree
+    from prefetch_check.sglang.mappings.ack_drain.mapping import CASES
+
+    [case] = [c for c in CASES if c.name == STALE]
+    result = check_tree(release_srt("0.5.19"), case.config, case.limits)
+    assert result.exhaustive and result.verdicts["operation_identity"] == "VIOLATED", (result.bound, result.verdicts)
+    assert result.violations["operation_identity"].site.startswith("mem_cache/unified_radix_cache.py:")
+
+
+@pytest.mark.parametrize("version", ["0.5.23"])
 def test_a_readmitted_requests_old_operation_acts_on_the_new_one_in_the_releases_own_code(session_cache, capsys,
                                                                                          monkeypatch, version):
     """0.5.20-0.5.23: the old operation's late hit revokes the newer prefetch (a prefetch lost);
-    0.5.19: its rid-matched ACK drain applies the old completion to the new operation. The case
-    judges every property (the DPOR's search is exhaustive there: 3,738 runs on 0.5.23)."""
+    0.5.19: its rid-matched ACK drain applies the old completion to the new operation (above). The
+    case judges every property (the DPOR's search is exhaustive there: 3,738 runs on 0.5.23)."""
     only_cases(monkeypatch, STALE)
     tmp_path = session_cache  # an unmodified release: shared with the session's other tests
     status, doc, _ = sglang(capsys, tmp_path, "--engine", "code", release_srt(version))
