@@ -50,6 +50,7 @@ from prefetch_check.sglang.builtin_methods import BUILTIN_METHODS
 from prefetch_check.sglang.code_digest import digest
 from prefetch_check.sglang.path_types import Scope, Ty, TypeReader, Types
 from prefetch_check.sglang.srt_index import CACHE_FILES, CONTROLLER, SCHEDULER, Srt, Sym
+from prefetch_check.sglang.tree_memo import TreeMemo
 
 HYBRID_CONTROLLER = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
 CONTROLLER_FILES = (CONTROLLER, HYBRID_CONTROLLER)
@@ -132,11 +133,23 @@ def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
+def _uses(node: ast.AST) -> list[tuple[ast.AST, bool]]:
+    """What reading a piece looks at, in `ast.walk` order: each name, each import below it and
+    each attribute (with whether it is called). Kept per node (tree_memo.py): a method is read
+    once for every class its `self` may be, and by the walk of every cache class."""
+    nodes = list(ast.walk(node))
+    called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    return [(n, isinstance(n, ast.Attribute) and id(n) in called) for n in nodes
+            if isinstance(n, (ast.Name, ast.Attribute))
+            or (isinstance(n, (ast.Import, ast.ImportFrom)) and n is not node)]
+
+
 class _Walk:
     """The path of one cache class in one tree: a worklist of pieces, each read for what it reaches."""
 
-    def __init__(self, files: Mapping[str, str], cache_class: str):
-        self.srt = Srt(files)
+    def __init__(self, files: Mapping[str, str], cache_class: str, memo: Optional[TreeMemo] = None):
+        self.srt = Srt(files, memo)
+        self.memo = self.srt.memo
         self.found: dict[str, PathFunction] = {}
         self.work: list[tuple[str, str, ast.AST, Optional[Ty], str, bool]] = []  # (ident, file, node, self, why, read)
         self.visited: set[tuple[str, Optional[Ty]]] = set()
@@ -235,16 +248,14 @@ class _Walk:
             scope = self.types.scope(node, rel, self_cls)
         else:
             scope = Scope(rel, None)
-        nodes = list(ast.walk(node))
-        called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
-        for n in nodes:
+        for n, is_call in self.memo.per_node("read", node, _uses):
             if isinstance(n, ast.Name):
                 self.add_binding(rel, n.id)
-            elif isinstance(n, (ast.Import, ast.ImportFrom)) and n is not node:
+            elif isinstance(n, ast.Attribute):
+                self.attribute(n, is_call, scope, self_cls, f"{ident} ({rel}:{n.lineno})")
+            else:
                 for alias in n.names:
                     self.add_symbol(self.srt.imported(n, rel, alias.asname or alias.name.split(".")[0]))
-            elif isinstance(n, ast.Attribute):
-                self.attribute(n, id(n) in called, scope, self_cls, f"{ident} ({rel}:{n.lineno})")
 
     def attribute(self, n: ast.Attribute, is_call: bool, scope: Scope, self_cls: Optional[Ty], where: str) -> None:
         value = n.value
@@ -327,7 +338,8 @@ class _Walk:
                 ident, rel, node, self_cls, why, read = self.work.pop(0)
                 if ident not in self.found:
                     line = 1 if isinstance(node, ast.Module) else getattr(node, "lineno", 0)
-                    self.found[ident] = PathFunction(ident, rel, line, digest(node), isinstance(node, ast.Module), why)
+                    self.found[ident] = PathFunction(ident, rel, line, digest(node, self.memo.canonical),
+                                                     isinstance(node, ast.Module), why)
                 if read:
                     self.followed_files.add(rel)
                     self.read(ident, rel, node, self_cls)
@@ -339,10 +351,11 @@ class _Walk:
         return dict(sorted(self.found.items(), key=lambda p: (p[1].whole, p[0])))
 
 
-def path_files(files: Mapping[str, str], cache_class: str) -> tuple[set[str], dict[str, PathFunction]]:
+def path_files(files: Mapping[str, str], cache_class: str,
+               memo: Optional[TreeMemo] = None) -> tuple[set[str], dict[str, PathFunction]]:
     """(the files the path of `cache_class` reads (parses) in these files: all it needs of the tree,
-    the path)."""
-    walk = _walk(files, cache_class)
+    the path); `memo`: what the other classes' walks over the same files already parsed and read."""
+    walk = _walk(files, cache_class, memo)
     return walk.srt.parsed(), walk.found
 
 
@@ -381,8 +394,8 @@ def prefetch_path(files: Mapping[str, str], cache_class: str) -> dict[str, PathF
     return _walk(files, cache_class).found
 
 
-def _walk(files: Mapping[str, str], cache_class: str) -> _Walk:
-    walk = _Walk(files, cache_class)
+def _walk(files: Mapping[str, str], cache_class: str, memo: Optional[TreeMemo] = None) -> _Walk:
+    walk = _Walk(files, cache_class, memo)
     cache_file = CACHE_FILES.get(cache_class)
     cache_module = walk.srt.module(cache_file)
     roots: list[tuple[Ty, tuple[str, ...]]] = []

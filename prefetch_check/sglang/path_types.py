@@ -82,6 +82,7 @@ class TypeReader:
         self._attrs: dict[tuple[Sym, str], Types] = {}
         self._scopes: dict[tuple[int, Optional[Ty]], Scope] = {}
         self._assigned: dict[Sym, dict] = {}
+        self._methods: dict[tuple[Ty, str], tuple[list[tuple[Sym, ast.AST]], bool]] = {}
 
     # ---- annotations
 
@@ -144,7 +145,7 @@ class TypeReader:
             else:
                 scope.names[arg.arg] = self.annotation(arg.annotation, rel)
         assigned: dict[str, list[ast.AST]] = {}
-        for n in _own_nodes(fn):
+        for n in self._own_nodes(fn):
             if isinstance(n, (ast.Import, ast.ImportFrom)):
                 for alias in n.names:
                     bound = alias.asname or alias.name.split(".")[0]
@@ -310,7 +311,7 @@ class TypeReader:
                 out.setdefault(stmt.name, []).append((None, "property", stmt) if is_property else (None, "value", None))
                 first = (stmt.args.posonlyargs + stmt.args.args)[:1]
                 me = first[0].arg if first else "self"
-                for n in _own_nodes(stmt):
+                for n in self._own_nodes(stmt):
                     for name, kind, value in _self_assignments(n, me):
                         out.setdefault(name, []).append((stmt, kind, value))
         self._assigned[cls] = out
@@ -319,7 +320,18 @@ class TypeReader:
     def methods(self, ty: Ty, name: str) -> tuple[list[tuple[Sym, ast.AST]], bool]:
         """([(class, method)], resolved): the method `name` an instance (or the class object) reaches:
         the first in its srt bases, and each override in a subclass unless the instance is exact.
-        Not resolved: no srt class defines it and every base is in srt (an attribute holding a callable)."""
+        Not resolved: no srt class defines it and every base is in srt (an attribute holding a callable).
+        Kept per (ty, name): the path asks again for every call; the list is not to be changed."""
+        key = (ty, name)
+        if key not in self._methods:
+            self._methods[key] = self._find_methods(ty, name)
+        return self._methods[key]
+
+    def _own_nodes(self, fn: ast.AST) -> list[ast.AST]:
+        """_own_nodes(fn), walked once per call over the tree (tree_memo.py)."""
+        return self.srt.memo.per_node("own", fn, lambda f: list(_own_nodes(f)))
+
+    def _find_methods(self, ty: Ty, name: str) -> tuple[list[tuple[Sym, ast.AST]], bool]:
         found: list[tuple[Sym, ast.AST]] = []
         outside = False
         for c in self.srt.mro(ty.sym):
