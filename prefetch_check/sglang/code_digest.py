@@ -42,20 +42,36 @@ def canonical(node, docstrings: bool = True, memo: Optional[dict] = None) -> str
 
 def _node_text(node: ast.AST, docstrings: bool, memo: Optional[dict]) -> str:
     parts = []
-    for name in node._fields:
-        if name in _IGNORED_FIELDS:
-            continue
+    strip = not docstrings and isinstance(node, _DOCUMENTED)
+    for name in _fields(type(node)):
         value = getattr(node, name, None)
-        if value is None or value == []:
+        if value is None:
             continue
-        if name == "body" and not docstrings and isinstance(node, _DOCUMENTED) and _has_docstring(value):
-            value = value[1:] or [ast.Pass()]
-        parts.append(f"{name}={canonical(value, docstrings, memo)}")
+        if type(value) is list:
+            if not value:
+                continue
+            if strip and name == "body" and _has_docstring(value):
+                value = value[1:] or [ast.Pass()]
+            text = "[" + ", ".join([canonical(v, docstrings, memo) for v in value]) + "]"
+        elif isinstance(value, ast.AST):
+            text = canonical(value, docstrings, memo)
+        else:
+            text = repr(value)
+        parts.append(f"{name}={text}")
     return f"{type(node).__name__}({', '.join(parts)})"
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    """A node type's fields but the ignored ones (a handful of types: kept per type)."""
+    out = _FIELDS.get(cls)
+    if out is None:
+        out = _FIELDS[cls] = tuple(name for name in cls._fields if name not in _IGNORED_FIELDS)
+    return out
 
 
 _IGNORED_FIELDS = frozenset({"type_comment", "kind"})
 _DOCUMENTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_FIELDS: dict[type, tuple[str, ...]] = {}  # bounded by the number of node types
 
 
 def _has_docstring(body: list) -> bool:

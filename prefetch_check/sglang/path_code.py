@@ -48,9 +48,10 @@ from typing import Mapping, Optional
 
 from prefetch_check.sglang.builtin_methods import BUILTIN_METHODS
 from prefetch_check.sglang.code_digest import digest
+from prefetch_check.sglang.gc_paused import gc_paused
 from prefetch_check.sglang.path_types import Scope, Ty, TypeReader, Types
 from prefetch_check.sglang.srt_index import CACHE_FILES, CONTROLLER, SCHEDULER, Srt, Sym
-from prefetch_check.sglang.tree_memo import TreeMemo
+from prefetch_check.sglang.tree_memo import TreeMemo, walk
 
 HYBRID_CONTROLLER = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
 CONTROLLER_FILES = (CONTROLLER, HYBRID_CONTROLLER)
@@ -137,7 +138,7 @@ def _uses(node: ast.AST) -> list[tuple[ast.AST, bool]]:
     """What reading a piece looks at, in `ast.walk` order: each name, each import below it and
     each attribute (with whether it is called). Kept per node (tree_memo.py): a method is read
     once for every class its `self` may be, and by the walk of every cache class."""
-    nodes = list(ast.walk(node))
+    nodes = walk(node)
     called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
     return [(n, isinstance(n, ast.Attribute) and id(n) in called) for n in nodes
             if isinstance(n, (ast.Name, ast.Attribute))
@@ -395,6 +396,11 @@ def prefetch_path(files: Mapping[str, str], cache_class: str) -> dict[str, PathF
 
 
 def _walk(files: Mapping[str, str], cache_class: str, memo: Optional[TreeMemo] = None) -> _Walk:
+    with gc_paused():
+        return _walk_paused(files, cache_class, memo)
+
+
+def _walk_paused(files: Mapping[str, str], cache_class: str, memo: Optional[TreeMemo]) -> _Walk:
     walk = _Walk(files, cache_class, memo)
     cache_file = CACHE_FILES.get(cache_class)
     cache_module = walk.srt.module(cache_file)

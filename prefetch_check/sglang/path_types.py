@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
 from prefetch_check.sglang.srt_index import Srt, Sym
+from prefetch_check.sglang.tree_memo import walk
 
 _BUILTIN_NAMES = frozenset(dir(builtins)) - {"__doc__", "__name__"}
 _UNION = ("Optional", "Union", "Annotated", "ClassVar", "Final")
@@ -145,7 +146,7 @@ class TypeReader:
             else:
                 scope.names[arg.arg] = self.annotation(arg.annotation, rel)
         assigned: dict[str, list[ast.AST]] = {}
-        for n in self._own_nodes(fn):
+        for n in self.srt.memo.per_node("scope", fn, self._scope_nodes):
             if isinstance(n, (ast.Import, ast.ImportFrom)):
                 for alias in n.names:
                     bound = alias.asname or alias.name.split(".")[0]
@@ -312,6 +313,8 @@ class TypeReader:
                 first = (stmt.args.posonlyargs + stmt.args.args)[:1]
                 me = first[0].arg if first else "self"
                 for n in self._own_nodes(stmt):
+                    if not isinstance(n, _SELF_ASSIGNING):
+                        continue
                     for name, kind, value in _self_assignments(n, me):
                         out.setdefault(name, []).append((stmt, kind, value))
         self._assigned[cls] = out
@@ -329,7 +332,11 @@ class TypeReader:
 
     def _own_nodes(self, fn: ast.AST) -> list[ast.AST]:
         """_own_nodes(fn), walked once per call over the tree (tree_memo.py)."""
-        return self.srt.memo.per_node("own", fn, lambda f: list(_own_nodes(f)))
+        return self.srt.memo.per_node("own", fn, _own_nodes)
+
+    def _scope_nodes(self, fn: ast.AST) -> list[ast.AST]:
+        """The nodes of a function's body that bind a name (what `scope` reads), in order."""
+        return [n for n in self._own_nodes(fn) if isinstance(n, _BINDING)]
 
     def _find_methods(self, ty: Ty, name: str) -> tuple[list[tuple[Sym, ast.AST]], bool]:
         found: list[tuple[Sym, ast.AST]] = []
@@ -350,6 +357,13 @@ class TypeReader:
         return found, bool(found) or outside
 
 
+# the statements and nodes that bind a local name (scope) or may bind `self.x` (_self_assignments)
+_BINDING = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension,
+            ast.With, ast.AsyncWith, ast.NamedExpr, ast.AugAssign, ast.ExceptHandler, ast.FunctionDef,
+            ast.AsyncFunctionDef, ast.ClassDef)
+_SELF_ASSIGNING = (ast.AnnAssign, ast.Assign, ast.AugAssign, ast.For, ast.With)
+
+
 def _is_static(fn: ast.AST) -> bool:
     return any(getattr(d, "id", "") == "staticmethod" for d in fn.decorator_list)
 
@@ -368,11 +382,13 @@ def _collect(target: ast.AST, value: Optional[ast.AST], into: dict[str, list]) -
         _collect(target.value, None, into)
 
 
-def _own_nodes(fn: ast.AST) -> Iterable[ast.AST]:
+def _own_nodes(fn: ast.AST) -> list[ast.AST]:
     """Every node of a function's body (nested functions and lambdas included: a closure's names
-    are read with the function's)."""
+    are read with the function's), each statement's in ast.walk's order."""
+    out: list[ast.AST] = []
     for stmt in fn.body:
-        yield from ast.walk(stmt)
+        out += walk(stmt)
+    return out
 
 
 def _self_assignments(n: ast.AST, me: str) -> Iterable[tuple[str, str, Optional[ast.AST]]]:

@@ -68,12 +68,15 @@ class Module:
             elif isinstance(n, (ast.Import, ast.ImportFrom)):
                 imports.append(n)
         self._imports = tuple(imports)
+        self._methods: dict[str, dict[str, ast.AST]] = {}
 
     def methods(self, cls: str) -> dict[str, ast.AST]:
-        node = self.classes.get(cls)
-        if node is None:
-            return {}
-        return {n.name: n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        """The methods of a class by name (the last `def` wins), found once; not to be changed."""
+        if cls not in self._methods:
+            node = self.classes.get(cls)
+            self._methods[cls] = {} if node is None else {
+                n.name: n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        return self._methods[cls]
 
     def imported_modules(self) -> tuple[ast.stmt, ...]:
         """Every import statement of the file (inside `if TYPE_CHECKING:`, `try`, functions and

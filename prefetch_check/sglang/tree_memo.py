@@ -34,3 +34,20 @@ class TreeMemo:
             hit = (node, make(node))
             self._per_node[key] = hit
         return hit[1]
+
+
+def walk(node: ast.AST) -> list[ast.AST]:
+    """Every node below `node` (itself first) in `ast.walk`'s breadth-first order, as a list:
+    ast.walk's generator of generators is most of what reading a tree costs."""
+    out = [node]
+    i = 0
+    while i < len(out):
+        n = out[i]
+        i += 1
+        for name in n._fields:
+            value = getattr(n, name, None)
+            if isinstance(value, ast.AST):
+                out.append(value)
+            elif isinstance(value, list):
+                out.extend(c for c in value if isinstance(c, ast.AST))
+    return out
