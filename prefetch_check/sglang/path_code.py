@@ -44,7 +44,7 @@ import copy
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Iterable, Mapping, Optional
 
 from prefetch_check.sglang.builtin_methods import BUILTIN_METHODS
 from prefetch_check.sglang.code_digest import digest
@@ -148,9 +148,10 @@ def _uses(node: ast.AST) -> list[tuple[ast.AST, bool]]:
 class _Walk:
     """The path of one cache class in one tree: a worklist of pieces, each read for what it reaches."""
 
-    def __init__(self, files: Mapping[str, str], cache_class: str, memo: Optional[TreeMemo] = None):
-        self.srt = Srt(files, memo)
+    def __init__(self, files: Mapping[str, str], cache_class: str, srt: Optional[Srt] = None):
+        self.srt = srt if srt is not None else Srt(files)
         self.memo = self.srt.memo
+        self.classes: set[Sym] = set()  # classes added: adding one again adds nothing new
         self.found: dict[str, PathFunction] = {}
         self.work: list[tuple[str, str, ast.AST, Optional[Ty], str, bool]] = []  # (ident, file, node, self, why, read)
         self.visited: set[tuple[str, Optional[Ty]]] = set()
@@ -175,6 +176,9 @@ class _Walk:
 
     def add_class(self, cls: Sym) -> None:
         """A class reached: its header and its dunder methods (whole where it is one of WHOLE_CLASSES)."""
+        if cls in self.classes:
+            return
+        self.classes.add(cls)
         module = self.srt.module(cls.rel)
         node = module.classes.get(cls.name) if module else None
         if node is None:
@@ -333,13 +337,16 @@ class _Walk:
                 if name in names:
                     self.add_method(Sym("class", rel, cls), node, Ty("inst", Sym("class", rel, cls)))
 
+    def digest(self, node: ast.AST) -> str:
+        return digest(node, self.memo.canonical)
+
     def run(self) -> dict[str, PathFunction]:
         while True:
             while self.work:
                 ident, rel, node, self_cls, why, read = self.work.pop(0)
                 if ident not in self.found:
                     line = 1 if isinstance(node, ast.Module) else getattr(node, "lineno", 0)
-                    self.found[ident] = PathFunction(ident, rel, line, digest(node, self.memo.canonical),
+                    self.found[ident] = PathFunction(ident, rel, line, self.memo.per_node("digest", node, self.digest),
                                                      isinstance(node, ast.Module), why)
                 if read:
                     self.followed_files.add(rel)
@@ -352,12 +359,23 @@ class _Walk:
         return dict(sorted(self.found.items(), key=lambda p: (p[1].whole, p[0])))
 
 
-def path_files(files: Mapping[str, str], cache_class: str,
-               memo: Optional[TreeMemo] = None) -> tuple[set[str], dict[str, PathFunction]]:
+def path_files(files: Mapping[str, str], cache_class: str) -> tuple[set[str], dict[str, PathFunction]]:
     """(the files the path of `cache_class` reads (parses) in these files: all it needs of the tree,
-    the path); `memo`: what the other classes' walks over the same files already parsed and read."""
-    walk = _walk(files, cache_class, memo)
+    the path)."""
+    walk = _walk(files, cache_class)
     return walk.srt.parsed(), walk.found
+
+
+def paths_files(files: Mapping[str, str],
+                classes: Iterable[str]) -> tuple[set[str], dict[str, dict[str, PathFunction]]]:
+    """(the files the paths of these cache classes read, all together; the path of each), the
+    classes' walks sharing one reading of the tree: each file is parsed, and each name resolved,
+    once. What a walk finds in what another already read is what it would have read itself, so
+    the union of the files read is path_files' union, and each path is path_files' path."""
+    srt = Srt(files, TreeMemo())
+    with gc_paused():
+        paths = {cls: _walk(files, cls, srt).found for cls in classes}
+    return srt.parsed(), paths
 
 
 # The paths last computed, by (cache class, digest of the files): a tree's path is asked for by
@@ -395,13 +413,13 @@ def prefetch_path(files: Mapping[str, str], cache_class: str) -> dict[str, PathF
     return _walk(files, cache_class).found
 
 
-def _walk(files: Mapping[str, str], cache_class: str, memo: Optional[TreeMemo] = None) -> _Walk:
+def _walk(files: Mapping[str, str], cache_class: str, srt: Optional[Srt] = None) -> _Walk:
     with gc_paused():
-        return _walk_paused(files, cache_class, memo)
+        return _walk_paused(files, cache_class, srt)
 
 
-def _walk_paused(files: Mapping[str, str], cache_class: str, memo: Optional[TreeMemo]) -> _Walk:
-    walk = _Walk(files, cache_class, memo)
+def _walk_paused(files: Mapping[str, str], cache_class: str, srt: Optional[Srt]) -> _Walk:
+    walk = _Walk(files, cache_class, srt)
     cache_file = CACHE_FILES.get(cache_class)
     cache_module = walk.srt.module(cache_file)
     roots: list[tuple[Ty, tuple[str, ...]]] = []
