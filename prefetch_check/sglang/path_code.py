@@ -186,7 +186,7 @@ class _Walk:
         if cls.name in WHOLE_CLASSES:
             self.add(f"{cls.rel}:{cls.name}", cls.rel, node, Ty("inst", cls))
             return
-        self.add(f"{cls.rel}:{cls.name}", cls.rel, _header(node))
+        self.add(f"{cls.rel}:{cls.name}", cls.rel, module.readings.per_node("header", node, _header))
         for name, method in module.methods(cls.name).items():
             if _is_dunder(name):
                 self.add(f"{cls.rel}:{cls.name}.{name}", cls.rel, method, Ty("inst", cls))
@@ -253,7 +253,7 @@ class _Walk:
             scope = self.types.scope(node, rel, self_cls)
         else:
             scope = Scope(rel, None)
-        for n, is_call in self.memo.per_node("read", node, _uses):
+        for n, is_call in self.srt.module(rel).readings.per_node("read", node, _uses):
             if isinstance(n, ast.Name):
                 self.add_binding(rel, n.id)
             elif isinstance(n, ast.Attribute):
@@ -346,8 +346,8 @@ class _Walk:
                 ident, rel, node, self_cls, why, read = self.work.pop(0)
                 if ident not in self.found:
                     line = 1 if isinstance(node, ast.Module) else getattr(node, "lineno", 0)
-                    self.found[ident] = PathFunction(ident, rel, line, self.memo.per_node("digest", node, self.digest),
-                                                     isinstance(node, ast.Module), why)
+                    fingerprint = self.srt.module(rel).readings.per_node("digest", node, self.digest)
+                    self.found[ident] = PathFunction(ident, rel, line, fingerprint, isinstance(node, ast.Module), why)
                 if read:
                     self.followed_files.add(rel)
                     self.read(ident, rel, node, self_cls)

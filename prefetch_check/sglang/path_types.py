@@ -146,7 +146,7 @@ class TypeReader:
             else:
                 scope.names[arg.arg] = self.annotation(arg.annotation, rel)
         assigned: dict[str, list[ast.AST]] = {}
-        for n in self.srt.memo.per_node("scope", fn, self._scope_nodes):
+        for n in self.srt.module(rel).readings.per_node("scope", fn, lambda f: self._scope_nodes(f, rel)):
             if isinstance(n, (ast.Import, ast.ImportFrom)):
                 for alias in n.names:
                     bound = alias.asname or alias.name.split(".")[0]
@@ -312,7 +312,7 @@ class TypeReader:
                 out.setdefault(stmt.name, []).append((None, "property", stmt) if is_property else (None, "value", None))
                 first = (stmt.args.posonlyargs + stmt.args.args)[:1]
                 me = first[0].arg if first else "self"
-                for n in self._own_nodes(stmt):
+                for n in self._own_nodes(stmt, cls.rel):
                     if not isinstance(n, _SELF_ASSIGNING):
                         continue
                     for name, kind, value in _self_assignments(n, me):
@@ -330,13 +330,13 @@ class TypeReader:
             self._methods[key] = self._find_methods(ty, name)
         return self._methods[key]
 
-    def _own_nodes(self, fn: ast.AST) -> list[ast.AST]:
-        """_own_nodes(fn), walked once per call over the tree (tree_memo.py)."""
-        return self.srt.memo.per_node("own", fn, _own_nodes)
+    def _own_nodes(self, fn: ast.AST, rel: str) -> list[ast.AST]:
+        """_own_nodes(fn) of a function of file `rel`, walked once (tree_memo.Readings)."""
+        return self.srt.module(rel).readings.per_node("own", fn, _own_nodes)
 
-    def _scope_nodes(self, fn: ast.AST) -> list[ast.AST]:
+    def _scope_nodes(self, fn: ast.AST, rel: str) -> list[ast.AST]:
         """The nodes of a function's body that bind a name (what `scope` reads), in order."""
-        return [n for n in self._own_nodes(fn) if isinstance(n, _BINDING)]
+        return [n for n in self._own_nodes(fn, rel) if isinstance(n, _BINDING)]
 
     def _find_methods(self, ty: Ty, name: str) -> tuple[list[tuple[Sym, ast.AST]], bool]:
         found: list[tuple[Sym, ast.AST]] = []

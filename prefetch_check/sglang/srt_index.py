@@ -15,9 +15,10 @@ import re
 import warnings
 from collections import deque
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator, Mapping, Optional
 
-from prefetch_check.sglang.tree_memo import TreeMemo
+from prefetch_check.sglang.tree_memo import Readings, TreeMemo
 
 PACKAGE = "sglang.srt."
 # the files that hold the cache classes, the controller, the factory and the scheduler (below sglang/srt/)
@@ -69,6 +70,7 @@ class Module:
                 imports.append(n)
         self._imports = tuple(imports)
         self._methods: dict[str, dict[str, ast.AST]] = {}
+        self.readings = Readings()  # what the path reads off this file's nodes (path_code, path_types)
 
     def methods(self, cls: str) -> dict[str, ast.AST]:
         """The methods of a class by name (the last `def` wins), found once; not to be changed."""
@@ -159,10 +161,7 @@ class Srt:
             shared = self.memo.modules
             if rel not in shared:
                 text = self.files.get(rel)
-                try:
-                    shared[rel] = Module(rel, text) if text is not None else None
-                except SyntaxError:
-                    shared[rel] = None
+                shared[rel] = parsed_module(rel, text) if text is not None else None
             self._modules[rel] = shared[rel]
         return self._modules[rel]
 
@@ -322,6 +321,18 @@ class Srt:
                     index.setdefault(word, []).append(rel)
             self.memo.bases_index = index
         return self.memo.bases_index
+
+
+@lru_cache(maxsize=1024)
+def parsed_module(rel: str, text: str) -> Optional[Module]:
+    """The parsed file `rel` with this text (None: it does not parse), kept across calls by its
+    content: a tree edited in one file, as the tests and the bench make them, parses that file
+    only. A Module is never changed once built (its Readings only add what its text implies), so
+    every tree with this file shares it. Bounded: 1024 files, three releases' paths, some 100 MB."""
+    try:
+        return Module(rel, text)
+    except SyntaxError:
+        return None
 
 
 class _Empty:
