@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Iterator, Optional
 
 from prefetch_check.sglang import path_cache
 from prefetch_check.sglang.errors import SglangSourceError
-from prefetch_check.sglang.path_code import path_files, remember
+from prefetch_check.sglang.path_code import paths_files, remember
 from prefetch_check.sglang.srt_index import (  # noqa: F401  (where the callers find them)
     CACHE_FILES, CONTROLLER, HIRADIX, REGISTRY, SCHEDULER, UNIFIED)
 
@@ -113,11 +113,8 @@ def read_path_files(tree: Mapping[str, str], extra: tuple[str, ...] = ()) -> dic
 
 def _path_files(tree: Mapping[str, str], extra: tuple[str, ...]) -> tuple[dict[str, str], dict]:
     out = {rel: tree[rel] for rel in PROTOCOL_FILES + tuple(extra) if rel in tree}
-    paths = {}
-    for cls, rel in sorted(CACHE_FILES.items()):
-        if rel in tree:
-            needed, paths[cls] = path_files(tree, cls)
-            out.update((f, tree[f]) for f in sorted(needed) if f in tree)
+    needed, paths = paths_files(tree, [cls for cls, rel in sorted(CACHE_FILES.items()) if rel in tree])
+    out.update((f, tree[f]) for f in sorted(needed) if f in tree)
     out = dict(sorted(out.items()))
     for cls, path in paths.items():
         remember(out, cls, path)

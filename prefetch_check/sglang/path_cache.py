@@ -20,7 +20,7 @@ from prefetch_check.sglang.path_code import PathFunction
 
 FOLDER = "paths"
 _FOLLOWERS = ("path_code.py", "path_types.py", "srt_index.py", "builtin_methods.py", "code_digest.py",
-              "path_cache.py")
+              "tree_memo.py", "path_cache.py")
 
 
 def _follower_digest() -> str:

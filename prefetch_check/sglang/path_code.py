@@ -44,12 +44,14 @@ import copy
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Iterable, Mapping, Optional
 
 from prefetch_check.sglang.builtin_methods import BUILTIN_METHODS
 from prefetch_check.sglang.code_digest import digest
+from prefetch_check.sglang.gc_paused import gc_paused
 from prefetch_check.sglang.path_types import Scope, Ty, TypeReader, Types
 from prefetch_check.sglang.srt_index import CACHE_FILES, CONTROLLER, SCHEDULER, Srt, Sym
+from prefetch_check.sglang.tree_memo import TreeMemo, walk
 
 HYBRID_CONTROLLER = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
 CONTROLLER_FILES = (CONTROLLER, HYBRID_CONTROLLER)
@@ -132,11 +134,24 @@ def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
+def _uses(node: ast.AST) -> list[tuple[ast.AST, bool]]:
+    """What reading a piece looks at, in `ast.walk` order: each name, each import below it and
+    each attribute (with whether it is called). Kept per node (tree_memo.py): a method is read
+    once for every class its `self` may be, and by the walk of every cache class."""
+    nodes = walk(node)
+    called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    return [(n, isinstance(n, ast.Attribute) and id(n) in called) for n in nodes
+            if isinstance(n, (ast.Name, ast.Attribute))
+            or (isinstance(n, (ast.Import, ast.ImportFrom)) and n is not node)]
+
+
 class _Walk:
     """The path of one cache class in one tree: a worklist of pieces, each read for what it reaches."""
 
-    def __init__(self, files: Mapping[str, str], cache_class: str):
-        self.srt = Srt(files)
+    def __init__(self, files: Mapping[str, str], cache_class: str, srt: Optional[Srt] = None):
+        self.srt = srt if srt is not None else Srt(files)
+        self.memo = self.srt.memo
+        self.classes: set[Sym] = set()  # classes added: adding one again adds nothing new
         self.found: dict[str, PathFunction] = {}
         self.work: list[tuple[str, str, ast.AST, Optional[Ty], str, bool]] = []  # (ident, file, node, self, why, read)
         self.visited: set[tuple[str, Optional[Ty]]] = set()
@@ -161,6 +176,9 @@ class _Walk:
 
     def add_class(self, cls: Sym) -> None:
         """A class reached: its header and its dunder methods (whole where it is one of WHOLE_CLASSES)."""
+        if cls in self.classes:
+            return
+        self.classes.add(cls)
         module = self.srt.module(cls.rel)
         node = module.classes.get(cls.name) if module else None
         if node is None:
@@ -168,7 +186,7 @@ class _Walk:
         if cls.name in WHOLE_CLASSES:
             self.add(f"{cls.rel}:{cls.name}", cls.rel, node, Ty("inst", cls))
             return
-        self.add(f"{cls.rel}:{cls.name}", cls.rel, _header(node))
+        self.add(f"{cls.rel}:{cls.name}", cls.rel, module.readings.per_node("header", node, _header))
         for name, method in module.methods(cls.name).items():
             if _is_dunder(name):
                 self.add(f"{cls.rel}:{cls.name}.{name}", cls.rel, method, Ty("inst", cls))
@@ -235,16 +253,14 @@ class _Walk:
             scope = self.types.scope(node, rel, self_cls)
         else:
             scope = Scope(rel, None)
-        nodes = list(ast.walk(node))
-        called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
-        for n in nodes:
+        for n, is_call in self.srt.module(rel).readings.per_node("read", node, _uses):
             if isinstance(n, ast.Name):
                 self.add_binding(rel, n.id)
-            elif isinstance(n, (ast.Import, ast.ImportFrom)) and n is not node:
+            elif isinstance(n, ast.Attribute):
+                self.attribute(n, is_call, scope, self_cls, f"{ident} ({rel}:{n.lineno})")
+            else:
                 for alias in n.names:
                     self.add_symbol(self.srt.imported(n, rel, alias.asname or alias.name.split(".")[0]))
-            elif isinstance(n, ast.Attribute):
-                self.attribute(n, id(n) in called, scope, self_cls, f"{ident} ({rel}:{n.lineno})")
 
     def attribute(self, n: ast.Attribute, is_call: bool, scope: Scope, self_cls: Optional[Ty], where: str) -> None:
         value = n.value
@@ -321,13 +337,17 @@ class _Walk:
                 if name in names:
                     self.add_method(Sym("class", rel, cls), node, Ty("inst", Sym("class", rel, cls)))
 
+    def digest(self, node: ast.AST) -> str:
+        return digest(node, self.memo.canonical)
+
     def run(self) -> dict[str, PathFunction]:
         while True:
             while self.work:
                 ident, rel, node, self_cls, why, read = self.work.pop(0)
                 if ident not in self.found:
                     line = 1 if isinstance(node, ast.Module) else getattr(node, "lineno", 0)
-                    self.found[ident] = PathFunction(ident, rel, line, digest(node), isinstance(node, ast.Module), why)
+                    fingerprint = self.srt.module(rel).readings.per_node("digest", node, self.digest)
+                    self.found[ident] = PathFunction(ident, rel, line, fingerprint, isinstance(node, ast.Module), why)
                 if read:
                     self.followed_files.add(rel)
                     self.read(ident, rel, node, self_cls)
@@ -344,6 +364,18 @@ def path_files(files: Mapping[str, str], cache_class: str) -> tuple[set[str], di
     the path)."""
     walk = _walk(files, cache_class)
     return walk.srt.parsed(), walk.found
+
+
+def paths_files(files: Mapping[str, str],
+                classes: Iterable[str]) -> tuple[set[str], dict[str, dict[str, PathFunction]]]:
+    """(the files the paths of these cache classes read, all together; the path of each), the
+    classes' walks sharing one reading of the tree: each file is parsed, and each name resolved,
+    once. What a walk finds in what another already read is what it would have read itself, so
+    the union of the files read is path_files' union, and each path is path_files' path."""
+    srt = Srt(files, TreeMemo())
+    with gc_paused():
+        paths = {cls: _walk(files, cls, srt).found for cls in classes}
+    return srt.parsed(), paths
 
 
 # The paths last computed, by (cache class, digest of the files): a tree's path is asked for by
@@ -381,8 +413,13 @@ def prefetch_path(files: Mapping[str, str], cache_class: str) -> dict[str, PathF
     return _walk(files, cache_class).found
 
 
-def _walk(files: Mapping[str, str], cache_class: str) -> _Walk:
-    walk = _Walk(files, cache_class)
+def _walk(files: Mapping[str, str], cache_class: str, srt: Optional[Srt] = None) -> _Walk:
+    with gc_paused():
+        return _walk_paused(files, cache_class, srt)
+
+
+def _walk_paused(files: Mapping[str, str], cache_class: str, srt: Optional[Srt]) -> _Walk:
+    walk = _Walk(files, cache_class, srt)
     cache_file = CACHE_FILES.get(cache_class)
     cache_module = walk.srt.module(cache_file)
     roots: list[tuple[Ty, tuple[str, ...]]] = []

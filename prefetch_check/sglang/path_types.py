@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
 from prefetch_check.sglang.srt_index import Srt, Sym
+from prefetch_check.sglang.tree_memo import walk
 
 _BUILTIN_NAMES = frozenset(dir(builtins)) - {"__doc__", "__name__"}
 _UNION = ("Optional", "Union", "Annotated", "ClassVar", "Final")
@@ -82,6 +83,7 @@ class TypeReader:
         self._attrs: dict[tuple[Sym, str], Types] = {}
         self._scopes: dict[tuple[int, Optional[Ty]], Scope] = {}
         self._assigned: dict[Sym, dict] = {}
+        self._methods: dict[tuple[Ty, str], tuple[list[tuple[Sym, ast.AST]], bool]] = {}
 
     # ---- annotations
 
@@ -144,7 +146,7 @@ class TypeReader:
             else:
                 scope.names[arg.arg] = self.annotation(arg.annotation, rel)
         assigned: dict[str, list[ast.AST]] = {}
-        for n in _own_nodes(fn):
+        for n in self.srt.module(rel).readings.per_node("scope", fn, lambda f: self._scope_nodes(f, rel)):
             if isinstance(n, (ast.Import, ast.ImportFrom)):
                 for alias in n.names:
                     bound = alias.asname or alias.name.split(".")[0]
@@ -310,7 +312,9 @@ class TypeReader:
                 out.setdefault(stmt.name, []).append((None, "property", stmt) if is_property else (None, "value", None))
                 first = (stmt.args.posonlyargs + stmt.args.args)[:1]
                 me = first[0].arg if first else "self"
-                for n in _own_nodes(stmt):
+                for n in self._own_nodes(stmt, cls.rel):
+                    if not isinstance(n, _SELF_ASSIGNING):
+                        continue
                     for name, kind, value in _self_assignments(n, me):
                         out.setdefault(name, []).append((stmt, kind, value))
         self._assigned[cls] = out
@@ -319,7 +323,22 @@ class TypeReader:
     def methods(self, ty: Ty, name: str) -> tuple[list[tuple[Sym, ast.AST]], bool]:
         """([(class, method)], resolved): the method `name` an instance (or the class object) reaches:
         the first in its srt bases, and each override in a subclass unless the instance is exact.
-        Not resolved: no srt class defines it and every base is in srt (an attribute holding a callable)."""
+        Not resolved: no srt class defines it and every base is in srt (an attribute holding a callable).
+        Kept per (ty, name): the path asks again for every call; the list is not to be changed."""
+        key = (ty, name)
+        if key not in self._methods:
+            self._methods[key] = self._find_methods(ty, name)
+        return self._methods[key]
+
+    def _own_nodes(self, fn: ast.AST, rel: str) -> list[ast.AST]:
+        """_own_nodes(fn) of a function of file `rel`, walked once (tree_memo.Readings)."""
+        return self.srt.module(rel).readings.per_node("own", fn, _own_nodes)
+
+    def _scope_nodes(self, fn: ast.AST, rel: str) -> list[ast.AST]:
+        """The nodes of a function's body that bind a name (what `scope` reads), in order."""
+        return [n for n in self._own_nodes(fn, rel) if isinstance(n, _BINDING)]
+
+    def _find_methods(self, ty: Ty, name: str) -> tuple[list[tuple[Sym, ast.AST]], bool]:
         found: list[tuple[Sym, ast.AST]] = []
         outside = False
         for c in self.srt.mro(ty.sym):
@@ -336,6 +355,13 @@ class TypeReader:
                 if node is not None:
                     found.append((sub, node))
         return found, bool(found) or outside
+
+
+# the statements and nodes that bind a local name (scope) or may bind `self.x` (_self_assignments)
+_BINDING = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension,
+            ast.With, ast.AsyncWith, ast.NamedExpr, ast.AugAssign, ast.ExceptHandler, ast.FunctionDef,
+            ast.AsyncFunctionDef, ast.ClassDef)
+_SELF_ASSIGNING = (ast.AnnAssign, ast.Assign, ast.AugAssign, ast.For, ast.With)
 
 
 def _is_static(fn: ast.AST) -> bool:
@@ -356,11 +382,13 @@ def _collect(target: ast.AST, value: Optional[ast.AST], into: dict[str, list]) -
         _collect(target.value, None, into)
 
 
-def _own_nodes(fn: ast.AST) -> Iterable[ast.AST]:
+def _own_nodes(fn: ast.AST) -> list[ast.AST]:
     """Every node of a function's body (nested functions and lambdas included: a closure's names
-    are read with the function's)."""
+    are read with the function's), each statement's in ast.walk's order."""
+    out: list[ast.AST] = []
     for stmt in fn.body:
-        yield from ast.walk(stmt)
+        out += walk(stmt)
+    return out
 
 
 def _self_assignments(n: ast.AST, me: str) -> Iterable[tuple[str, str, Optional[ast.AST]]]:

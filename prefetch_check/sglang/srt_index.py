@@ -13,8 +13,12 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from collections import deque
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator, Mapping, Optional
+
+from prefetch_check.sglang.tree_memo import Readings, TreeMemo
 
 PACKAGE = "sglang.srt."
 # the files that hold the cache classes, the controller, the factory and the scheduler (below sglang/srt/)
@@ -56,26 +60,54 @@ class Module:
                 self.inner[name] = inner
         self.defines: set[str] = set()
         self.properties: set[str] = set()
-        self._imports: Optional[tuple[ast.stmt, ...]] = None
-        for n in ast.walk(self.tree):
+        imports = []
+        for n in _statements(self.tree):
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.defines.add(n.name)
                 if any(_decorator_name(d) in ("property", "cached_property", "setter") for d in n.decorator_list):
                     self.properties.add(n.name)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                imports.append(n)
+        self._imports = tuple(imports)
+        self._methods: dict[str, dict[str, ast.AST]] = {}
+        self.readings = Readings()  # what the path reads off this file's nodes (path_code, path_types)
 
     def methods(self, cls: str) -> dict[str, ast.AST]:
-        node = self.classes.get(cls)
-        if node is None:
-            return {}
-        return {n.name: n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        """The methods of a class by name (the last `def` wins), found once; not to be changed."""
+        if cls not in self._methods:
+            node = self.classes.get(cls)
+            self._methods[cls] = {} if node is None else {
+                n.name: n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        return self._methods[cls]
 
     def imported_modules(self) -> tuple[ast.stmt, ...]:
         """Every import statement of the file (inside `if TYPE_CHECKING:`, `try`, functions and
         classes too: their local imports are imports of the file), found once: the path asks
         for them at every round of its whole-file rule."""
-        if self._imports is None:
-            self._imports = tuple(n for n in ast.walk(self.tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
         return self._imports
+
+
+# the nodes that hold statements: a `def` or an import is never inside an expression
+_SKELETON = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _statements(tree: ast.Module) -> Iterator[ast.AST]:
+    """The statements of a file (and the handlers and cases holding some) in `ast.walk`'s order:
+    a breadth-first walk that skips expressions, the nine tenths of the tree no `def` is in.
+    Every skeleton node's parent is one too, so the order is ast.walk's with the rest left out."""
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for child in value:
+                    if isinstance(child, _SKELETON):
+                        todo.append(child)
+            elif isinstance(value, _SKELETON):
+                todo.append(value)
+        if node is not tree:
+            yield node
 
 
 def _decorator_name(node: ast.AST) -> str:
@@ -108,23 +140,29 @@ def bound_names(stmt: ast.stmt) -> Iterator[tuple[str, ast.stmt]]:
 
 
 class Srt:
-    """The files of one tree (path below sglang/srt -> text), parsed on demand."""
+    """The files of one tree (path below sglang/srt -> text), parsed on demand. `memo` shares
+    the parsed files with the other walks of the same call (tree_memo.py); what this walk asked
+    for is its own (`parsed()`), and so are the answers kept below, which ask for files too."""
 
-    def __init__(self, files: Mapping[str, str]):
+    def __init__(self, files: Mapping[str, str], memo: Optional[TreeMemo] = None):
         self.files = files
+        self.memo = memo if memo is not None else TreeMemo()
         self._modules: dict[str, Optional[Module]] = {}
         self._subclasses: dict[Sym, tuple[Sym, ...]] = {}
-        self._bases_index: Optional[dict[str, list[str]]] = None
+        self._resolved: dict[tuple[str, str], Optional[Sym]] = {}
+        self._imported: dict[tuple[int, str, str], Optional[Sym]] = {}
+        self._bases: dict[Sym, tuple[list[Sym], bool]] = {}
+        self._mro: dict[Sym, list[Sym]] = {}
 
     def module(self, rel: Optional[str]) -> Optional[Module]:
         if rel is None:
             return None
         if rel not in self._modules:
-            text = self.files.get(rel)
-            try:
-                self._modules[rel] = Module(rel, text) if text is not None else None
-            except SyntaxError:
-                self._modules[rel] = None
+            shared = self.memo.modules
+            if rel not in shared:
+                text = self.files.get(rel)
+                shared[rel] = parsed_module(rel, text) if text is not None else None
+            self._modules[rel] = shared[rel]
         return self._modules[rel]
 
     def parsed(self) -> set[str]:
@@ -146,7 +184,16 @@ class Srt:
         return None
 
     def resolve(self, rel: str, name: str, seen: frozenset = frozenset()) -> Optional[Sym]:
-        """What the top-level name `name` of file `rel` is, following imports across srt."""
+        """What the top-level name `name` of file `rel` is, following imports across srt (kept
+        when asked from outside a chain of imports: inside one, `seen` may cut it short)."""
+        if seen:
+            return self._resolve(rel, name, seen)
+        key = (rel, name)
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(rel, name, seen)
+        return self._resolved[key]
+
+    def _resolve(self, rel: str, name: str, seen: frozenset) -> Optional[Sym]:
         module = self.module(rel)
         if module is None or name not in module.bindings or (rel, name) in seen:
             return None
@@ -161,7 +208,15 @@ class Srt:
         return Sym("binding", rel, name)
 
     def imported(self, stmt: ast.stmt, rel: str, name: str, seen: frozenset = frozenset()) -> Optional[Sym]:
-        """What the import statement `stmt` in file `rel` binds to `name`."""
+        """What the import statement `stmt` in file `rel` binds to `name` (kept as `resolve`)."""
+        if seen:
+            return self._import(stmt, rel, name, seen)
+        key = (id(stmt), rel, name)  # stmt is a node of a module this walk keeps
+        if key not in self._imported:
+            self._imported[key] = self._import(stmt, rel, name, seen)
+        return self._imported[key]
+
+    def _import(self, stmt: ast.stmt, rel: str, name: str, seen: frozenset) -> Optional[Sym]:
         for alias in stmt.names:
             bound = alias.asname or alias.name.split(".")[0]
             if bound != name:
@@ -185,7 +240,12 @@ class Srt:
         return None
 
     def bases(self, cls: Sym) -> tuple[list[Sym], bool]:
-        """(the srt classes a class names as bases, whether it has a base outside srt)."""
+        """(the srt classes a class names as bases, whether it has a base outside srt); not to be changed."""
+        if cls not in self._bases:
+            self._bases[cls] = self._read_bases(cls)
+        return self._bases[cls]
+
+    def _read_bases(self, cls: Sym) -> tuple[list[Sym], bool]:
         module = self.module(cls.rel)
         node = module.classes.get(cls.name) if module else None
         if node is None:
@@ -214,7 +274,13 @@ class Srt:
         return None
 
     def mro(self, cls: Sym) -> list[Sym]:
-        """The class and its srt bases, depth first, each once (Python's order where it matters here)."""
+        """The class and its srt bases, depth first, each once (Python's order where it matters
+        here); not to be changed."""
+        if cls not in self._mro:
+            self._mro[cls] = self._read_mro(cls)
+        return self._mro[cls]
+
+    def _read_mro(self, cls: Sym) -> list[Sym]:
         out: list[Sym] = []
         todo = [cls]
         while todo:
@@ -243,7 +309,7 @@ class Srt:
 
     def _naming_in_bases(self) -> dict[str, list[str]]:
         """word -> the files with a class statement naming it among its bases (read once, not parsed)."""
-        if self._bases_index is None:
+        if self.memo.bases_index is None:
             index: dict[str, list[str]] = {}
             for rel in sorted(self.files):
                 if not rel.endswith(".py"):
@@ -253,8 +319,20 @@ class Srt:
                     words.update(re.findall(r"\w+", head.group(1)))
                 for word in sorted(words):
                     index.setdefault(word, []).append(rel)
-            self._bases_index = index
-        return self._bases_index
+            self.memo.bases_index = index
+        return self.memo.bases_index
+
+
+@lru_cache(maxsize=1024)
+def parsed_module(rel: str, text: str) -> Optional[Module]:
+    """The parsed file `rel` with this text (None: it does not parse), kept across calls by its
+    content: a tree edited in one file, as the tests and the bench make them, parses that file
+    only. A Module is never changed once built (its Readings only add what its text implies), so
+    every tree with this file shares it. Bounded: 1024 files, three releases' paths, some 100 MB."""
+    try:
+        return Module(rel, text)
+    except SyntaxError:
+        return None
 
 
 class _Empty:

@@ -15,6 +15,7 @@ from typing import Mapping, Optional
 from prefetch_check.sglang import followed
 from prefetch_check.sglang.detect import detect_shape
 from prefetch_check.sglang.followed import Followed
+from prefetch_check.sglang.gc_paused import gc_paused
 from prefetch_check.sglang.path_code import PathFunction, prefetch_path
 from prefetch_check.sglang.shape import Shape
 
@@ -37,6 +38,11 @@ def tree_shape(files: Mapping[str, str], cache_class: Optional[str] = None,
                follows: Optional[Followed] = None) -> TreeShape:
     """The model's shape of the class judged in these protocol files (the factory's by default),
     against `follows` (default: the fingerprints shipped with prefetch-check)."""
+    with gc_paused():  # the detector's and the path's syntax trees: see gc_paused.py
+        return _tree_shape(files, cache_class, follows)
+
+
+def _tree_shape(files: Mapping[str, str], cache_class: Optional[str], follows: Optional[Followed]) -> TreeShape:
     shape = detect_shape(files, cache_class)
     if shape.judged_class.value is None:
         return TreeShape(shape)
