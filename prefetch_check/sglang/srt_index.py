@@ -15,7 +15,6 @@ import re
 import warnings
 from collections import deque
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Iterator, Mapping, Optional
 
 from prefetch_check.sglang.tree_memo import Readings, TreeMemo
@@ -323,12 +322,11 @@ class Srt:
         return self.memo.bases_index
 
 
-@lru_cache(maxsize=1024)
 def parsed_module(rel: str, text: str) -> Optional[Module]:
-    """The parsed file `rel` with this text (None: it does not parse), kept across calls by its
-    content: a tree edited in one file, as the tests and the bench make them, parses that file
-    only. A Module is never changed once built (its Readings only add what its text implies), so
-    every tree with this file shares it. Bounded: 1024 files, three releases' paths, some 100 MB."""
+    """The parsed file `rel` with this text (None: it does not parse). Not kept across calls: a
+    process-wide cache of parsed trees (an lru_cache of 1,024 files was tried) leaves millions of
+    AST nodes for every full garbage collection to scan, about 1.2 s each, which made a long-lived
+    process (the test suite's workers) slower overall; within a call, TreeMemo parses each file once."""
     try:
         return Module(rel, text)
     except SyntaxError:
