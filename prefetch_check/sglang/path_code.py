@@ -359,19 +359,12 @@ class _Walk:
         return dict(sorted(self.found.items(), key=lambda p: (p[1].whole, p[0])))
 
 
-def path_files(files: Mapping[str, str], cache_class: str) -> tuple[set[str], dict[str, PathFunction]]:
-    """(the files the path of `cache_class` reads (parses) in these files: all it needs of the tree,
-    the path)."""
-    walk = _walk(files, cache_class)
-    return walk.srt.parsed(), walk.found
-
-
 def paths_files(files: Mapping[str, str],
                 classes: Iterable[str]) -> tuple[set[str], dict[str, dict[str, PathFunction]]]:
     """(the files the paths of these cache classes read, all together; the path of each), the
     classes' walks sharing one reading of the tree: each file is parsed, and each name resolved,
     once. What a walk finds in what another already read is what it would have read itself, so
-    the union of the files read is path_files' union, and each path is path_files' path."""
+    the union is each class's own walk's files, and each path its own walk's."""
     srt = Srt(files, TreeMemo())
     with gc_paused():
         paths = {cls: _walk(files, cls, srt).found for cls in classes}
