@@ -8,6 +8,8 @@ compare the explorer against.
 
 from __future__ import annotations
 
+import functools
+
 import os
 from pathlib import Path
 from collections import deque
@@ -131,6 +133,7 @@ def also_follow(monkeypatch, follows, label: str, srt, cache_class=None):
 RELEASE_CALLS = ("release_srt(", "fetch_release(")
 
 
+@functools.lru_cache(maxsize=None)  # a parametrised test's items share one function: read it once
 def _source(fn) -> str:
     import inspect
 

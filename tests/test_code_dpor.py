@@ -56,8 +56,14 @@ def test_dpor_keeps_every_verdict_of_the_unreduced_search_at_one_rank(kwargs):
 def test_a_request_prefetched_again_under_best_effort_is_judged_on_every_property():
     """The bench row the DPOR is for: the sleep sets' 17,267 runs in 3,738, the same verdicts
     (operation_identity violated, by the same 28 steps; every other property verified). The sleep
-    sets' search (a minute) is the bench's (docs/benchmark.md); here the DPOR's figures hold."""
+    sets' search (a minute) is the bench's (docs/benchmark.md); here the DPOR's figures hold. It is
+    `prefetch-check sglang`'s case on 0.5.23, judged on every property: the old operation's late
+    hit revokes the newer prefetch (a prefetch lost), the release's own code's finding."""
+    from prefetch_check.sglang.mappings.ack_drain.mapping import CASES
+
     config = CodeConfig(ranks=1, policy="best_effort", reissue=True)
+    [case] = [c for c in CASES if c.name == "1 rank, prefetched again, best_effort"]
+    assert case.config == config and case.judges == () and case.limits.strategy in ("auto", "dpor")
     dpor = check_tree(release("0.5.23"), config, CodeLimits(max_seconds=300, strategy="dpor"))
     assert dpor.exhaustive
     judged = {p: v for p, v in dpor.verdicts.items() if p not in dpor.not_judged}
@@ -65,6 +71,7 @@ def test_a_request_prefetched_again_under_best_effort_is_judged_on_every_propert
     assert dpor.verdicts["operation_identity"] == "VIOLATED"
     assert len(dpor.violations["operation_identity"].schedule) == 28
     assert dpor.runs == 3_738
+    assert dpor.violations["operation_identity"].site.startswith("mem_cache/unified_radix_cache.py:")
 
 
 def one_rank(config: CodeConfig) -> CodeConfig:

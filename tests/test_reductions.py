@@ -31,7 +31,8 @@ from prefetch_check.model.engine.vouch import hidden_steps
 
 SCENARIO_DIR = Path(__file__).parent.parent / "scenarios"
 PREDICATES = ("buggy", "fixed")
-SHIPPED_STATE_BUDGET = 200_000  # distinct states of the plain search; above it a case is not compared
+SHIPPED_STATE_BUDGET = 150_000  # distinct states of the plain search; above it a case is not compared
+# (the largest compared: 144,299 states; the ranks=8 cases are far past it and skipped, named)
 RANDOM_STATE_BUDGET = 20_000
 
 SCENARIOS = load_scenarios([SCENARIO_DIR])
@@ -79,19 +80,21 @@ def test_a_shipped_scenario_has_the_same_verdicts_with_and_without_reductions(in
 
 
 def test_every_shipped_scenario_file_takes_part_in_the_comparison(capsys):
-    """Prints which cases were compared and which were too large; each file contributes."""
-    compared, skipped = [], []
-    for index, (path, case, predicate) in enumerate(PAIRS):
-        result = plain(index)
-        line = f"{case.name} / {predicate}: {result.stats.states:,} states without reductions"
-        (compared if result.stats.complete else skipped).append((path, line))
+    """Each file has a case small enough to compare: its cases tried smallest first, up to the first
+    the plain search finishes (the comparisons themselves run above, one test per pair; trying every
+    pair here again would search each too-large one to its budget a second time)."""
+    compared = []
+    for scenario in SCENARIOS:
+        pairs = sorted((i for i, (path, _, _) in enumerate(PAIRS) if path == scenario.path),
+                       key=lambda i: (PAIRS[i][1].config.ranks, i))
+        first = next((i for i in pairs if plain(i).stats.complete), None)
+        assert first is not None, f"{scenario.path}: no case is small enough for the plain search"
+        _, case, predicate = PAIRS[first]
+        compared.append(f"{Path(scenario.path).name}: {case.name} / {predicate}, {plain(first).stats.states:,} states")
     with capsys.disabled():
-        print(f"\nreductions compared on {len(compared)} shipped (case, predicate) pairs:")
-        for _, line in compared:
+        print(f"\nevery shipped file has a case compared without reductions; the smallest each:")
+        for line in compared:
             print("  " + line)
-        for _, line in skipped:
-            print(f"  not compared (over {SHIPPED_STATE_BUDGET:,} states): {line.split(':')[0]}")
-    assert {s.path for s in SCENARIOS} == {path for path, _ in compared}
 
 
 # ---- random small configurations ----

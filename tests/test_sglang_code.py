@@ -122,35 +122,17 @@ STALE = "1 rank, prefetched again, best_effort"
 
 
 def test_0_5_19s_rid_matched_ack_drain_applies_the_old_completion_to_the_new_operation():
-    """The same case on 0.5.19, run as `sglang` runs it (its case's configuration and limits),
-    without the command's coverage tracer (it triples the search's time; the command is tried on
-    0.5.23 below)."""
+    """0.5.19: its rid-matched ACK drain applies the old completion to the new operation (0.5.23,
+    where the old operation's late hit revokes the newer prefetch: tests/test_code_dpor.py). Run
+    as `sglang` runs the case (its configuration, limits and judged properties: all), without the
+    command's coverage tracer (it triples the search's time; the command's own path, --code-trace
+    included, is tried on the cases above)."""
     from prefetch_check.model.code import check_tree
     from prefetch_check.sglang.mappings.ack_drain.mapping import CASES
 
     [case] = [c for c in CASES if c.name == STALE]
+    assert case.judges == ()  # every property
     result = check_tree(release_srt("0.5.19"), case.config, case.limits)
     assert result.exhaustive and result.verdicts["operation_identity"] == "VIOLATED", (result.bound, result.verdicts)
+    assert "BOUNDED" not in set(result.verdicts.values())
     assert result.violations["operation_identity"].site.startswith("mem_cache/unified_radix_cache.py:")
-
-
-@pytest.mark.parametrize("version", ["0.5.23"])
-def test_a_readmitted_requests_old_operation_acts_on_the_new_one_in_the_releases_own_code(session_cache, capsys,
-                                                                                         monkeypatch, version):
-    """0.5.20-0.5.23: the old operation's late hit revokes the newer prefetch (a prefetch lost);
-    0.5.19: its rid-matched ACK drain applies the old completion to the new operation (above). The
-    case judges every property (the DPOR's search is exhaustive there: 3,738 runs on 0.5.23)."""
-    only_cases(monkeypatch, STALE)
-    tmp_path = session_cache  # an unmodified release: shared with the session's other tests
-    status, doc, _ = sglang(capsys, tmp_path, "--engine", "code", release_srt(version))
-    code = doc["releases"][0]["code"]
-    stale = code["properties"]["operation_identity"]
-    assert status == 1 and stale["verdict"] == "VIOLATED" and stale["case"] == STALE
-    assert code["cases"][0]["judges"] == "all" and code["cases"][0]["exhaustive"]
-    assert "BOUNDED" not in {v["verdict"] for v in code["properties"].values()}
-    if version == "0.5.23":  # the lost prefetch is its only harm there
-        assert {p for p, v in code["properties"].items() if v["verdict"] == "VIOLATED"} == {"operation_identity"}
-    assert stale["site"].startswith("mem_cache/unified_radix_cache.py:")
-    assert main(["sglang", "--engine", "code", str(release_srt(version)), "--cache-dir", str(tmp_path / "cache"),
-                 "--quiet", "--code-trace", "operation_identity"]) == 1
-    assert "mem_cache/unified_radix_cache.py:" in capsys.readouterr().out
