@@ -93,6 +93,15 @@ EDITS = {
         "        return host_indices, alloc_len\n",
         "            host_indices = self.alloc_prefetch_host_buffers(operation, alloc_len)\n"
         "        return host_indices, hit_tokens\n", "wait_complete_delivers", "room for 1"),
+    # ---- sidecar pools (unified_radix_cache.py)
+    # a sidecar's release queue freed without its pool name: the SWA slots go to the KV pool
+    # (escaped: the stand-in crashed; sidecar_pools.py's group judges the pool argument)
+    "extra_release_into_the_kv_pool": (
+        URC, "1 rank, sidecars=swa, host pool of 1 page (the window shrinks in IO)",
+        "                    cc.mem_pool_host.free(\n                        torch.cat(host_indices_list, dim=0), pool=pool_name\n"
+        "                    )\n",
+        "                    cc.mem_pool_host.free(torch.cat(host_indices_list, dim=0))\n",
+        "host_memory", "freed into the wrong pool"),
     # ---- PP (unified_radix_cache.py)
     # the later stage receives under another subsystem's tag: the first stage's counts never arrive
     "pp_recv_under_the_grammar_tag": (
