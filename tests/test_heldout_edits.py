@@ -53,6 +53,18 @@ EDITS = {
         PIPE, "1 rank, host_memory_mode=buffer_only, 1 page on the device (anchor locked)",
         "        self._cache.tree_core.dec_full_pin(lock.node_id)\n        self.anchor_locked_tokens_ -= lock.tokens\n",
         "        self._cache.tree_core.dec_full_pin(lock.node_id)\n", "anchor_release", "1 tokens"),
+    # ---- retries (scheduler.py, storage_prefetch.py)
+    # pop_ready lets a paced retry through at the cap (escaped: no case reached the cap by pop_ready)
+    "pop_ready_cap_off_by_one": (
+        RETRIES, "1 rank x 3 requests, retries: device match lost, rate-limited to one, a cap of 1",
+        "            if req.storage_prefetch_retry_attempts >= max_attempts:\n",
+        "            if req.storage_prefetch_retry_attempts > max_attempts:\n", "progress", "past the re-issue cap"),
+    # a re-issue never counted against the budget (escaped: the judge read the counter the edit
+    # stops; retry_judge.py now counts the scheduler's re-issues itself)
+    "retry_attempt_not_counted": (
+        SCHED, "1 rank x 3 requests, retries: device match lost, rate-limited to one, a cap of 1",
+        "        req.storage_prefetch_retry_attempts += 1\n        max_attempts = get_memory()",
+        "        max_attempts = get_memory()", "progress", "re-issued 2 times"),
     # ---- readmission / abort / revoke (unified_radix_cache.py)
     # an abort after pages were fetched releases none of them (escaped: no case aborted after a
     # progress ACK; the case "aborted by its client in round 2" added for it)
@@ -60,6 +72,13 @@ EDITS = {
         URC, "1 rank, aborted by its client in round 2 (pages fetched)",
         "            info.host_indices[:completed_tokens],\n", "            info.host_indices[:0],\n",
         "host_memory", "still held by no one"),
+    # an abort leaves the request's paced retry armed (escaped: no case aborted with a retry armed)
+    "abort_keeps_the_paced_retry": (
+        URC, "1 rank x 2 requests, retries: rate-limited to one, aborted in round 1",
+        "        self.prefetch_loaded_storage_start_by_reqid.pop(request, None)\n"
+        "        self.storage_prefetch_retries.cancel(rid)\n",
+        "        self.prefetch_loaded_storage_start_by_reqid.pop(request, None)\n",
+        "request_release", "a retry still armed"),
     # a retired or revoked prefetch keeps its anchor's host lock
     "retire_keeps_the_anchor_lock": (
         URC, "2 ranks, rank 0 has no hits",

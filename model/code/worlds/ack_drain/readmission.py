@@ -22,7 +22,7 @@ def scheduler_of(run, rank) -> SchedulerStandIn:
     """Rank's scheduler object, with the tree's methods; a release without them is not modelled."""
     cfg = run.config
     srt = Path(run.modules[CACHE].__file__).resolve().parents[1]
-    sch = SchedulerStandIn(srt, rank.cache, cfg.retry_interval, cfg.retry_attempts)
+    sch = SchedulerStandIn(srt, rank.cache, cfg.retry_interval, cfg.retry_attempts, run.baton.observe)
     missing = [n for n in NEEDED if not sch.has(n)]
     if missing or getattr(rank.cache, "storage_prefetch_retries", None) is None:
         raise NotModelled(f"Scheduler.{(missing or ['storage_prefetch_retries'])[0]} (the retry world runs "

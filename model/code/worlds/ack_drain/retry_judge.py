@@ -9,7 +9,11 @@ properties, at the end of a run where every request was admitted or aborted:
   leftover;
 - progress: the retry policy's bound, StoragePrefetchRetries' own contract ("a request past its
   re-issue budget is admitted with what the device holds"): no request re-issued more often
-  than hicache_storage_prefetch_retry_max_attempts (CodeConfig.retry_attempts)."""
+  than hicache_storage_prefetch_retry_max_attempts (CodeConfig.retry_attempts) since it entered
+  the waiting queue (a retracted request starts over, as _add_request_to_queue resets it). The
+  re-issues are counted by the scheduler stand-in at each _retry_storage_prefetch call, not read
+  from the request's storage_prefetch_retry_attempts: a counter the code stops advancing must not
+  hide the re-issues it no longer counts."""
 
 from __future__ import annotations
 
@@ -41,10 +45,9 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
             continue
         cache, waiting = sch.tree_cache, sch.waiting_queue
         for req in sch.sent:
-            if req.storage_prefetch_retry_attempts > cap:
-                out.append(Finding("progress", f"rank {rank.index}: req{req.q} re-issued "
-                                   f"{req.storage_prefetch_retry_attempts} times, past the cap of {cap}",
-                                   PAST_CAP, "", steps))
+            if req.reissued > cap:
+                out.append(Finding("progress", f"rank {rank.index}: req{req.q} re-issued {req.reissued} times "
+                                   f"since it entered the waiting queue, past the cap of {cap}", PAST_CAP, "", steps))
         rids = {r.rid for r in waiting}
         for rid in sorted(getattr(cache.storage_prefetch_retries, "_pending", {})):
             if rid not in rids:

@@ -39,6 +39,7 @@ class Req:
         self.page_size, self.device_pages = page_size, device_pages
         self.device_lost = False  # the device match was evicted while the request waited
         self.storage_prefetch_retry_attempts = 0
+        self.reissued = 0  # our own count of _retry_storage_prefetch calls since it entered the queue (retry_judge.py)
         self.storage_prefetch_last_match_len = None
         self.staged_prefetch_plan = None
         self.prefix_len = self.host_hit_length = 0
@@ -69,8 +70,9 @@ class Req:
 class SchedulerStandIn:
     """The scheduler object: the attributes the tree's methods read, the methods bound from the tree."""
 
-    def __init__(self, srt, cache, poll_interval: int, max_attempts: int):
+    def __init__(self, srt, cache, poll_interval: int, max_attempts: int, observe=lambda what: None):
         self.tree_cache = cache
+        self.observe = observe  # the scheduler thread's observation (our re-issue count enters the state key)
         self.waiting_queue: list[Req] = []
         self.sent: list[Req] = []  # every request the client sent (retry_judge.py judges them at the end)
         self.aborted: list[Req] = []  # the requests the client aborted
@@ -99,6 +101,10 @@ class SchedulerStandIn:
         return self.call("_prefetch_kvcache", req, storage_hit_end)
 
     def _retry_storage_prefetch(self, req, storage_hit_end=None):
+        """The tree's re-issue, counted here (the retry budget's judge must not trust the counter
+        the code under test keeps)."""
+        req.reissued += 1
+        self.observe(f"req{req.q} re-issued ({req.reissued})")
         return self.call("_retry_storage_prefetch", req, storage_hit_end)
 
     def _prefetch_after_device_hit_loss(self, req):
@@ -111,6 +117,8 @@ class SchedulerStandIn:
         return self.call("_process_storage_prefetch_retries")
 
     def _add_request_to_queue(self, req, is_retracted=False):
+        if is_retracted:  # a retracted request starts its re-issue budget over (SCH _add_request_to_queue)
+            req.reissued = 0
         return self.call("_add_request_to_queue", req, is_retracted)
 
     def _finish(self, handle, outcome):

@@ -71,6 +71,18 @@ CASES: tuple[Case, ...] = (
          _config(ranks=1, pages=1, retries=True, abort_round=1), skip=retry_skip),
     Case("1 rank, retries: aborted in round 1, its rid reused by a new request",
          _config(ranks=1, pages=1, retries=True, abort_round=1, rid_reuse=True), skip=retry_skip),
+    # a rate-limited request aborted while its paced retry is armed: the abort must cancel it
+    # (issue 29's held-out edit abort_keeps_paced_retry: no other case aborted with a retry armed).
+    # 38 runs, exhaustive, clean on 0.5.22-0.5.23
+    Case("1 rank x 2 requests, retries: rate-limited to one, aborted in round 1",
+         _config(ranks=1, requests=2, pages=1, retries=True, capacity_pages=1, abort_round=1), skip=retry_skip),
+    # the re-issue budget reached by both paths at a cap of 1: a device-hit-loss re-issue that is
+    # rate-limited arms a paced retry, which pop_ready must refuse once the cap is spent, while a
+    # request ahead of it is admitted and the head still waits (issue 29's held-out edits: the
+    # cap test off by one, the attempt never counted). 351 runs, exhaustive, clean on 0.5.22-0.5.23
+    Case("1 rank x 3 requests, retries: device match lost, rate-limited to one, a cap of 1",
+         _config(ranks=1, requests=3, pages=2, retries=True, lost_device_pages=1, capacity_pages=1, batch=1,
+                 retry_attempts=1), skip=retry_skip),
 ) + BUFFER_CASES + HOST_PRESSURE_CASES + SIDECAR_CASES + PP_CASES
 
 MAPPING = Mapping(protocol=PROTOCOL, acks="ack+sync-thread", release_options=release_options,
