@@ -65,6 +65,14 @@ EDITS = {
         SCHED, "1 rank x 3 requests, retries: device match lost, rate-limited to one, a cap of 1",
         "        req.storage_prefetch_retry_attempts += 1\n        max_attempts = get_memory()",
         "        max_attempts = get_memory()", "progress", "re-issued 2 times"),
+    # a rate-limited lookup arms no paced retry: the request is never re-queried (escaped: the
+    # retry world's poll now judges that a declined request behind the head is re-issued)
+    "rate_limited_never_retried": (
+        URC, "1 rank x 3 requests, retries: rate-limited to one, one admitted a round",
+        "            # Paced: the limiter clears as transfers finish, not on the next pass.\n"
+        "            self.storage_prefetch_retries.poll_miss(req_id, storage_hit_end)\n",
+        "            # Paced: the limiter clears as transfers finish, not on the next pass.\n",
+        "progress", "a prefetch lost"),
     # ---- readmission / abort / revoke (unified_radix_cache.py)
     # an abort after pages were fetched releases none of them (escaped: no case aborted after a
     # progress ACK; the case "aborted by its client in round 2" added for it)
