@@ -106,6 +106,21 @@ EDITS = {
         "            self.prefetch_stop_policy == \"timeout\"\n"
         "            and operation.handle not in self._storage_prefetch_wait\n        ):",
         "            self.prefetch_stop_policy == \"timeout\"\n        ):", "progress", "started again"),
+    # the expiry's mark made only under best_effort: the expired request is re-issued (escaped:
+    # no case re-issued after a deadline cut; deadlines.py judges a lookup after the expiry)
+    "deadline_expiry_not_marked": (
+        URC, "1 rank, retries under timeout: device match lost, re-issued after the deadline cut",
+        "            if self.prefetch_stop_policy == \"timeout\":\n"
+        "                self._mark_prefetch_deadline_expired(operation)\n",
+        "            if self.prefetch_stop_policy == \"best_effort\":\n"
+        "                self._mark_prefetch_deadline_expired(operation)\n",
+        "progress", "issued after its deadline expired"),
+    # the wait record not marked expired: prefetch_from_storage no longer refuses the re-issue
+    "deadline_expiry_not_recorded": (
+        URC, "1 rank, retries under timeout: device match lost, re-issued after the deadline cut",
+        "            operation.handle, _StoragePrefetchWait()\n        ).expired = True\n",
+        "            operation.handle, _StoragePrefetchWait()\n        ).expired = False\n",
+        "progress", "issued after its deadline expired"),
     # ---- host eviction (hybrid_cache_controller.py)
     # evict_host asked only with a shared arena: the held pages are never evicted for the hit
     "evicts_only_with_a_shared_arena": (

@@ -75,6 +75,7 @@ class SchedulerStandIn:
     def __init__(self, srt, cache, poll_interval: int, max_attempts: int, observe=lambda what: None):
         self.tree_cache = cache
         self.poll_interval, self.max_attempts = poll_interval, max_attempts
+        self.check = lambda req: cache.check_prefetch_progress(req.cache_request_handle)  # the world may judge it
         self.observe = observe  # the scheduler thread's observation (our re-issue count enters the state key)
         self.waiting_queue: list[Req] = []
         self.sent: list[Req] = []  # every request the client sent (retry_judge.py judges them at the end)
@@ -159,7 +160,7 @@ class SchedulerStandIn:
         """The requests admitted this round: checked in queue order, up to `batch`."""
         admitted = []
         for req in list(self.waiting_queue):
-            if not self.tree_cache.check_prefetch_progress(req.cache_request_handle):
+            if not self.check(req):
                 continue
             req.init_next_round_input(self.tree_cache)
             if self._prefetch_after_device_hit_loss(req):
