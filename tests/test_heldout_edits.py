@@ -8,7 +8,9 @@ release cannot be fetched) and run with check_tree on the one case of 0.5.23's o
 runs. Each must be caught with the property it breaks and the words of its consequence: none may
 get the release's verdicts. The edits the trial found escaping are caught by the checks added for
 them (worlds/ack_drain/occupancy.py: the prefetch budget's books; worlds/deadlines.py: the deadline
-restarted at a later blocked check)."""
+restarted at a later blocked check, a lookup after the deadline expired; worlds/ack_drain/retry_judge.py
+with waiting_queue.py: the re-issues counted by the stand-in, a declined lookup never retried;
+stand_ins/sidecar_pools.py: a free's pool argument) and the cases added for them."""
 
 from __future__ import annotations
 
