@@ -146,6 +146,14 @@ EDITS = {
         "                    )\n",
         "                    cc.mem_pool_host.free(torch.cat(host_indices_list, dim=0))\n",
         "host_memory", "freed into the wrong pool"),
+    # ---- the drain's agreed counts (unified_radix_cache.py)
+    # the ready counts MAX-reduced: a rank pops more than it holds and its scheduler waits in the
+    # drain (escaped: a wait the threads later satisfy; queues.py judges a first-stage drain's wait)
+    "ready_counts_max": (
+        URC, "2 ranks x 1 request",
+        "        else:\n            self._all_reduce(ready_counts, torch.distributed.ReduceOp.MIN)\n",
+        "        else:\n            self._all_reduce(ready_counts, torch.distributed.ReduceOp.MAX)\n",
+        "progress", "stalls in its drain"),
     # ---- PP (unified_radix_cache.py)
     # the later stage receives under another subsystem's tag: the first stage's counts never arrive
     "pp_recv_under_the_grammar_tag": (
