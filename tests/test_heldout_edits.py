@@ -8,7 +8,9 @@ release cannot be fetched) and run with check_tree on the one case of 0.5.23's o
 runs. Each must be caught with the property it breaks and the words of its consequence: none may
 get the release's verdicts. The edits the trial found escaping are caught by the checks added for
 them (worlds/ack_drain/occupancy.py: the prefetch budget's books; worlds/deadlines.py: the deadline
-restarted at a later blocked check)."""
+restarted at a later blocked check, a lookup after the deadline expired; worlds/ack_drain/retry_judge.py
+with waiting_queue.py: the re-issues counted by the stand-in, a declined lookup never retried;
+stand_ins/sidecar_pools.py: a free's pool argument) and the cases added for them."""
 
 from __future__ import annotations
 
@@ -53,6 +55,26 @@ EDITS = {
         PIPE, "1 rank, host_memory_mode=buffer_only, 1 page on the device (anchor locked)",
         "        self._cache.tree_core.dec_full_pin(lock.node_id)\n        self.anchor_locked_tokens_ -= lock.tokens\n",
         "        self._cache.tree_core.dec_full_pin(lock.node_id)\n", "anchor_release", "1 tokens"),
+    # ---- retries (scheduler.py, storage_prefetch.py)
+    # pop_ready lets a paced retry through at the cap (escaped: no case reached the cap by pop_ready)
+    "pop_ready_cap_off_by_one": (
+        RETRIES, "1 rank x 3 requests, retries: device match lost, rate-limited to one, a cap of 1",
+        "            if req.storage_prefetch_retry_attempts >= max_attempts:\n",
+        "            if req.storage_prefetch_retry_attempts > max_attempts:\n", "progress", "past the re-issue cap"),
+    # a re-issue never counted against the budget (escaped: the judge read the counter the edit
+    # stops; retry_judge.py now counts the scheduler's re-issues itself)
+    "retry_attempt_not_counted": (
+        SCHED, "1 rank x 3 requests, retries: device match lost, rate-limited to one, a cap of 1",
+        "        req.storage_prefetch_retry_attempts += 1\n        max_attempts = get_memory()",
+        "        max_attempts = get_memory()", "progress", "re-issued 2 times"),
+    # a rate-limited lookup arms no paced retry: the request is never re-queried (escaped: the
+    # retry world's poll now judges that a declined request behind the head is re-issued)
+    "rate_limited_never_retried": (
+        URC, "1 rank x 3 requests, retries: rate-limited to one, one admitted a round",
+        "            # Paced: the limiter clears as transfers finish, not on the next pass.\n"
+        "            self.storage_prefetch_retries.poll_miss(req_id, storage_hit_end)\n",
+        "            # Paced: the limiter clears as transfers finish, not on the next pass.\n",
+        "progress", "a prefetch lost"),
     # ---- readmission / abort / revoke (unified_radix_cache.py)
     # an abort after pages were fetched releases none of them (escaped: no case aborted after a
     # progress ACK; the case "aborted by its client in round 2" added for it)
@@ -60,6 +82,13 @@ EDITS = {
         URC, "1 rank, aborted by its client in round 2 (pages fetched)",
         "            info.host_indices[:completed_tokens],\n", "            info.host_indices[:0],\n",
         "host_memory", "still held by no one"),
+    # an abort leaves the request's paced retry armed (escaped: no case aborted with a retry armed)
+    "abort_keeps_the_paced_retry": (
+        URC, "1 rank x 2 requests, retries: rate-limited to one, aborted in round 1",
+        "        self.prefetch_loaded_storage_start_by_reqid.pop(request, None)\n"
+        "        self.storage_prefetch_retries.cancel(rid)\n",
+        "        self.prefetch_loaded_storage_start_by_reqid.pop(request, None)\n",
+        "request_release", "a retry still armed"),
     # a retired or revoked prefetch keeps its anchor's host lock
     "retire_keeps_the_anchor_lock": (
         URC, "2 ranks, rank 0 has no hits",
@@ -79,6 +108,21 @@ EDITS = {
         "            self.prefetch_stop_policy == \"timeout\"\n"
         "            and operation.handle not in self._storage_prefetch_wait\n        ):",
         "            self.prefetch_stop_policy == \"timeout\"\n        ):", "progress", "started again"),
+    # the expiry's mark made only under best_effort: the expired request is re-issued (escaped:
+    # no case re-issued after a deadline cut; deadlines.py judges a lookup after the expiry)
+    "deadline_expiry_not_marked": (
+        URC, "1 rank, retries under timeout: device match lost, re-issued after the deadline cut",
+        "            if self.prefetch_stop_policy == \"timeout\":\n"
+        "                self._mark_prefetch_deadline_expired(operation)\n",
+        "            if self.prefetch_stop_policy == \"best_effort\":\n"
+        "                self._mark_prefetch_deadline_expired(operation)\n",
+        "progress", "issued after its deadline expired"),
+    # the wait record not marked expired: prefetch_from_storage no longer refuses the re-issue
+    "deadline_expiry_not_recorded": (
+        URC, "1 rank, retries under timeout: device match lost, re-issued after the deadline cut",
+        "            operation.handle, _StoragePrefetchWait()\n        ).expired = True\n",
+        "            operation.handle, _StoragePrefetchWait()\n        ).expired = False\n",
+        "progress", "issued after its deadline expired"),
     # ---- host eviction (hybrid_cache_controller.py)
     # evict_host asked only with a shared arena: the held pages are never evicted for the hit
     "evicts_only_with_a_shared_arena": (
@@ -93,6 +137,23 @@ EDITS = {
         "        return host_indices, alloc_len\n",
         "            host_indices = self.alloc_prefetch_host_buffers(operation, alloc_len)\n"
         "        return host_indices, hit_tokens\n", "wait_complete_delivers", "room for 1"),
+    # ---- sidecar pools (unified_radix_cache.py)
+    # a sidecar's release queue freed without its pool name: the SWA slots go to the KV pool
+    # (escaped: the stand-in crashed; sidecar_pools.py's group judges the pool argument)
+    "extra_release_into_the_kv_pool": (
+        URC, "1 rank, sidecars=swa, host pool of 1 page (the window shrinks in IO)",
+        "                    cc.mem_pool_host.free(\n                        torch.cat(host_indices_list, dim=0), pool=pool_name\n"
+        "                    )\n",
+        "                    cc.mem_pool_host.free(torch.cat(host_indices_list, dim=0))\n",
+        "host_memory", "freed into the wrong pool"),
+    # ---- the drain's agreed counts (unified_radix_cache.py)
+    # the ready counts MAX-reduced: a rank pops more than it holds and its scheduler waits in the
+    # drain (escaped: a wait the threads later satisfy; queues.py judges a first-stage drain's wait)
+    "ready_counts_max": (
+        URC, "2 ranks x 1 request",
+        "        else:\n            self._all_reduce(ready_counts, torch.distributed.ReduceOp.MIN)\n",
+        "        else:\n            self._all_reduce(ready_counts, torch.distributed.ReduceOp.MAX)\n",
+        "progress", "stalls in its drain"),
     # ---- PP (unified_radix_cache.py)
     # the later stage receives under another subsystem's tag: the first stage's counts never arrive
     "pp_recv_under_the_grammar_tag": (

@@ -40,6 +40,9 @@ class World:
     labels: dict[int, str] = field(default_factory=dict)  # id(object) -> stable label
     counters: dict[str, int] = field(default_factory=dict)
     draining: dict = field(default_factory=dict)  # rank -> the operation its drain last took (identity.py)
+    # rank -> whether its scheduler's drain may wait in a blocking get by design (the ack-drain world
+    # sets it: PP stages after the first take the first stage's counts); None: not judged
+    drain_may_block: Optional[Callable[[int], bool]] = None
 
     def register(self, part) -> None:
         self.baton.touch("world.parts")  # the order of the parts is the order of the state key's

@@ -19,6 +19,11 @@ class QueueFactory:
         return Queue(self.world, name or self.world.name_object(object(), "queue"))
 
 
+DRAIN_WAITS = ("the scheduler stalls in its drain until its storage threads catch up with the fastest rank: "
+               "every request on the rank, running ones included, waits on storage IO, and a rank whose threads "
+               "never deliver hangs")
+
+
 class Queue:
     def __init__(self, world, name: str):
         self.world, self.name, self.items = world, name, deque()
@@ -43,6 +48,7 @@ class Queue:
 
     def get(self, block: bool = True, timeout=None):
         if block:
+            self._judge_drain_wait()
             self._point("get", lambda: bool(self.items))
         else:
             self._point("get_nowait")
@@ -57,6 +63,20 @@ class Queue:
         elif me is not None and self.name.endswith(".ack_prefetch_queue"):
             self.world.draining[me.rank] = getattr(item, "operation", None)
         return item
+
+    def _judge_drain_wait(self) -> None:
+        """The ack-drain scheduler pops from its queues exactly the count its ranks agreed (the
+        MIN of their sizes, _sync_hicache_ready_counts), which each rank holds: its drain never
+        waits. A scheduler of the first PP stage about to wait in a get on an empty queue drains
+        more than it holds: it stalls until its own storage threads catch up with another rank."""
+        world, me = self.world, self.world.baton.current()
+        if (self.items or world.drain_may_block is None or me is None or me.role != "scheduler"
+                or world.drain_may_block(me.rank)):
+            return
+        from prefetch_check.model.code.stand_ins.errors import caller_site
+
+        world.fault("progress", f"rank {me.rank}: the scheduler waits in a blocking get on its empty {self.name}: "
+                    "its drain pops more than the ranks agreed it holds", DRAIN_WAITS, caller_site(world.baton.roots))
 
     def get_nowait(self):
         return self.get(block=False)

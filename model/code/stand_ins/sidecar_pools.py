@@ -10,7 +10,12 @@ it judges its own double frees, frees of slots the tree owns, and keeps what IO 
 from __future__ import annotations
 
 from prefetch_check.model.code.stand_ins.context import Strict
-from prefetch_check.model.code.stand_ins.host_pool import HostPool
+from prefetch_check.model.code.stand_ins.host_pool import FREE, HELD, HostPool
+from prefetch_check.model.code.stand_ins.torch_stub import Tensor
+
+WRONG_POOL = ("pages freed into the wrong pool: the sidecar pool never gets them back (it shrinks with every "
+              "such prefetch) and the KV pool's free list gets slots it does not own, which it hands out over "
+              "live KV (wrong KV data) or past its end")
 
 
 class SidecarHostPool(HostPool):
@@ -82,8 +87,26 @@ class HostPoolGroup(Strict):
         return self.kv.available_size()
 
     def free(self, indices, pool=None) -> None:
+        """Free into the named pool (the KV pool when none is named). Slots the KV pool does not
+        have, or has free while a sidecar pool holds them, are a sidecar's freed into the KV pool
+        (a release that lost its pool argument): judged, not freed (upstream's pool would append
+        them to its free list)."""
         target = self.kv if pool is None or pool == self.anchor_entry.name else self.entry_map[pool].host_pool
-        target.free(indices)
+        if target is not self.kv:
+            target.free(indices)
+            return
+        stray = [i for i in indices.data if not 0 <= i < self.kv.size
+                 or (self.kv.status[i] == FREE and any(p.status[i] == HELD for p in self._holding(i)))]
+        target.free(Tensor([i for i in indices.data if i not in stray]))
+        if stray:
+            owners = sorted({p.pool_name for i in stray for p in self._holding(i)}) or ["no"]
+            current = self.world.baton.current()
+            self.world.fault("host_memory", f"host slots {stray} of the {', '.join(owners)} pool freed into the KV "
+                             "pool (the free names no pool)", WRONG_POOL, current.point.site if current else "?")
+
+    def _holding(self, i: int) -> list:
+        """The sidecar pools that hold slot i (allocated, not freed)."""
+        return [e.host_pool for e in self.entries[1:] if i < e.host_pool.size and e.host_pool.status[i] == HELD]
 
     def layout_lease(self):
         return self.kv.layout_lease()

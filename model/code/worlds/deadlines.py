@@ -30,6 +30,10 @@ PAST_DEADLINE = ("the request waits past its deadline: the timeout policy no lon
                  "request waits for storage")
 
 
+REFETCHED = ("the request waits past its deadline for a storage lookup issued after it expired: an expired "
+             "deadline no longer refuses re-issues, so the timeout no longer bounds the request's wait")
+
+
 RESTARTED = ("the deadline restarts at every blocked check: a request polled more often than its timeout never "
              "expires, so the timeout policy no longer bounds its wait for storage")
 
@@ -96,6 +100,7 @@ class OwnDeadlineAdmits(Deadlines):
         self.seen = {r.index: 0 for r in run.ranks}  # the firings a rank's scheduler saw at its last round
         self.checked: dict[int, set] = {r.index: set() for r in run.ranks}  # (request, issue) checked once
         self.budgets: dict[tuple[int, int], object] = {}  # (rank, request) -> the wait timer its first blocked check started
+        self.expired: set[tuple[int, int]] = set()  # (rank, request) whose deadline expired at a check, not admitted since
 
     # ---- the policy's promise, judged at each check of the rank whose clock fired
     def check(self, rank, q: int, handle, check) -> bool:
@@ -107,10 +112,20 @@ class OwnDeadlineAdmits(Deadlines):
         i = rank.index
         due = self.pending.get((i, q))
         fired = due is not None and self.clock.epoch.get(i, 0) > due  # before this check began: it reads a passed time
+        if (i, q) in self.expired and handle in rank.cache.ongoing_prefetch and self._per_request(rank):
+            self.expired.discard((i, q))  # judged once
+            self.run.world.fault("progress", f"rank {i}: req{q} has a storage lookup in flight issued after its "
+                                 "deadline expired, before it was admitted", REFETCHED, self._site(rank))
+        # a cut is remembered only where the tree keeps one deadline per request (else the state key
+        # would grow by what nothing judges: 0.5.19-0.5.22's figures stay)
+        cutting = (fired and handle in rank.cache.ongoing_prefetch and not self._landed(rank, handle)
+                   and self._per_request(rank))
         admitted, (read, at) = self._read_in(i, check)
         if admitted:
             self.pending.pop((i, q), None)
             self.budgets.pop((i, q), None)
+            if cutting:  # this check cut the prefetch at its deadline
+                self.expired.add((i, q))
             return admitted
         if fired and not self._landed(rank, handle):  # landing only grows: not landed now, not during the check
             self.run.world.fault("progress", f"rank {i}: req{q} still waits at the first check after its deadline "
@@ -119,6 +134,20 @@ class OwnDeadlineAdmits(Deadlines):
         if read:  # this check read the clock: a deadline may run from here
             self.pending[(i, q)] = at
         return admitted
+
+    @staticmethod
+    def _per_request(rank) -> bool:
+        """Whether the tree keeps one admission deadline per request (0.5.23's wait records,
+        started by `_start_storage_prefetch_wait`: "refetches keep this budget", and
+        prefetch_from_storage refuses a re-issue while it is expired). Before, each lookup had its
+        own deadline from its issue (0.5.19-0.5.22), so a re-issue after a cut started a new,
+        bounded wait by design. (The harness gives every tree an empty wait record dict.)"""
+        return hasattr(type(rank.cache), "_start_storage_prefetch_wait")
+
+    def admitted(self, rank, q: int) -> None:
+        """Request q left rank's waiting queue (a retry world's admission): a retracted request's
+        next lookup starts over."""
+        self.expired.discard((rank.index, q))
 
     def _same_budget(self, rank, q: int, handle) -> None:
         """0.5.23's admission deadline runs from the request's first blocked check and survives
@@ -177,7 +206,8 @@ class OwnDeadlineAdmits(Deadlines):
 
     def key(self) -> tuple:
         checked = tuple(sorted((r, tuple(sorted(s))) for r, s in self.checked.items()))
-        return self.clock.key(), tuple(sorted(self.seen.items())), checked, tuple(sorted(self.pending.items()))
+        return (self.clock.key(), tuple(sorted(self.seen.items())), checked, tuple(sorted(self.pending.items())),
+                tuple(sorted(self.expired)))
 
 
 class EveryDeadlineAdmits(Deadlines):

@@ -40,6 +40,8 @@ class Run(WorldRun):
         holder.transfer_parts = {}  # transfer_hooks.py: with sidecar pools, each rank's transfers (sidecars.attach)
         super().__init__(modules, config, holder, roots)
         self.deadlines = self.DEADLINES(self) if config.explores_clock() else None  # timeout: firing is a choice
+        # the drain's agreed counts never make a first-stage scheduler wait (stand_ins/queues.py)
+        self.world.drain_may_block = lambda i: getattr(self.ranks[i].cache, "pp_rank", 0) != 0
 
     # ---- building
     def _build(self, i: int) -> Rank:

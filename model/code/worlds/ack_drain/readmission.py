@@ -22,7 +22,7 @@ def scheduler_of(run, rank) -> SchedulerStandIn:
     """Rank's scheduler object, with the tree's methods; a release without them is not modelled."""
     cfg = run.config
     srt = Path(run.modules[CACHE].__file__).resolve().parents[1]
-    sch = SchedulerStandIn(srt, rank.cache, cfg.retry_interval, cfg.retry_attempts)
+    sch = SchedulerStandIn(srt, rank.cache, cfg.retry_interval, cfg.retry_attempts, run.baton.observe)
     missing = [n for n in NEEDED if not sch.has(n)]
     if missing or getattr(rank.cache, "storage_prefetch_retries", None) is None:
         raise NotModelled(f"Scheduler.{(missing or ['storage_prefetch_retries'])[0]} (the retry world runs "
@@ -46,6 +46,11 @@ def drive(run, rank) -> None:
     def sync() -> None:
         rank.waiting[:] = [r.q for r in sch.waiting_queue]
 
+    deadlines = run.deadlines
+    if deadlines is not None:  # timeout: each check judged by the deadlines (worlds/deadlines.py)
+        sch.check = lambda req: deadlines.check(rank, req.q, req.cache_request_handle,
+                                                lambda: cache.check_prefetch_progress(req.cache_request_handle))
+
     for q in range(cfg.requests):
         req = request(q)
         sch._add_request_to_queue(req)
@@ -54,6 +59,8 @@ def drive(run, rank) -> None:
     readmitted = [0] * cfg.requests
     while True:
         run.enter_round(rank)
+        if deadlines is not None:
+            deadlines.round_starts(rank)
         cache.check_hicache_events()
         sch._process_storage_prefetch_retries()
         if rank.rounds == cfg.abort_round:  # SCH's abort path: _release_aborted_request -> tree_cache.finish
@@ -73,6 +80,8 @@ def drive(run, rank) -> None:
             rank.resolved[q] = min(rank.resolved.get(q, held), held)  # the shortest admission is judged
             rank.admitted_round.setdefault(q, rank.rounds)  # the ranks' first admissions must agree
             run.baton.observe(f"admitted req{q} with {held} tokens in the host tree")
+            if deadlines is not None:
+                deadlines.admitted(rank, q)
             if readmitted[q] < cfg.readmissions:  # retracted: SCH re-adds it to the queue
                 readmitted[q] += 1
                 sch._add_request_to_queue(req, True)

@@ -9,7 +9,15 @@ properties, at the end of a run where every request was admitted or aborted:
   leftover;
 - progress: the retry policy's bound, StoragePrefetchRetries' own contract ("a request past its
   re-issue budget is admitted with what the device holds"): no request re-issued more often
-  than hicache_storage_prefetch_retry_max_attempts (CodeConfig.retry_attempts)."""
+  than hicache_storage_prefetch_retry_max_attempts (CodeConfig.retry_attempts) since it entered
+  the waiting queue (a retracted request starts over, as _add_request_to_queue resets it). The
+  re-issues are counted by the scheduler stand-in at each _retry_storage_prefetch call, not read
+  from the request's storage_prefetch_retry_attempts: a counter the code stops advancing must not
+  hide the re-issues it no longer counts;
+- progress: the retry policy's other promise, a lookup the rate limiter declined is retried once
+  the poll interval has passed (prefetch_from_storage: "Paced: the limiter clears as transfers
+  finish"), judged on a request that waited behind the queue head that long with re-issues left
+  (waiting_queue.py's retry poll)."""
 
 from __future__ import annotations
 
@@ -25,6 +33,8 @@ PAST_CAP = ("storage lookups past the re-issue cap: the retry policy no longer b
 # records of an admitted request, so only aborted requests are judged by them)
 HELD_BY_REQUEST = ("ongoing_prefetch", "_storage_prefetch_wait", "prefetch_loaded_tokens_by_reqid",
                    "prefetch_loaded_storage_start_by_reqid")
+MISSED = ("a prefetch lost: a request the rate limiter declined is admitted without the storage lookup the "
+          "retry policy promises once the limiter clears (slower but correct output)")
 NOT_RETRIES = "the scheduler's retry path: CodeConfig(retries=True)"
 
 
@@ -41,10 +51,13 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
             continue
         cache, waiting = sch.tree_cache, sch.waiting_queue
         for req in sch.sent:
-            if req.storage_prefetch_retry_attempts > cap:
-                out.append(Finding("progress", f"rank {rank.index}: req{req.q} re-issued "
-                                   f"{req.storage_prefetch_retry_attempts} times, past the cap of {cap}",
-                                   PAST_CAP, "", steps))
+            if req.reissued > cap:
+                out.append(Finding("progress", f"rank {rank.index}: req{req.q} re-issued {req.reissued} times "
+                                   f"since it entered the waiting queue, past the cap of {cap}", PAST_CAP, "", steps))
+            if req.retry_missed:
+                out.append(Finding("progress", f"rank {rank.index}: req{req.q}'s lookup was declined by the rate "
+                                   "limiter and it waited behind the queue head past its retry interval with "
+                                   "re-issues left, never re-queried", MISSED, "", steps))
         rids = {r.rid for r in waiting}
         for rid in sorted(getattr(cache.storage_prefetch_retries, "_pending", {})):
             if rid not in rids:

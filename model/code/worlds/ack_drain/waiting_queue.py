@@ -39,6 +39,9 @@ class Req:
         self.page_size, self.device_pages = page_size, device_pages
         self.device_lost = False  # the device match was evicted while the request waited
         self.storage_prefetch_retry_attempts = 0
+        self.reissued = 0  # our own count of _retry_storage_prefetch calls since it entered the queue (retry_judge.py)
+        self.declined = None  # retry polls it waited behind the head since the rate limiter declined its lookup
+        self.retry_missed = False  # it waited behind the head past its retry's pacing, budget left, not re-queried
         self.storage_prefetch_last_match_len = None
         self.staged_prefetch_plan = None
         self.prefix_len = self.host_hit_length = 0
@@ -69,8 +72,11 @@ class Req:
 class SchedulerStandIn:
     """The scheduler object: the attributes the tree's methods read, the methods bound from the tree."""
 
-    def __init__(self, srt, cache, poll_interval: int, max_attempts: int):
+    def __init__(self, srt, cache, poll_interval: int, max_attempts: int, observe=lambda what: None):
         self.tree_cache = cache
+        self.poll_interval, self.max_attempts = poll_interval, max_attempts
+        self.check = lambda req: cache.check_prefetch_progress(req.cache_request_handle)  # the world may judge it
+        self.observe = observe  # the scheduler thread's observation (our re-issue count enters the state key)
         self.waiting_queue: list[Req] = []
         self.sent: list[Req] = []  # every request the client sent (retry_judge.py judges them at the end)
         self.aborted: list[Req] = []  # the requests the client aborted
@@ -96,9 +102,22 @@ class SchedulerStandIn:
         return False
 
     def _prefetch_kvcache(self, req, storage_hit_end=None):
-        return self.call("_prefetch_kvcache", req, storage_hit_end)
+        """The tree's issue; a lookup the rate limiter declined (the cache's own outcome count)
+        starts the wait its paced retry is judged on."""
+        stats = getattr(self.tree_cache, "_prefetch_outcome_stats", None) or {}
+        before = stats.get("declined_rate_limited", 0)
+        out = self.call("_prefetch_kvcache", req, storage_hit_end)
+        req.declined = 0 if stats.get("declined_rate_limited", 0) > before else None
+        if req.declined is not None:
+            self.observe(f"req{req.q}'s lookup declined by the rate limiter")
+        return out
 
     def _retry_storage_prefetch(self, req, storage_hit_end=None):
+        """The tree's re-issue, counted here (the retry budget's judge must not trust the counter
+        the code under test keeps)."""
+        req.reissued += 1
+        req.declined = None
+        self.observe(f"req{req.q} re-issued ({req.reissued})")
         return self.call("_retry_storage_prefetch", req, storage_hit_end)
 
     def _prefetch_after_device_hit_loss(self, req):
@@ -108,9 +127,27 @@ class SchedulerStandIn:
         return self.call("_release_aborted_request", req)
 
     def _process_storage_prefetch_retries(self):
-        return self.call("_process_storage_prefetch_retries")
+        """The tree's retry poll. The retry policy's promise, judged here: a request whose lookup
+        the rate limiter declined and which has waited behind the queue head for the poll interval
+        (storage_prefetch.py paces a miss: due `interval` polls after the first poll that sees it)
+        is re-issued at this poll, unless its re-issue budget is spent. The head's miss is dropped
+        by design ("a speculative miss must never delay the queue head"), so only requests that
+        stayed behind it are judged."""
+        head = self.waiting_queue[0] if self.waiting_queue else None
+        for req in self.waiting_queue:
+            if req.declined is not None:
+                req.declined = None if req is head else req.declined + 1
+        out = self.call("_process_storage_prefetch_retries")
+        for req in self.waiting_queue:
+            if (req.declined is not None and req.declined > self.poll_interval > 0
+                    and req.reissued < self.max_attempts and not req.retry_missed):
+                req.retry_missed = True
+                self.observe(f"req{req.q}'s retry missed")
+        return out
 
     def _add_request_to_queue(self, req, is_retracted=False):
+        if is_retracted:  # a retracted request starts its re-issue budget over (SCH _add_request_to_queue)
+            req.reissued, req.declined = 0, None
         return self.call("_add_request_to_queue", req, is_retracted)
 
     def _finish(self, handle, outcome):
@@ -123,7 +160,7 @@ class SchedulerStandIn:
         """The requests admitted this round: checked in queue order, up to `batch`."""
         admitted = []
         for req in list(self.waiting_queue):
-            if not self.tree_cache.check_prefetch_progress(req.cache_request_handle):
+            if not self.check(req):
                 continue
             req.init_next_round_input(self.tree_cache)
             if self._prefetch_after_device_hit_loss(req):

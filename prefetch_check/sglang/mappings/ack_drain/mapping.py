@@ -32,6 +32,16 @@ RETRY_ENTRY = "matched_len = req.prefix_len + req.host_hit_length"  # _prefetch_
 # it from 0.5.22 on (0.5.20-0.5.21 read prefix_indices; 0.5.19 keeps a missed-rids set): other
 # trees get no retry case, and their edits there are refused by the coverage check
 retry_skip = needs(SCHEDULER, RETRY_ENTRY, "its scheduler's retry path predates the one the retry world models (0.5.22 on)")
+# 0.5.23's admission deadline, one per request (`_start_storage_prefetch_wait`), which refuses a
+# re-issue once expired; before it each lookup had its own deadline from its issue, so a re-issue
+# after a cut starts a new, bounded wait by design and the case below judges nothing new there
+# (on 0.5.22 it was BOUNDED at the case's 120 s under the command's tracer)
+per_request_deadline = needs("mem_cache/unified_radix_cache.py", "def _start_storage_prefetch_wait(",
+                             "a deadline per lookup: the case judges the per-request admission deadline (0.5.23 on)")
+
+
+def retry_and_deadline_skip(srt) -> str:
+    return retry_skip(srt) or per_request_deadline(srt)
 
 
 def _config(**kwargs) -> CodeConfig:
@@ -71,6 +81,26 @@ CASES: tuple[Case, ...] = (
          _config(ranks=1, pages=1, retries=True, abort_round=1), skip=retry_skip),
     Case("1 rank, retries: aborted in round 1, its rid reused by a new request",
          _config(ranks=1, pages=1, retries=True, abort_round=1, rid_reuse=True), skip=retry_skip),
+    # a rate-limited request aborted while its paced retry is armed: the abort must cancel it
+    # (issue 29's held-out edit abort_keeps_paced_retry: no other case aborted with a retry armed).
+    # 38 runs, exhaustive, clean on 0.5.22-0.5.23
+    Case("1 rank x 2 requests, retries: rate-limited to one, aborted in round 1",
+         _config(ranks=1, requests=2, pages=1, retries=True, capacity_pages=1, abort_round=1), skip=retry_skip),
+    # the scheduler's retries under the timeout policy: a prefetch cut at its deadline, then the
+    # device-hit-loss re-issue at the same admission, which 0.5.23's expired admission deadline
+    # refuses (worlds/deadlines.py; issue 29's held-out edits: the expiry not marked, the wait
+    # record not marked expired). 0.5.23: 2,087 runs, exhaustive, 10 s (29 s traced); not run
+    # where each lookup has its own deadline (0.5.22 and before)
+    Case("1 rank, retries under timeout: device match lost, re-issued after the deadline cut",
+         _config(ranks=1, pages=2, retries=True, policy="timeout", lost_device_pages=1),
+         skip=retry_and_deadline_skip),
+    # the re-issue budget reached by both paths at a cap of 1: a device-hit-loss re-issue that is
+    # rate-limited arms a paced retry, which pop_ready must refuse once the cap is spent, while a
+    # request ahead of it is admitted and the head still waits (issue 29's held-out edits: the
+    # cap test off by one, the attempt never counted). 351 runs, exhaustive, clean on 0.5.22-0.5.23
+    Case("1 rank x 3 requests, retries: device match lost, rate-limited to one, a cap of 1",
+         _config(ranks=1, requests=3, pages=2, retries=True, lost_device_pages=1, capacity_pages=1, batch=1,
+                 retry_attempts=1), skip=retry_skip),
 ) + BUFFER_CASES + HOST_PRESSURE_CASES + SIDECAR_CASES + PP_CASES
 
 MAPPING = Mapping(protocol=PROTOCOL, acks="ack+sync-thread", release_options=release_options,
