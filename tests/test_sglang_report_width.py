@@ -133,8 +133,13 @@ def test_a_release_with_its_code_executed_fits_too(session_cache, capsys, monkey
         return dataclasses.replace(found, conformance=kit)
 
     def fast_cases(protocol):
+        """The two cases, the readmission one judging operation_identity up to its violation (its
+        exhaustive search of every property, under the command's tracer, is a minute)."""
         found = whole_mapping(protocol)
-        return dataclasses.replace(found, cases=tuple(c for c in found.cases if c.name in fast))
+        cut = [c if c.name != fast[1] else dataclasses.replace(
+            c, judges=("operation_identity",), limits=dataclasses.replace(c.limits, stop_on=("operation_identity",)))
+            for c in found.cases if c.name in fast]
+        return dataclasses.replace(found, cases=tuple(cut))
 
     monkeypatch.setattr(conformance_checks, "pack", one_budget)
     monkeypatch.setattr(code_checks, "mapping", fast_cases)
