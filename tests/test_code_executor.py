@@ -49,7 +49,7 @@ def test_0_5_23_is_clean_and_exhausted_at_one_request(ranks):
     result = check_tree(release("0.5.23"), CodeConfig(ranks=ranks), LIMITS)
     assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
     assert clean(result), result.verdicts
-    # more than a handful of schedules (DPOR at one rank: 21 runs, 127 states; 2 ranks: 416, 1,135)
+    # more than a handful of schedules (DPOR at one rank: 21 runs, 127 states; 2 ranks: 408, 1,135)
     assert result.verdicts["operation_identity"] == "NOT JUDGED" and result.runs > 15 and result.states > 100
 
 

@@ -53,7 +53,11 @@ class Managed:
     error: Optional[tuple[str, str, str]] = None  # (exception, site, traceback) when it died
     thread: Optional[greenlet.greenlet] = None
     starts: bool = True  # parks at "start" before its target (False: its target's first point is its first choice)
-    touches: tuple = ()  # objects every step of this thread writes (the scheduler: the round gate's inputs)
+    touches: tuple = ()  # objects every step of this thread writes (the scheduler: its loop's own state)
+    # objects a step writes only when it leaves or reaches a point labelled in `edge_labels`, or
+    # ends the thread (the ack-drain scheduler: the round gate's inputs, which change only there)
+    edge_touches: tuple = ()
+    edge_labels: frozenset = frozenset()
 
 
 @dataclass
@@ -122,8 +126,9 @@ class Baton:
 
     # ---- the driver's side
     def spawn(self, name: str, rank: int, role: str, target: Callable[[], None], starts: bool = True,
-              touches: tuple = ()) -> None:
-        self.threads.append(Managed(name, rank, role, target, starts=starts, touches=touches))
+              touches: tuple = (), edge_touches: tuple = (), edge_labels: frozenset = frozenset()) -> None:
+        self.threads.append(Managed(name, rank, role, target, starts=starts, touches=touches,
+                                    edge_touches=edge_touches, edge_labels=edge_labels))
 
     def run(self, decide: Callable[[], Optional[Managed]]) -> None:
         """Start every thread (each parks at its start), then run the steps `decide` picks until it
@@ -145,6 +150,9 @@ class Baton:
                 self.stepping = True
                 m.thread.switch()
                 self.stepping = False
+                if m.edge_touches and (record.label in m.edge_labels or m.status != "parked"
+                                       or m.point.label in m.edge_labels):
+                    self.writes.update(m.edge_touches)
                 if self.settled is not None:
                     reads, writes = self.settled()
                     self.reads.update(reads)

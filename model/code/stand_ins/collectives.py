@@ -49,7 +49,8 @@ class Collectives:
         rank = self.rank_of()
         baton = self.world.baton
         baton.point(f"all_reduce({op}) arrive {group.name}")
-        baton.touch(group.name)
+        baton.touch(arrival(group, rank))
+        baton.touch(left(group, rank), write=False)  # its call number (a rebase may move it: RelativeGroup)
         n = group.calls[rank]
         site = baton.current().point.site if baton.current() else "?"
         entry = (site, str(op), len(tensor.data))
@@ -58,13 +59,15 @@ class Collectives:
         mates = [a for r, a in arrived.items() if r != rank]
         if any(m[:3] != entry for m in mates):
             other = next(m for m in mates if m[:3] != entry)
+            for r in arrived:  # the fault depends on which peer came first: the arrivals race here
+                baton.touch(arrival(group, r), write=False)
             self.world.fault("tp_agreement", f"{group.name} call {n}: rank {rank} arrives from {site} ({op}, "
                              f"{len(tensor.data)} values) while a peer is in {other[0]} ({other[1]}, {other[2]} values)",
                              "ranks disagree on which collective they are in: a hang or mixed-up data on a real cluster", site)
         baton.observe(f"arrive {group.name}#{n}")
         baton.point(f"all_reduce({op}) leave {group.name}", lambda: len(group.arrived.get(n, {})) == len(group.ranks),
-                    (group.name,))
-        baton.touch(group.name)
+                    arrivals(group))
+        baton.touch(left(group, rank))
         values = [a[3] for a in group.arrived[n].values()]
         reduce = {"MIN": min, "MAX": max, "SUM": sum, "BARRIER": min}[str(op)]
         width = min(len(v) for v in values)
@@ -74,3 +77,22 @@ class Collectives:
             del group.arrived[n]
         baton.observe(f"reduced {tensor.data}")
         return None
+
+
+def arrival(group: Group, rank: int) -> str:
+    """Rank `rank`'s arrivals at `group` in a step's footprint. Each rank's arrival and leave are
+    its own: two ranks' arrivals commute, and so do their leaves (the last one out drops the call
+    nobody waits on any more); a leave reads every arrival (what enables it, what it reduces)."""
+    return f"{group.name}.arrived{rank}"
+
+
+def left(group: Group, rank: int) -> str:
+    """Rank `rank`'s completed calls of `group` (what its leave writes) in a step's footprint."""
+    return f"{group.name}.left{rank}"
+
+
+def arrivals(group: Group) -> tuple:
+    names = group.__dict__.get("_pc_arrivals")
+    if names is None:
+        names = group._pc_arrivals = tuple(arrival(group, r) for r in group.ranks)
+    return names

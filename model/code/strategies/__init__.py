@@ -32,7 +32,7 @@ def make(limits, ranks: int = 1):
     the reduction unless `limits.reduce` is off. "auto" (the default) is DPOR on a world of one
     rank and the sleep sets under the world's persistent set on more: `ranks` (the configuration's),
     since ranks that share only collectives and the round gate are what that set prunes best
-    (0.5.23 2x1: 416 runs against DPOR's 7,525; 1x1 prefetched again, best_effort: DPOR 3,738
+    (0.5.23 2x1: 408 runs against DPOR's 1,148; 1x1 prefetched again, best_effort: DPOR 3,738
     against 17,267; docs/benchmark.md)."""
     from prefetch_check.model.code.strategies.reduce import Reduced
 

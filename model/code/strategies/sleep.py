@@ -4,9 +4,10 @@ exhaustive search (dfs.py) that skips schedules which only reorder independent s
 Each step records its footprint (rt/baton.py: the shared objects it read and wrote, and what its
 point's `enabled` reads). Two steps are dependent when one writes an object the other touches;
 a step that can enable or disable another touches what that one's guard reads (a put and a
-blocked get both write the queue, an arrive and a leave both write the collective's group, every
-scheduler step writes what the round gate reads), so independence means each leaves the other
-enabled and unchanged, and running them in either order reaches the same state.
+blocked get both write the queue, an arrival writes what a peer's leave reads, a scheduler's step
+that reaches or leaves its round gate writes what the other ranks' gates read), so independence
+means each leaves the other enabled and unchanged, and running them in either order reaches the
+same state.
 
 Sleep sets (Godefroid, "Partial-Order Methods for the Verification of Concurrent Systems", 1996,
 ch. 5): when a state's alternatives are explored one after another, the alternatives already

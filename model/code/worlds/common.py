@@ -27,6 +27,18 @@ GATE = "scheduler round"
 GATE_INPUTS = "gate"  # in a step's footprint: what the schedulers' loops keep (rounds, waiting, positions)
 
 
+def gate_side(rank: int) -> str:
+    """What the round gate reads of rank `rank`'s scheduler (its round count, whether it waits at
+    the gate) in a step's footprint: written where that scheduler reaches or leaves its gate."""
+    return f"r{rank}.gate"
+
+
+def scheduler_state(rank: int) -> str:
+    """Rank `rank`'s scheduler loop state (its waiting requests, positions) in a step's footprint:
+    what a deadline's guard reads of it (worlds/deadlines.py)."""
+    return f"r{rank}.scheduler"
+
+
 @dataclass
 class Rank:
     """The objects of one rank, and what its scheduler loop saw."""
@@ -108,11 +120,13 @@ class WorldRun:
 
     # ---- the round gate and the reduction's hook (a world's own: round_enabled(rank), key())
     def gate_guard(self) -> tuple:
-        """What `round_enabled` reads, as footprint names: the schedulers' own state (every step of a
-        scheduler writes GATE_INPUTS), every rank's drained queues and clock."""
+        """What `round_enabled` reads, as footprint names: the schedulers' own state (GATE_INPUTS,
+        which every step of a predicate-poll scheduler and every deadline firing writes; each
+        ack-drain scheduler's `gate_side`, written where it reaches or leaves the gate), every
+        rank's drained queues and clock."""
         guard = self.__dict__.get("_gate_guard")
         if guard is None:
-            guard = self._gate_guard = (GATE_INPUTS,) + tuple(
+            guard = self._gate_guard = (GATE_INPUTS,) + tuple(gate_side(r.index) for r in self.ranks) + tuple(
                 f"r{r.index}.{q}" for r in self.ranks for q in self.DRAINED) + tuple(clocks.name(r.index) for r in self.ranks)
         return guard
 

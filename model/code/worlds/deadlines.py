@@ -23,7 +23,7 @@ from __future__ import annotations
 import inspect
 
 from prefetch_check.model.code.stand_ins.clock import name as clock_name
-from prefetch_check.model.code.worlds.common import GATE_INPUTS
+from prefetch_check.model.code.worlds.common import GATE_INPUTS, scheduler_state
 
 PREFIX = "D"
 PAST_DEADLINE = ("the request waits past its deadline: the timeout policy no longer bounds the time a "
@@ -63,7 +63,8 @@ class Deadlines:
 
     def _thread(self, rank: int) -> None:
         for _ in range(self.budget):
-            self.run.baton.point(label(rank), lambda: self.may_fire(rank), (GATE_INPUTS, clock_name(rank)))
+            self.run.baton.point(label(rank), lambda: self.may_fire(rank),
+                                 (GATE_INPUTS, clock_name(rank), scheduler_state(rank)))  # armed, waiting
             self.clock.fire(rank)
             self.run.baton.observe(f"rank {rank}'s clock passes every deadline it started")
 
@@ -110,6 +111,7 @@ class OwnDeadlineAdmits(Deadlines):
         start_time passed; 0.5.23: the admission deadline, which never fires once the KV landed).
         A check that still waits is a `progress` fault at check_prefetch_progress."""
         i = rank.index
+        self.run.baton.touch(clock_name(i), write=False)  # the judge reads the firings: a firing races with it
         due = self.pending.get((i, q))
         fired = due is not None and self.clock.epoch.get(i, 0) > due  # before this check began: it reads a passed time
         if (i, q) in self.expired and handle in rank.cache.ongoing_prefetch and self._per_request(rank):
@@ -234,6 +236,7 @@ class EveryDeadlineAdmits(Deadlines):
     def fired_since_issue(self, rank: int, q: int) -> bool:
         """Whether rank's clock fired after request q's issue read it: every deadline q's operation
         runs on that rank has passed (until q is admitted there)."""
+        self.run.baton.touch(clock_name(rank), write=False)
         due = self.pending.get((rank, q))
         return due is not None and self.clock.epoch.get(rank, 0) > due
 

@@ -11,7 +11,8 @@ from prefetch_check.model.code.rt import stubs
 from prefetch_check.model.code.stand_ins.components import FullComponent
 from prefetch_check.model.code.stand_ins.sync import Event, Lock
 from prefetch_check.model.code.worlds.ack_drain import readmission, sidecars
-from prefetch_check.model.code.worlds.common import GATE, GATE_INPUTS, ROOT_NODE, Rank, WorldRun  # noqa: F401 (conformance_run)
+from prefetch_check.model.code.worlds.common import (GATE, GATE_INPUTS, ROOT_NODE, Rank, WorldRun,  # noqa: F401 (conformance_run)
+                                                     gate_side, scheduler_state)
 from prefetch_check.model.code.worlds.deadlines import OwnDeadlineAdmits
 
 # Below sglang/srt: the files this world runs as written (those a release lacks are stubbed like the rest).
@@ -125,7 +126,10 @@ class Run(WorldRun):
     # ---- the threads
     def _spawn(self, rank: Rank) -> None:
         i, cc = rank.index, rank.cc
-        self.baton.spawn(f"S{i}", i, "scheduler", lambda: self._scheduler(rank), touches=(GATE_INPUTS,))
+        # what the round gate reads of a scheduler changes only where it reaches or leaves the gate
+        # (round_enabled asks for every scheduler at its gate unless a peer is a round ahead)
+        self.baton.spawn(f"S{i}", i, "scheduler", lambda: self._scheduler(rank), touches=(scheduler_state(i),),
+                         edge_touches=(gate_side(i),), edge_labels=frozenset((GATE,)))
         self.baton.spawn(f"P{i}", i, "prefetch", cc.prefetch_thread_func)
         self.baton.spawn(f"IO{i}", i, "io", cc.prefetch_io_aux_func)
         self.baton.spawn(f"Y{i}", i, "sync", cc.prefetch_sync_thread_func)

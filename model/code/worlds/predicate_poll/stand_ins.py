@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from queue import Empty
 
-from prefetch_check.model.code.stand_ins.collectives import Group
+from prefetch_check.model.code.stand_ins.collectives import Group, left
 from prefetch_check.model.code.stand_ins.context import Strict
 from prefetch_check.model.code.stand_ins.host_pool import HostPool
 from prefetch_check.model.code.stand_ins.queues import Queue
@@ -164,7 +164,8 @@ class RelativeGroup(Group):
         test never sees the number; the pairing of calls is the same relative to any base."""
         base = min(self.calls.values())
         moved = bool(base) and not self.arrived
-        self.world.baton.touch(self.name, write=moved)  # an arriving thread reads the call number
+        for r in self.ranks:  # an arriving thread reads every rank's call number (a move writes them)
+            self.world.baton.touch(left(self, r), write=moved)
         if moved:
             self.calls = {r: c - base for r, c in self.calls.items()}
 
