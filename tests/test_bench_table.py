@@ -11,9 +11,10 @@ from prefetch_check.bench_table import TABLE_ROWS, executed_counts
 def test_the_table_row_runs_only_when_named():
     assert bench.select_table_rows(None) == []
     assert bench.select_table_rows(["startup"]) == []
-    assert [r.key for r in bench.select_table_rows(["table"])] == ["sglang-table"]
+    assert [r.key for r in bench.select_table_rows(["table"])] == ["sglang-table", "sglang-table-ack-drain"]
     assert [r.key for r in bench.select_table_rows(["sglang-table"])] == ["sglang-table"]
     assert TABLE_ROWS[0].command == "prefetch-check sglang 0.5.1..0.5.23 -j 2"
+    assert TABLE_ROWS[1].command == "prefetch-check sglang 0.5.19..0.5.23 -j 2"
 
 
 def test_the_table_row_is_a_known_row_name():
