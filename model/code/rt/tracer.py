@@ -112,6 +112,31 @@ class Tracer:
         }
 
 
+def merged(answers: list[Optional[dict]]) -> Optional[dict]:
+    """One answer for several children's (the conformance check runs one child per
+    configuration): lines united, per span the runs added and the load's mark kept."""
+    answers = [a for a in answers if a]
+    if not answers:
+        return None
+    lines: dict[str, set] = {}
+    spans: dict[str, dict[tuple, list]] = {}
+    for a in answers:
+        for rel, got in a.get("lines", {}).items():
+            lines.setdefault(rel, set()).update(got)
+        for rel, entries in a.get("counted", {}).items():
+            for e in entries:
+                slot = spans.setdefault(rel, {}).setdefault(tuple(e["span"]), [0, False])
+                slot[0] += e["runs"]
+                slot[1] = slot[1] or e["load"]
+    return {
+        "runs": sum(a.get("runs", 0) for a in answers),
+        "contexts": any(a.get("contexts") for a in answers),
+        "lines": {rel: sorted(got) for rel, got in sorted(lines.items())},
+        "counted": {rel: [{"span": list(span), "runs": n, "load": load} for span, (n, load) in sorted(by.items())]
+                    for rel, by in sorted(spans.items())},
+    }
+
+
 def started(request: dict) -> Optional[Tracer]:
     """The child's tracer, started, when its request asks for coverage ({"coverage": {"count": ...}})."""
     if request.get("coverage") is None:
