@@ -17,10 +17,6 @@ WRONG_POOL = ("pages freed into the wrong pool: the sidecar pool never gets them
               "such prefetch) and the KV pool's free list gets slots it does not own, which it hands out over "
               "live KV (wrong KV data) or past its end")
 
-DERIVED_FREED = ("one allocation released twice: a KV-derived pool shares the KV slots' indices, so releasing its "
-                 "transfer apart puts slots it never allocated on that pool's free list, beside the KV pool's own "
-                 "release of them")
-
 
 class SidecarHostPool(HostPool):
     """One sidecar pool's host slots (its own name in footprints and the state key)."""
@@ -96,12 +92,6 @@ class HostPoolGroup(Strict):
         (a release that lost its pool argument): judged, not freed (upstream's pool would append
         them to its free list)."""
         target = self.kv if pool is None or pool == self.anchor_entry.name else self.entry_map[pool].host_pool
-        if target in self.derived:  # its rows are the KV slots': it allocates nothing, so it frees nothing
-            current = self.world.baton.current()
-            self.world.fault("host_memory", f"host slots {list(indices.data)} freed into the KV-derived {target.pool_name} "
-                             "pool, whose rows are the KV slots' (a derived transfer released apart from the KV "
-                             "allocation it shares)", DERIVED_FREED, current.point.site if current else "?")
-            return
         if target is not self.kv:
             target.free(indices)
             return
