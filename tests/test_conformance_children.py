@@ -1,5 +1,5 @@
-"""The conformance check of `prefetch-check sglang` runs one executor child per configuration
-(conformance_checks.run_conformance): one child for all of them ran past the executor's wall limit
+"""The conformance check of `prefetch-check sglang` runs its configurations CHUNK to an executor
+child (conformance_checks.run_conformance): one child for all of them ran past the executor's wall limit
 under the coverage tracer, and every ack-drain release's check came back "could not run". The
 answers come back in the planned order, the children's coverage as one answer, and a child that
 fails fails the check (nothing cached)."""
@@ -34,18 +34,20 @@ def _check(names: list[str]) -> ConformanceCheck:
     return ConformanceCheck("k-" + "-".join(names), [{"name": n} for n in names], [], protocol="ack-drain")
 
 
-def test_each_configuration_runs_in_its_own_child_and_the_answers_keep_their_order(monkeypatch, tmp_path):
+def test_the_configurations_run_a_chunk_to_a_child_and_the_answers_keep_their_order(monkeypatch, tmp_path):
     calls = []
 
     def child(srt, items, limits, coverage):
         calls.append([i["name"] for i in items])
-        n = items[0]["name"]
-        return [{"name": n, "divergence": None}], _cov({"f.py": [len(n)]}, {}, 1)
+        return ([{"name": i["name"], "divergence": None} for i in items],
+                _cov({"f.py": [len(i["name"]) for i in items]}, {}, len(items)))
 
     monkeypatch.setattr(conformance_checks, "conform_traced", child)
+    monkeypatch.setattr(conformance_checks, "CHUNK", 2)
     one, two = _check(["a", "bb", "ccc"]), _check(["dddd"])
     assert run_conformance([(Path("t1"), one), (Path("t2"), two)], tmp_path, 2) == (0, 2)
-    assert sorted(calls) == [["a"], ["bb"], ["ccc"], ["dddd"]]
+    assert sorted(calls) == [["a", "ccc"], ["bb"], ["dddd"]]  # dealt round-robin over ceil(3 / 2) children
+    assert one.coverage["runs"] == 3
     assert [a["name"] for a in one.answers] == ["a", "bb", "ccc"] and one.coverage["lines"] == {"f.py": [1, 2, 3]}
     assert [a["name"] for a in two.answers] == ["dddd"] and not one.error
     again = _check(["a", "bb", "ccc"])
@@ -59,6 +61,7 @@ def test_a_child_that_fails_fails_its_check_and_nothing_is_cached(monkeypatch, t
         return [{"name": items[0]["name"]}], None
 
     monkeypatch.setattr(conformance_checks, "conform_traced", child)
+    monkeypatch.setattr(conformance_checks, "CHUNK", 1)
     check = _check(["fast", "slow"])
     run_conformance([(Path("t"), check)], tmp_path, 1)
     assert check.error == "the conformance check could not run: the executor's child ran past 330 s and was killed"

@@ -136,11 +136,31 @@ def plan_conformance(srt, options: dict, cases: list[tuple[str, object]], protoc
                             count=dict(count or {}))
 
 
+CHUNK = 4  # configurations per child, at most
+
+
+def _chunks(items: list) -> list[list]:
+    """The configurations dealt round-robin over ceil(n / CHUNK) children: the costly ones (the
+    two-rank and timeout budgets, listed last) land in different children."""
+    n = max(1, -(-len(items) // CHUNK))
+    return [items[j::n] for j in range(n)]
+
+
+def _in_order(parts: list[list]) -> list:
+    """The children's answers back in the planned order (undoes `_chunks`)."""
+    n, out = len(parts), [None] * sum(len(p) for p in parts)
+    for j, part in enumerate(parts):
+        out[j::n] = part
+    return out
+
+
 def run_conformance(checks: list[tuple[object, ConformanceCheck]], cache, jobs: int) -> tuple[int, int]:
-    """Answer every planned check: from the cache, else in the executor's children, one child per
-    configuration (each with the executor's wall limit; together, one child ran past it under the
-    coverage tracer: 0.5.23's budgets alone take 225 s traced on an idle core, and the command adds
-    the scenarios' counterexamples), `jobs` at a time. Returns (from the cache, executed)."""
+    """Answer every planned check: from the cache, else in the executor's children, at most
+    `CHUNK` configurations a child, dealt round-robin, `jobs` children at a time. Each child has
+    the executor's wall limit: one child for them all ran past it under the coverage tracer
+    (0.5.23's 13 budgets alone take 225 s traced on an idle core, and the command adds the
+    scenarios' counterexamples); a child per configuration pays the tree's load that many times.
+    Returns (from the cache, executed)."""
     todo = []
     cached = 0
     for srt, check in checks:
@@ -152,22 +172,23 @@ def run_conformance(checks: list[tuple[object, ConformanceCheck]], cache, jobs: 
             todo.append((srt, check))
 
     def execute(task):
-        srt, check, item = task
+        srt, check, items = task
         try:
-            return conform_traced(srt, [item], LIMITS, {"count": check.count})
+            return conform_traced(srt, items, LIMITS, {"count": check.count})
         except ExecutorError as exc:
             return exc
 
-    tasks = [(srt, check, item) for srt, check in todo for item in check.items]
+    chunks = {id(check): _chunks(check.items) for _, check in todo}
+    tasks = [(srt, check, items) for srt, check in todo for items in chunks[id(check)]]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         results = iter(list(pool.map(execute, tasks)))
     for srt, check in todo:
-        mine = [next(results) for _ in check.items]
+        mine = [next(results) for _ in chunks[id(check)]]
         failed = next((r for r in mine if isinstance(r, ExecutorError)), None)
         if failed is not None:
             check.error = f"the conformance check could not run: {str(failed).splitlines()[0]}"
             continue
-        check.answers = [a for answers, _ in mine for a in answers]
+        check.answers = _in_order([answers for answers, _ in mine])
         check.coverage = merged([cov for _, cov in mine])
         verdict_cache.store(cache, check.key, {"answers": check.answers, "coverage": check.coverage}, FOLDER)
     return cached, len(todo)
