@@ -61,21 +61,21 @@ def test_0_5_23_is_clean_and_exhausted_at_2x1_under_the_gate_without_the_assumpt
 
 @pytest.mark.parametrize("name", sorted(EDITS))
 def test_a_drain_popping_more_than_the_min_is_caught_with_its_consequence(tmp_path, name):
-    """Both edits are caught; the first is searched in full (what else holds), the second up to
-    its first finding (the same drain reached another way)."""
+    """Both edits are caught under the gate without the assumption, up to the first finding: the
+    divergent round runs, so both ranks admit the request, in different rounds (the whole search of
+    the first, 8,394 runs / 39,597 states, finds nothing else: docs/benchmark.md). Under the agreed
+    gate the first is searched in full (721 runs): only progress is found, the peer waiting forever."""
     whole = name == "ack_drain_pops_local"
-    limits = LIMITS if whole else FIRST
     srt = edited(tmp_path, release("0.5.23"), *EDITS[name])
-    found = check_tree(srt, any_gate(ranks=2), limits)
+    found = check_tree(srt, any_gate(ranks=2), FIRST)
     assert found.verdicts["tp_agreement"] == "VIOLATED", found.verdicts
     assert "admits it in rounds" in found.violations["tp_agreement"].message
     assert found.violations["tp_agreement"].schedule
     # the agreed gate never runs the divergent round: the peer waits forever, a progress finding only
-    assumed = check_tree(srt, CodeConfig(ranks=2, round_gate="agreed"), limits)
+    assumed = check_tree(srt, CodeConfig(ranks=2, round_gate="agreed"), LIMITS if whole else FIRST)
     assert assumed.verdicts["progress"] == "VIOLATED", assumed.verdicts
     if whole:
-        assert found.exhaustive and assumed.exhaustive, (found.bound, assumed.bound)
-        assert found.verdicts["progress"] == "VERIFIED"  # the peer's round runs: it is admitted, a round later
+        assert assumed.exhaustive, assumed.bound
         assert assumed.verdicts["tp_agreement"] == "VERIFIED"
 
 

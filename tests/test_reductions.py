@@ -32,7 +32,9 @@ from prefetch_check.model.engine.vouch import hidden_steps
 SCENARIO_DIR = Path(__file__).parent.parent / "scenarios"
 PREDICATES = ("buggy", "fixed")
 SHIPPED_STATE_BUDGET = 150_000  # distinct states of the plain search; above it a case is not compared
-# (the largest compared: 144,299 states; the ranks=8 cases are far past it and skipped, named)
+# (the largest compared: 144,299 states; the ranks=8 cases are far past it and skipped, named, without
+# the search: each spent 7-8.5 s of the suite reaching the budget only to be skipped)
+UNCOMPARED_RANKS = 8
 RANDOM_STATE_BUDGET = 20_000
 
 SCENARIOS = load_scenarios([SCENARIO_DIR])
@@ -70,6 +72,9 @@ def assert_same_verdicts(config, predicate, reduced, reference, where: str, prot
 @pytest.mark.parametrize("index", range(len(PAIRS)), ids=[f"{c.name}-{p}" for _, c, p in PAIRS])
 def test_a_shipped_scenario_has_the_same_verdicts_with_and_without_reductions(index):
     _, case, predicate = PAIRS[index]
+    if case.config.ranks >= UNCOMPARED_RANKS:
+        pytest.skip(f"{case.name} / {predicate}: {case.config.ranks} ranks, past {SHIPPED_STATE_BUDGET:,} states "
+                    "without reductions in every shipped scenario (measured), too large to search in full")
     reference = plain(index)
     if not reference.stats.complete:
         pytest.skip(f"{case.name} / {predicate}: more than {SHIPPED_STATE_BUDGET:,} states without reductions, "

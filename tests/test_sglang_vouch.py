@@ -8,6 +8,7 @@ to one small configuration and one code case (the full budget: tests/test_confor
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -21,7 +22,7 @@ from test_sglang_floor import ACK_SCENARIO, EDITS_0523
 URC = "mem_cache/unified_radix_cache.py"
 
 
-TWO_RANKS = Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 2_000, 100)
+TWO_RANKS = Budget("2 ranks x 1 request", dict(ranks=2, pages=1), 2_000, 100, counterexamples=False)
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def small(monkeypatch):
 def small_with_abort(monkeypatch, small):
     """The abort path replayed too: 0.5.23's recorded abort_barrier=no is read in release_aborted_request."""
     aborted = next(b for b in BUDGETS if b.name == "1 rank, aborted in round 1")
-    use_budgets(monkeypatch, "ack-drain", (TWO_RANKS, aborted))
+    use_budgets(monkeypatch, "ack-drain", (TWO_RANKS, dataclasses.replace(aborted, states=500, near=50, counterexamples=False)))
 
 
 def sglang_json(capsys, cache, tree, *more: str) -> tuple[int, dict, str]:

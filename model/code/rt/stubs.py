@@ -21,7 +21,9 @@ class _PlaceholderMeta(type):
     def __getattr__(cls, name):
         if name.startswith("__") or name.startswith("_pc_"):
             raise AttributeError(name)
-        return placeholder(f"{cls._pc_name}.{name}", cls._pc_roots)
+        value = placeholder(f"{cls._pc_name}.{name}", cls._pc_roots)
+        type.__setattr__(cls, name, value)  # one placeholder a name (a class made anew was 3% of a run)
+        return value
 
     def __getitem__(cls, item):  # Queue[T]-like subscripts in evaluated annotations
         return cls
