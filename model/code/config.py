@@ -94,6 +94,11 @@ class CodeConfig:
                              "retries or host_held_pages (its radix tree's eviction is not modelled)")
         if self.host_memory_mode not in ("cache", "buffer_only"):
             raise ValueError(f"host_memory_mode {self.host_memory_mode!r}: the executor runs cache, buffer_only")
+        if self.host_memory_mode == "buffer_only" and self.retries and (self.readmissions or self.lost_device_pages
+                                                                         or self.rid_reuse):
+            raise ValueError("buffer_only with retries: the device tree's own match and eviction (device_pages, "
+                             "evict_device_round), without readmissions, lost_device_pages or rid_reuse (a "
+                             "retracted staged request is not modelled)")
         if self.host_memory_mode == "cache" and (self.device_pages or self.evict_device_round is not None
                                                  or self.device_room is not None):
             raise ValueError("device_pages, evict_device_round and device_room need host_memory_mode='buffer_only'")

@@ -128,6 +128,7 @@ def _terminal(run, steps: int) -> list[Finding]:
             short = [(r.index, g) for r, g in zip(run.ranks, got) if g is not None and g < want]
             if short:
                 room = f" (the host pool has room for {want})" if want < agreed else ""
-                out.append(Finding("wait_complete_delivers", f"req{q}: admitted with {short} (rank, tokens) in the host "
-                                   f"tree, the ranks agreed on {agreed}{room}", LOST, "", steps))
+                where = getattr(run, "HELD_WHERE", "in the host tree")  # buffer_only: on the device
+                out.append(Finding("wait_complete_delivers", f"req{q}: admitted with {short} (rank, tokens) {where}, "
+                                   f"the ranks agreed on {agreed}{room}", LOST, "", steps))
     return out

@@ -155,13 +155,22 @@ class Run(WorldRun):
                 check = lambda q=q: cache.check_prefetch_progress(rank.handles[q])  # noqa: E731
                 if check() if self.deadlines is None else self.deadlines.check(rank, q, rank.handles[q], check):
                     rank.waiting.remove(q)
-                    rank.resolved[q] = rank.tree.held.get(q, 0)
+                    rank.resolved[q] = self.held_tokens(rank, q)
                     rank.admitted_round[q] = rank.rounds
-                    self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens in the host tree")
+                    self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens {self.HELD_WHERE}")
                     if self.config.reissue and q not in reissued:  # retracted: SCH re-adds it to the queue
                         reissued.add(q)
                         cache.prefetch_from_storage(rank.handles[q], self.anchor(rank), self.tokens(q))
                         rank.waiting.append(q)
+
+    def round_begins(self, rank: Rank) -> None:
+        """What happens outside the prefetch path as a round begins (buffer_only: device eviction)."""
+
+    HELD_WHERE = "in the host tree"  # where an admitted request's tokens are (`held_tokens`)
+
+    def held_tokens(self, rank: Rank, q: int) -> int:
+        """What an admitted request holds: its tokens in the host tree."""
+        return rank.tree.held.get(q, 0)
 
     def _abort_waiting(self, rank: Rank) -> None:
         """SCH's abort path (tree_cache.finish -> release_aborted_request) for every waiting request."""

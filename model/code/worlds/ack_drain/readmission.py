@@ -18,11 +18,12 @@ CACHE = "mem_cache/unified_radix_cache.py"
 NEEDED = ("_prefetch_kvcache", "_add_request_to_queue", "_release_aborted_request") + RETRY
 
 
-def scheduler_of(run, rank) -> SchedulerStandIn:
+def scheduler_of(run, rank, staging=None) -> SchedulerStandIn:
     """Rank's scheduler object, with the tree's methods; a release without them is not modelled."""
     cfg = run.config
     srt = Path(run.modules[CACHE].__file__).resolve().parents[1]
-    sch = SchedulerStandIn(srt, rank.cache, cfg.retry_interval, cfg.retry_attempts, run.baton.observe)
+    sch = SchedulerStandIn(srt, rank.cache, cfg.retry_interval, cfg.retry_attempts, run.baton.observe, staging,
+                           cfg.host_memory_mode)
     missing = [n for n in NEEDED if not sch.has(n)]
     if missing or getattr(rank.cache, "storage_prefetch_retries", None) is None:
         raise NotModelled(f"Scheduler.{(missing or ['storage_prefetch_retries'])[0]} (the retry world runs "
@@ -30,9 +31,10 @@ def scheduler_of(run, rank) -> SchedulerStandIn:
     return sch
 
 
-def drive(run, rank) -> None:
+def drive(run, rank, staging=None) -> None:
+    """Rank's scheduler loop; `staging`: buffer_only's admission steps (buffer/admission.py)."""
     cfg, cache = run.config, rank.cache
-    sch = scheduler_of(run, rank)
+    sch = scheduler_of(run, rank, staging)
     run.schedulers[rank.index] = sch
     by_handle = not isinstance(rank.handles[0], str)
     page = cfg.page_size
@@ -40,6 +42,8 @@ def drive(run, rank) -> None:
     def request(q: int) -> Req:
         req = Req(q, f"req{q}", run.tokens(q) + [q * 1000 + 999], page, cfg.lost_device_pages, by_handle,
                   run.baton.roots)
+        if staging is not None:  # its device match is the device tree's
+            req.match = lambda req=req: staging.match(req)
         sch.sent.append(req)
         return req
 
@@ -59,6 +63,7 @@ def drive(run, rank) -> None:
     readmitted = [0] * cfg.requests
     while True:
         run.enter_round(rank)
+        run.round_begins(rank)
         if deadlines is not None:
             deadlines.round_starts(rank)
         cache.check_hicache_events()
@@ -76,10 +81,10 @@ def drive(run, rank) -> None:
         run.world.draining.pop(rank.index, None)
         for req in sch.admit(cfg.batch or cfg.requests):
             q = req.q
-            held = rank.tree.held.get(q, 0)
+            held = run.held_tokens(rank, q)
             rank.resolved[q] = min(rank.resolved.get(q, held), held)  # the shortest admission is judged
             rank.admitted_round.setdefault(q, rank.rounds)  # the ranks' first admissions must agree
-            run.baton.observe(f"admitted req{q} with {held} tokens in the host tree")
+            run.baton.observe(f"admitted req{q} with {held} tokens {run.HELD_WHERE}")
             if deadlines is not None:
                 deadlines.admitted(rank, q)
             if readmitted[q] < cfg.readmissions:  # retracted: SCH re-adds it to the queue

@@ -17,7 +17,13 @@ properties, at the end of a run where every request was admitted or aborted:
 - progress: the retry policy's other promise, a lookup the rate limiter declined is retried once
   the poll interval has passed (prefetch_from_storage: "Paced: the limiter clears as transfers
   finish"), judged on a request that waited behind the queue head that long with re-issues left
-  (waiting_queue.py's retry poll)."""
+  (waiting_queue.py's retry poll);
+- progress: an immediate refetch (StoragePrefetchRetries.refetch: buffer_only's anchor lost before
+  the IO commit, or a staged span whose device anchor shrank before admission) armed for a waiting
+  request with re-issues left is re-issued at the next retry poll (pop_ready passes immediate
+  retries whatever the pacing, the queue head's too: only a speculative miss is dropped there),
+  judged by what it costs: a request whose missed refetch no later re-issue (the device-hit-loss
+  re-query) made up for."""
 
 from __future__ import annotations
 
@@ -35,6 +41,9 @@ HELD_BY_REQUEST = ("ongoing_prefetch", "_storage_prefetch_wait", "prefetch_loade
                    "prefetch_loaded_storage_start_by_reqid")
 MISSED = ("a prefetch lost: a request the rate limiter declined is admitted without the storage lookup the "
           "retry policy promises once the limiter clears (slower but correct output)")
+REFETCH_MISSED = ("a prefetch lost: the span a request's staged prefetch or anchor lost is not fetched again "
+                  "as the retry policy promises; the request is admitted with less of its prefix (slower but "
+                  "correct output)")
 NOT_RETRIES = "the scheduler's retry path: CodeConfig(retries=True)"
 
 
@@ -58,6 +67,10 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
                 out.append(Finding("progress", f"rank {rank.index}: req{req.q}'s lookup was declined by the rate "
                                    "limiter and it waited behind the queue head past its retry interval with "
                                    "re-issues left, never re-queried", MISSED, "", steps))
+            if req.refetch_missed:
+                out.append(Finding("progress", f"rank {rank.index}: req{req.q} was armed for an immediate refetch "
+                                   "(its staged span or anchor lost), the next retry poll did not re-issue it with "
+                                   "re-issues left, and nothing re-issued it after", REFETCH_MISSED, "", steps))
         rids = {r.rid for r in waiting}
         for rid in sorted(getattr(cache.storage_prefetch_retries, "_pending", {})):
             if rid not in rids:

@@ -45,10 +45,10 @@ class _QuietLogger:
 class Memory:
     """get_memory()'s server arguments that these methods read."""
 
-    def __init__(self, poll_interval: int, max_attempts: int):
+    def __init__(self, poll_interval: int, max_attempts: int, host_memory_mode: str = "cache"):
         self.hicache_storage_prefetch_retry_poll_interval = poll_interval
         self.hicache_storage_prefetch_retry_max_attempts = max_attempts
-        self.hicache_host_memory_mode = "cache"
+        self.hicache_host_memory_mode = host_memory_mode
         self.enable_flexkv = False
 
 

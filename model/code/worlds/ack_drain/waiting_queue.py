@@ -26,6 +26,12 @@ class _TimeStats:
         pass
 
 
+class _KV:
+    """The request's KV bookkeeping, as buffer mode's staging writes it."""
+
+    cache_protected_len = 0
+
+
 class Req:
     """A request as the retry methods read it. `fill_ids` ends with one token past the prefetched
     pages (the matched length stops one short of the input: Req._compute_max_prefix_len)."""
@@ -42,10 +48,16 @@ class Req:
         self.reissued = 0  # our own count of _retry_storage_prefetch calls since it entered the queue (retry_judge.py)
         self.declined = None  # retry polls it waited behind the head since the rate limiter declined its lookup
         self.retry_missed = False  # it waited behind the head past its retry's pacing, budget left, not re-queried
+        self.refetch_missed = False  # a retry poll did not re-issue its armed refetch, and nothing re-issued it since
         self.storage_prefetch_last_match_len = None
         self.staged_prefetch_plan = None
         self.prefix_len = self.host_hit_length = 0
-        self.last_node = self.last_host_node = ROOT_NODE
+        self.last_node = self.last_host_node = self.best_match_node = ROOT_NODE
+        self.match = None  # buffer_only: (prefix_len, last_node) from the device tree (buffer/admission.py)
+        # what buffer mode's admission reads and writes (buffer/admission.py, the pipeline's staging)
+        self.storage_hit_length, self.storage_hit_start, self.host_hit_is_storage = 0, None, False
+        self.swa_host_hit_length = self.mamba_host_hit_length = self.host_loaded_length = 0
+        self.kv = _KV()
         self.extra_key = self.cache_salt = None
         self.session = None
         self.time_stats = _TimeStats()
@@ -58,8 +70,12 @@ class Req:
         raise NotModelled(f"Req.{name} (the retry world's request stand-in)", caller_site(self.__dict__.get("roots", ())))
 
     def init_next_round_input(self, tree_cache=None, cow_mamba=True):
-        """The device tree's match (stand-in): `device_pages` pages until lost; the host tree's
-        match is not modelled (the lookup anchors at the root)."""
+        """The device tree's match (stand-in): `device_pages` pages until lost, or in buffer_only
+        the device tree's; the host tree's match is not modelled (the lookup anchors at the root)."""
+        if self.match is not None:
+            self.prefix_len, self.last_node = self.match()
+            self.best_match_node, self.host_hit_length = self.last_node, 0  # buffer_only: no host tree to hit
+            return
         self.prefix_len = 0 if self.device_lost else self.device_pages * self.page_size
 
     def _compute_max_prefix_len(self, input_len: int) -> int:
@@ -72,8 +88,10 @@ class Req:
 class SchedulerStandIn:
     """The scheduler object: the attributes the tree's methods read, the methods bound from the tree."""
 
-    def __init__(self, srt, cache, poll_interval: int, max_attempts: int, observe=lambda what: None):
+    def __init__(self, srt, cache, poll_interval: int, max_attempts: int, observe=lambda what: None,
+                 staging=None, host_memory_mode: str = "cache"):
         self.tree_cache = cache
+        self.staging = staging  # buffer_only: the admission's staging steps (buffer/admission.py Staging)
         self.poll_interval, self.max_attempts = poll_interval, max_attempts
         self.check = lambda req: cache.check_prefetch_progress(req.cache_request_handle)  # the world may judge it
         self.observe = observe  # the scheduler thread's observation (our re-issue count enters the state key)
@@ -84,7 +102,7 @@ class SchedulerStandIn:
         self.enable_lmcache = False
         self.disaggregation_mode = DisaggregationMode.NULL
         self.processed_tokens_counter = 0
-        self.methods = scheduler_methods(srt, Memory(poll_interval, max_attempts))
+        self.methods = scheduler_methods(srt, Memory(poll_interval, max_attempts, host_memory_mode))
         if not hasattr(cache, "finish"):
             cache.finish = self._finish
 
@@ -116,7 +134,7 @@ class SchedulerStandIn:
         """The tree's re-issue, counted here (the retry budget's judge must not trust the counter
         the code under test keeps)."""
         req.reissued += 1
-        req.declined = None
+        req.declined, req.refetch_missed = None, False  # a later re-issue (the device-hit-loss re-query) makes up for it
         self.observe(f"req{req.q} re-issued ({req.reissued})")
         return self.call("_retry_storage_prefetch", req, storage_hit_end)
 
@@ -137,7 +155,14 @@ class SchedulerStandIn:
         for req in self.waiting_queue:
             if req.declined is not None:
                 req.declined = None if req is head else req.declined + 1
+        armed = getattr(self.tree_cache.storage_prefetch_retries, "_pending", {})
+        refetch = {req: req.reissued for req in self.waiting_queue
+                   if getattr(armed.get(req.rid), "immediate", False) and req.reissued < self.max_attempts}
         out = self.call("_process_storage_prefetch_retries")
+        for req, before in refetch.items():
+            if req.reissued == before and not req.refetch_missed:
+                req.refetch_missed = True
+                self.observe(f"req{req.q}'s refetch missed")
         for req in self.waiting_queue:
             if (req.declined is not None and req.declined > self.poll_interval > 0
                     and req.reissued < self.max_attempts and not req.retry_missed):
@@ -158,15 +183,21 @@ class SchedulerStandIn:
     # ---- one round's admission (get_new_batch_prefill, reduced to the prefetch path's calls)
     def admit(self, batch: int) -> list[Req]:
         """The requests admitted this round: checked in queue order, up to `batch`."""
-        admitted = []
+        admitted, staging = [], self.staging
         for req in list(self.waiting_queue):
             if not self.check(req):
                 continue
+            if staging is not None:
+                staging.loaded(req)
             req.init_next_round_input(self.tree_cache)
             if self._prefetch_after_device_hit_loss(req):
                 continue
+            if staging is not None and not staging.staged(req):  # its staged span shrank: a refetch is armed
+                continue
             if len(admitted) >= batch:  # add_one_req: no room left (NO_TOKEN) ends the round's admission
                 break
+            if staging is not None and not staging.load_back(req):
+                continue
             admitted.append(req)
         retries = getattr(self.tree_cache, "storage_prefetch_retries", None)
         if retries is not None:

@@ -24,6 +24,13 @@ STAGING_ENTRY = "def allocate_and_queue_prefetch("
 skip = needs(PIPELINE, STAGING_ENTRY, "its buffer pipeline predates the staging the world models (0.5.22 on)")
 
 
+def _retry_skip(tree):
+    """A buffer_only case of the retry world: the pipeline's shape and the scheduler's retry methods."""
+    from prefetch_check.sglang.mappings.ack_drain.mapping import retry_skip
+
+    return skip(tree) or retry_skip(tree)
+
+
 def _buffer(**kwargs) -> CodeConfig:
     return CodeConfig(world=PROTOCOL, host_memory_mode="buffer_only", **kwargs)
 
@@ -45,4 +52,14 @@ BUFFER_CASES: tuple[Case, ...] = (
     # after staging, so admission finds the span shrunk and prefetches again
     _case(f"1 rank x 3 pages, {BUFFER}, 2 on a 3-page device, evicted in round 2",
           _buffer(ranks=1, pages=3, device_pages=2, device_room=3, evict_device_round=2)),
+    # the scheduler's own issue, retry poll and admission (the retry world's waiting queue, the
+    # tree's Scheduler methods): a staged plan rebuilt at admission, and a staged span whose anchor
+    # shrank, refetched through StoragePrefetchRetries.refetch and pop_ready instead of the world's
+    # direct re-issue (issue 29's held-out escapes: a refetch loop the re-issue cap ends is caught
+    # as the prefix it loses). 0.5.23: 18 and 47 runs, exhaustive, clean
+    Case(f"1 rank, {BUFFER}, retries, 1 page on the device",
+         _buffer(ranks=1, device_pages=1, retries=True), skip=_retry_skip),
+    Case(f"1 rank x 3 pages, {BUFFER}, retries, 2 on a 3-page device, evicted in round 2",
+         _buffer(ranks=1, pages=3, device_pages=2, device_room=3, evict_device_round=2, retries=True),
+         skip=_retry_skip),
 )

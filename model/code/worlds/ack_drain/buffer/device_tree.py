@@ -88,6 +88,15 @@ class DeviceTree(TreeCore):
     def root_node_handle(self, extra_key=None) -> int:
         return ROOT
 
+    def get_last_hash_value(self, node_id):
+        """A device node's last page's storage hash (SCH _prefetch_kvcache re-anchors a buffer_only
+        lookup at the deepest device node and issues it only where the node has one); the root's
+        None. Hashes name their page (stand_ins/radix.py), so the node's request and length give it."""
+        if node_id == ROOT:
+            return None
+        request, tokens = request_of_node(node_id)
+        return f"q{request}p{tokens // self.page_size - 1}"
+
     # ---- pins
     def inc_full_pin(self, node) -> None:
         self.world.baton.point(f"pin device node {node} (rank {self.rank})")

@@ -11,8 +11,9 @@ from __future__ import annotations
 from prefetch_check.model.code.worlds.ack_drain.buffer.component import FullComponent
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_pool import DevicePool, ack_queue_name
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import DeviceTree
-from prefetch_check.model.code.worlds.ack_drain.buffer.params import InitLoadBackParams
+from prefetch_check.model.code.worlds.ack_drain.buffer.admission import Key, Staging, load_back, surface_loaded
 from prefetch_check.model.code.worlds.ack_drain.buffer.request import Req
+from prefetch_check.model.code.worlds.ack_drain import readmission
 from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, CONTROLLER, Run
 from prefetch_check.model.code.worlds.common import ROOT_NODE, Rank
 from prefetch_check.model.code.stand_ins.host_pool import HostPool
@@ -129,14 +130,15 @@ class BufferRun(Run):
         object.__setattr__(pipeline, "_pc_label", f"r{rank.index}.pipeline")  # its fields in a step's footprint
         pipeline.__init__(cache, None, write_backlog_cap=0)
         cache.buffer_pipeline = pipeline
+        if cfg.retries:  # the tree's own Scheduler methods issue, retry and admit (readmission.py)
+            return readmission.drive(self, rank, Staging(self, rank))
         d = cfg.device_pages * cfg.page_size
         for q, handle in enumerate(rank.handles):
             tokens = self.tokens(q)
             cache.prefetch_from_storage(handle, ROOT_NODE, tokens[d:], matched_prefix_tokens=tokens[:d])
         while True:
             self.enter_round(rank)
-            if rank.rounds == cfg.evict_device_round:  # another request's allocation evicts (evict_for_alloc)
-                rank.tree.evict_unpinned()
+            self.round_begins(rank)
             cache.check_hicache_events()
             if rank.rounds == cfg.abort_round:
                 self._abort_waiting(rank)
@@ -145,31 +147,37 @@ class BufferRun(Run):
                 if self._admit(rank, q):
                     rank.waiting.remove(q)
                     rank.admitted_round[q] = rank.rounds
-                    self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens on the device")
+                    self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens {self.HELD_WHERE}")
 
     def _admit(self, rank: Rank, q: int) -> bool:
         cache, handle = rank.cache, rank.handles[q]
         if not cache.check_prefetch_progress(handle):
             return False
-        loaded, start = cache.pop_prefetch_loaded_span(handle)
         tokens = self.tokens(q)
-        matched, node = rank.tree._matched(_Key(tokens))
+        matched, node = rank.tree._matched(Key(tokens))
         req = Req(self.world, handle, matched, node)
-        if loaded > 0:
-            req.storage_hit_length, req.storage_hit_start = loaded, start
+        surface_loaded(cache, req)
         if not cache.buffer_pipeline.prepare_staged_prefetch(req):
             # the staged span's anchor shrank: SCH's retry re-issues the prefetch from the new prefix
-            d = rank.tree._matched(_Key(tokens))[0]
+            # (with CodeConfig.retries the tree's own retry poll does: readmission.py)
+            d = rank.tree._matched(Key(tokens))[0]
             cache.prefetch_from_storage(handle, ROOT_NODE, tokens[d:], matched_prefix_tokens=tokens[:d])
             return False
-        if req.staged_prefetch_plan is not None:
-            got = cache.init_load_back(InitLoadBackParams(best_match_node=req.best_match_node,
-                                                          host_hit_length=req.host_hit_length, req=req))
-            if got is None:
-                return False
-            req.host_loaded_length, req.last_node = got
-        rank.resolved[q] = len(rank.tree.resident.get(q, ()))
+        if not load_back(cache, req):
+            return False
+        rank.resolved[q] = self.held_tokens(rank, q)
         return True
+
+    def round_begins(self, rank: Rank) -> None:
+        """In round `evict_device_round` another request's allocation evicts (evict_for_alloc)."""
+        if rank.rounds == self.config.evict_device_round:
+            rank.tree.evict_unpinned()
+
+    HELD_WHERE = "on the device"
+
+    def held_tokens(self, rank: Rank, q: int) -> int:
+        """What an admitted request holds: its tokens on the device."""
+        return len(rank.tree.resident.get(q, ()))
 
     def round_enabled(self, rank: Rank) -> bool:
         """`Run`'s gate, and a round also when every rank has a load ack to consume (MIN > 0), or a
@@ -196,6 +204,3 @@ class BufferRun(Run):
                 or any(rank.handles[q] not in rank.cache.ongoing_prefetch for q in rank.waiting))
 
 
-class _Key:
-    def __init__(self, tokens):
-        self.token_ids = tokens

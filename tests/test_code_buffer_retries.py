@@ -1,0 +1,67 @@
+"""buffer_only under the scheduler's own retry path (CodeConfig(host_memory_mode="buffer_only",
+retries=True)): the tree's Scheduler methods issue each request (`_prefetch_kvcache`, re-anchored at
+the device node), poll the retries (`_process_storage_prefetch_retries`, pop_ready) and re-query a
+shrunk device match, and admission runs buffer mode's staging steps (worlds/ack_drain/buffer/
+admission.py) on the waiting-queue stand-in. Issue 29's held-out trial found edits of the refetch
+path escaping because the buffer world re-issued a shrunk staged span itself."""
+
+from __future__ import annotations
+
+import pytest
+
+from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
+from test_code_executor import clean, edited, release
+
+LIMITS = CodeLimits(max_seconds=120)
+PIPELINE, RETRIES = "mem_cache/buffer_mode/pipeline.py", "mem_cache/storage_prefetch.py"
+SCHEDULER = "managers/scheduler.py"
+
+
+def buffer_retries(**kwargs) -> CodeConfig:
+    return CodeConfig(host_memory_mode="buffer_only", retries=True, **kwargs)
+
+
+ANCHORED = buffer_retries(ranks=1, device_pages=1)
+EVICTED = buffer_retries(ranks=1, device_pages=1, evict_device_round=1)  # the anchor lost before the IO commit
+SHRUNK = buffer_retries(ranks=1, pages=3, device_pages=2, device_room=3, evict_device_round=2)  # a staged span's
+
+# the staged-span test made `<=`: every staged span with a device anchor is thrown away and refetched
+SHRUNK_TEST = ("        if matched_len < f.matched_len:\n", "        if matched_len <= f.matched_len:\n")
+# pop_ready drops the queue head's immediate refetch too, not only its speculative miss
+HEAD_REFETCH = ("        if head_retry is not None and not head_retry.immediate:\n", "        if head_retry is not None:\n")
+# the device-hit-loss re-query never fires
+NO_REQUERY = ("        if current_match_len >= previous_match_len:\n            return False\n", "        return False\n")
+
+
+@pytest.mark.parametrize("config", [buffer_retries(ranks=1), ANCHORED, EVICTED, SHRUNK],
+                         ids=["1x1", "anchored", "evicted", "shrunk"])
+def test_0_5_23_buffer_only_with_its_retry_path_is_clean(config):
+    result = check_tree(release("0.5.23"), config, LIMITS)
+    assert result.not_modelled == [] and result.exhaustive
+    assert clean(result), {k: v.message for k, v in result.violations.items()}
+
+
+def test_a_refetch_loop_ended_by_the_reissue_cap_is_caught_as_the_prefix_it_loses(tmp_path):
+    """The edit's staged span is refetched at every admission until pop_ready's cap admits the
+    request with its device page only (the world's own re-issue had no cap: its search ran out of
+    time, judging nothing)."""
+    result = check_tree(edited(tmp_path, release("0.5.23"), PIPELINE, *SHRUNK_TEST), ANCHORED, LIMITS)
+    assert result.verdicts["wait_complete_delivers"] == "VIOLATED", result.verdicts
+    found = result.violations["wait_complete_delivers"]
+    assert "admitted with [(0, 1)] (rank, tokens) on the device, the ranks agreed on 2" in found.message
+    assert "a prefetch lost" in found.consequence
+
+
+def test_the_head_refetch_dropped_is_made_up_for_by_the_device_hit_loss_requery(tmp_path):
+    """pop_ready cancelling the head's refetch changes nothing a request gets: the same admission's
+    device-hit-loss re-query re-issues it (the trial's escape is equivalent in 0.5.23), and the
+    judge says so only when both are gone."""
+    srt = release("0.5.23")
+    one = edited(tmp_path / "one", srt, RETRIES, *HEAD_REFETCH)
+    for config in (EVICTED, SHRUNK):
+        assert clean(check_tree(one, config, LIMITS))
+    both = edited(tmp_path / "both", one, SCHEDULER, *NO_REQUERY)
+    result = check_tree(both, EVICTED, LIMITS)
+    assert result.verdicts["progress"] == "VIOLATED", result.verdicts
+    assert "armed for an immediate refetch" in result.violations["progress"].message
+    assert "a prefetch lost" in result.violations["progress"].consequence
