@@ -11,6 +11,7 @@ from __future__ import annotations
 from prefetch_check.model.code import CodeConfig
 from prefetch_check.sglang.code_checks import Case, needs
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
+from prefetch_check.sglang.mappings.ack_drain.retry_shape import retry_skip
 
 BUFFER = "host_memory_mode=buffer_only"
 PIPELINE = "mem_cache/buffer_mode/pipeline.py"
@@ -26,8 +27,6 @@ skip = needs(PIPELINE, STAGING_ENTRY, "its buffer pipeline predates the staging 
 
 def _retry_skip(tree):
     """A buffer_only case of the retry world: the pipeline's shape and the scheduler's retry methods."""
-    from prefetch_check.sglang.mappings.ack_drain.mapping import retry_skip
-
     return skip(tree) or retry_skip(tree)
 
 

@@ -10,6 +10,7 @@ from prefetch_check.sglang.mappings import Mapping
 from prefetch_check.sglang.mappings.ack_drain.buffer_cases import BUFFER_CASES
 from prefetch_check.sglang.mappings.ack_drain.host_pressure_cases import HOST_PRESSURE_CASES
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL, release_options
+from prefetch_check.sglang.mappings.ack_drain.retry_shape import retry_skip
 from prefetch_check.sglang.mappings.ack_drain.sidecar_cases import SIDECAR_CASES
 from prefetch_check.sglang.mappings.ack_drain.pp_cases import PP_CASES
 
@@ -24,14 +25,6 @@ def runs(cache, controllers: dict) -> str:
             "thread prefetch_sync_thread_func); this tree's controller has neither")
 
 
-SCHEDULER = "managers/scheduler.py"
-RETRY_ENTRY = "matched_len = req.prefix_len + req.host_hit_length"  # _prefetch_kvcache as of 0.5.22
-
-
-# the retry world's request stand-in has the device match as prefix_len, as _prefetch_kvcache reads
-# it from 0.5.22 on (0.5.20-0.5.21 read prefix_indices; 0.5.19 keeps a missed-rids set): other
-# trees get no retry case, and their edits there are refused by the coverage check
-retry_skip = needs(SCHEDULER, RETRY_ENTRY, "its scheduler's retry path predates the one the retry world models (0.5.22 on)")
 # 0.5.23's admission deadline, one per request (`_start_storage_prefetch_wait`), which refuses a
 # re-issue once expired; before it each lookup had its own deadline from its issue, so a re-issue
 # after a cut starts a new, bounded wait by design and the case below judges nothing new there
