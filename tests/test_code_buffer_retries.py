@@ -7,9 +7,12 @@ path escaping because the buffer world re-issued a shrunk staged span itself."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
+from prefetch_check.sglang.mappings.ack_drain.buffer_cases import BUFFER_CASES
 from test_code_executor import clean, edited, release
 
 LIMITS = CodeLimits(max_seconds=120)
@@ -33,12 +36,23 @@ HEAD_REFETCH = ("        if head_retry is not None and not head_retry.immediate:
 NO_REQUERY = ("        if current_match_len >= previous_match_len:\n            return False\n", "        return False\n")
 
 
-@pytest.mark.parametrize("config", [buffer_retries(ranks=1), ANCHORED, EVICTED, SHRUNK],
-                         ids=["1x1", "anchored", "evicted", "shrunk"])
-def test_0_5_23_buffer_only_with_its_retry_path_is_clean(config):
-    result = check_tree(release("0.5.23"), config, LIMITS)
-    assert result.not_modelled == [] and result.exhaustive
-    assert clean(result), {k: v.message for k, v in result.violations.items()}
+# every buffer_only case of 0.5.23's list, once with the buffer world's own loop (its re-issue of a
+# shrunk staged span is ours) and once under the scheduler's retry path (upstream's)
+OWN_LOOP = [case for case in BUFFER_CASES if not case.config.retries]
+
+
+@pytest.mark.parametrize("case", OWN_LOOP, ids=[case.name for case in OWN_LOOP])
+def test_every_buffer_case_is_clean_under_the_schedulers_retry_path_as_under_the_worlds_own_loop(case):
+    """Our loop's shortcut and upstream's retry path agree on 0.5.23 (both exhaustive and clean;
+    the retry path judges request_release too)."""
+    srt = release("0.5.23")
+    own = check_tree(srt, case.config, LIMITS)
+    upstream = check_tree(srt, dataclasses.replace(case.config, retries=True), LIMITS)
+    for result in (own, upstream):
+        assert result.not_modelled == [] and result.exhaustive
+        assert clean(result), {k: v.message for k, v in result.violations.items()}
+    shared = [p for p in own.verdicts if p not in own.not_judged and p not in upstream.not_judged]
+    assert {p: own.verdicts[p] for p in shared} == {p: upstream.verdicts[p] for p in shared}
 
 
 def test_a_refetch_loop_ended_by_the_reissue_cap_is_caught_as_the_prefix_it_loses(tmp_path):
