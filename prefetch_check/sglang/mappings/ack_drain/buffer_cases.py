@@ -55,9 +55,13 @@ BUFFER_CASES: tuple[Case, ...] = (
     # tree's Scheduler methods): a staged plan rebuilt at admission, and a staged span whose anchor
     # shrank, refetched through StoragePrefetchRetries.refetch and pop_ready instead of the world's
     # direct re-issue (issue 29's held-out escapes: a refetch loop the re-issue cap ends is caught
-    # as the prefix it loses). 0.5.23: 18 and 47 runs, exhaustive, clean
+    # as the prefix it loses), and an anchor lost before the IO commit, which the world's own loop
+    # admits short (4 runs) and the scheduler re-issues through its device-hit-loss re-query. 0.5.23:
+    # 18, 31 and 47 runs, exhaustive, clean
     Case(f"1 rank, {BUFFER}, retries, 1 page on the device",
          _buffer(ranks=1, device_pages=1, retries=True), skip=_retry_skip),
+    Case(f"1 rank, {BUFFER}, retries, 1 page on the device, evicted in round 1",
+         _buffer(ranks=1, device_pages=1, evict_device_round=1, retries=True), skip=_retry_skip),
     Case(f"1 rank x 3 pages, {BUFFER}, retries, 2 on a 3-page device, evicted in round 2",
          _buffer(ranks=1, pages=3, device_pages=2, device_room=3, evict_device_round=2, retries=True),
          skip=_retry_skip),
