@@ -47,6 +47,13 @@ def main() -> int:
         registry.register(registry.Descriptor(**request["protocol"]["descriptor"]))
     tracer = coverage_tracer.started(request)  # coverage: None unless asked; before the tree is imported
     config = CodeConfig.from_json(request["config"])
+    if "script" in request:  # a unit-level reproduction (docs/repro): the tree imported, nothing hooked
+        from prefetch_check.model.code.rt import unit_script
+
+        answer = unit_script.answer(request["srt"], config.world, request["script"])
+        sys.stdout.write(json.dumps(answer))
+        sys.stdout.flush()
+        os._exit(0)
     limits = CodeLimits(**{k: tuple(v) if isinstance(v, list) else v for k, v in request.get("limits", {}).items()})
     try:
         executor = Executor(request["srt"], config)

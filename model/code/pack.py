@@ -64,6 +64,7 @@ class WorldPack:
     properties: tuple[str, ...] = verdicts.PROPERTIES  # what a run is judged for, in report order
     judge: Callable = verdicts.judge  # (run, terminal) -> [Finding]
     read: tuple[str, ...] = ()  # files the world reads from the tree without importing them (the retry world's scheduler methods): in the cache keys
+    imports: Optional[Callable] = None  # (srt, torch, roots) -> {rel: module}: `files` imported, nothing hooked (unit-level scripts)
     optional: tuple[str, ...] = ()  # of `files`, those only some configurations run: a tree without them is no partial copy
 
 

@@ -80,6 +80,14 @@ def replay(srt_path, config: CodeConfig, schedule: list[str], limits: CodeLimits
     return _child(request, limits.max_seconds + GRACE_SECONDS)["replay"]
 
 
+def run_unit_script(srt_path, script, limits: CodeLimits = CodeLimits()) -> dict:
+    """A unit-level reproduction (docs/repro/*.py) run against the tree in the child, the tree's
+    prefetch-path files loaded as for a check (rt/unit_script.py): {"exit", "stdout", "error"}."""
+    request = {"srt": str(Path(srt_path).resolve()), "config": CodeConfig().to_json(), "limits": limits.to_json(),
+               "script": str(Path(script).resolve())}
+    return _child(request, limits.max_seconds + GRACE_SECONDS)["script"]
+
+
 def conform(srt_path, configs: list[dict], limits: CodeLimits = CodeLimits()) -> list[dict]:
     """The conformance check (conformance/check.py) of a tree against model configurations, each
     {"name", "config" (its kit's config_to_json), "budget", "counterexamples", "mutant", "protocol"};

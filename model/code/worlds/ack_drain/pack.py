@@ -21,11 +21,16 @@ from prefetch_check.model.protocols.ack_drain import refinement
 PROTOCOL = "ack-drain"
 
 
+def imports(srt: Path, torch, roots: tuple[str, ...]) -> dict:
+    """Import the tree's files (the component types first: the stubs take their names from them),
+    nothing hooked: what a unit-level script runs against (rt/unit_script.py)."""
+    return loader.load_tree(srt, torch, FILES + buffer.FILES + hiradix.FILES, first=COMPONENT_TYPES,
+                            known_extra=buffer_params.known(roots))
+
+
 def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
-    """Import the tree's files (the component types first: the stubs take their names from them)
-    and install the hooks on its PrefetchOperation and the operation_identity probe."""
-    modules = loader.load_tree(srt, torch, FILES + buffer.FILES + hiradix.FILES, first=COMPONENT_TYPES,
-                               known_extra=buffer_params.known(roots))
+    """`imports`, then the hooks on its PrefetchOperation and the operation_identity probe."""
+    modules = imports(srt, torch, roots)
     ctrl = modules[CONTROLLER]
     op_mod = modules.get(HYBRID) if hasattr(modules.get(HYBRID), "PrefetchOperation") else ctrl
     hooks.install(op_mod.PrefetchOperation, ctrl.PrefetchAck, holder)
@@ -115,6 +120,7 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
 PACK = WorldPack(
     protocol=PROTOCOL,
     files=FILES + buffer.FILES,
+    imports=imports,
     read=("managers/scheduler.py",),  # the retry world compiles its Scheduler methods (scheduler_methods.py)
     optional=buffer.FILES,  # only buffer_only runs them; without them its cases stop "not modelled"
     load=load,

@@ -1,0 +1,72 @@
+"""The unit-level reproductions of docs/findings.md (docs/repro/*.py), run against real releases in
+the executor's child (the tree's prefetch-path files as written, the executor's stubs for torch and
+the rest; never in this process): each shows its fault on the releases the finding names, and
+stops showing it once the fix docs/findings.md gives is applied (so the script tests the fault,
+not its own set-up). Releases are fetched once into the user's cache; skipped with the reason when
+the index is unreachable and the release is not cached."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prefetch_check.model.code.runner import run_unit_script
+from prefetch_check.sglang.cache import cache_root
+from prefetch_check.sglang.errors import SglangSourceError
+from prefetch_check.sglang.fetch import fetch_release
+from tests.test_code_executor import edited
+
+REPRO = Path(__file__).parents[1] / "docs" / "repro"
+STALE_HIT = REPRO / "stale_hit_revokes_new_prefetch.py"
+# the fix docs/findings.md gives: the hit drain skips a hit whose operation is not the request's current one
+HIT_DRAIN = "                info = self.ongoing_prefetch.get(request)\n                if info is None:\n"
+HIT_DRAIN_FIXED = ("                info = self.ongoing_prefetch.get(request)\n"
+                   "                if info is not None and info.operation is not operation:\n"
+                   "                    continue\n"
+                   "                if info is None:\n")
+
+
+def release(version: str) -> Path:
+    try:
+        return fetch_release(version, cache_root())
+    except SglangSourceError as exc:
+        pytest.skip(f"package index not reachable and {version} not cached: {exc}")
+
+
+@pytest.mark.parametrize("version", ["0.5.20", "0.5.23"])
+def test_a_stale_hit_revokes_the_readmitted_requests_new_prefetch(version):
+    answer = run_unit_script(release(version), STALE_HIT)
+    assert answer["exit"] == 1 and not answer["error"], answer
+    assert answer["stdout"].startswith("REPRODUCED: the old operation's late hit revoked"), answer["stdout"]
+    assert "with 0 token(s) loaded; B then found 1 token(s) in storage" in answer["stdout"]
+
+
+def test_the_stale_hit_is_not_reproduced_once_the_hit_drain_checks_the_operation(tmp_path):
+    fixed = edited(tmp_path, release("0.5.23"), "mem_cache/unified_radix_cache.py", HIT_DRAIN, HIT_DRAIN_FIXED)
+    answer = run_unit_script(fixed, STALE_HIT)
+    assert answer == {"exit": 0, "error": "",
+                      "stdout": "not reproduced: the request's new prefetch survived the old operation's hit\n"}
+
+
+def test_a_script_that_raises_is_answered_with_its_traceback_not_a_verdict(tmp_path):
+    script = tmp_path / "broken.py"
+    script.write_text("from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache\n"
+                      "UnifiedRadixCache.__new__(UnifiedRadixCache).check_prefetch_progress(None)\n")
+    answer = run_unit_script(release("0.5.23"), script)
+    assert answer["exit"] == 2 and "AttributeError" in answer["error"] and answer["stdout"] == "", answer
+
+
+QUERY_RAISES = REPRO / "storage_query_raises_ends_prefetch_thread.py"
+
+
+@pytest.mark.parametrize("version, shown", [("0.5.19", True), ("0.5.21", True), ("0.5.22", False)])
+def test_a_raising_storage_query_ends_the_prefetch_thread_until_0_5_22_catches_it(version, shown):
+    answer = run_unit_script(release(version), QUERY_RAISES)
+    assert not answer["error"] and answer["exit"] == int(shown), answer
+    if shown:
+        assert answer["stdout"].startswith("REPRODUCED: the storage backend's exception (storage backend "
+                                           "unreachable) ended prefetch_thread_func: 0 of 2 operations"), answer
+    else:  # 0.5.22's loop catches it and counts the query as a miss: both operations go on
+        assert answer["stdout"] == ("not reproduced: the failed query was caught; 2 of 2 operations reached "
+                                    "prefetch_hit_queue\n"), answer
