@@ -70,3 +70,19 @@ def test_a_raising_storage_query_ends_the_prefetch_thread_until_0_5_22_catches_i
     else:  # 0.5.22's loop catches it and counts the query as a miss: both operations go on
         assert answer["stdout"] == ("not reproduced: the failed query was caught; 2 of 2 operations reached "
                                     "prefetch_hit_queue\n"), answer
+
+
+STALE_ACK = REPRO / "stale_ack_handles_new_prefetch.py"
+# 0.5.20's way: the ACK drain handles a completed_req only for the request's current operation
+ACK_DRAIN = "                if ack.completed_req:\n                    if operation.request_id in self.ongoing_prefetch:\n"
+ACK_DRAIN_FIXED = ("                if ack.completed_req:\n                    if getattr(self.ongoing_prefetch.get("
+                   "operation.request_id), \"operation\", None) is operation:\n")
+
+
+def test_0_5_19_applies_a_stale_completion_ack_to_the_new_prefetch_and_its_scheduler_raises(tmp_path):
+    answer = run_unit_script(release("0.5.19"), STALE_ACK)
+    assert answer["exit"] == 1 and not answer["error"], answer
+    assert "the scheduler thread raises TypeError ('NoneType' object is not subscriptable)" in answer["stdout"]
+    fixed = edited(tmp_path, release("0.5.19"), "mem_cache/unified_radix_cache.py", ACK_DRAIN, ACK_DRAIN_FIXED)
+    answer = run_unit_script(fixed, STALE_ACK)
+    assert answer["exit"] == 0 and "left the request's new prefetch alone (its entry kept)" in answer["stdout"], answer
