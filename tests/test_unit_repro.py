@@ -86,3 +86,18 @@ def test_0_5_19_applies_a_stale_completion_ack_to_the_new_prefetch_and_its_sched
     fixed = edited(tmp_path, release("0.5.19"), "mem_cache/unified_radix_cache.py", ACK_DRAIN, ACK_DRAIN_FIXED)
     answer = run_unit_script(fixed, STALE_ACK)
     assert answer["exit"] == 0 and "left the request's new prefetch alone (its entry kept)" in answer["stdout"], answer
+
+
+THRESHOLD_ZERO = REPRO / "threshold_zero_never_admits.py"
+# a fix: the drain revokes a hit below one page whatever the threshold
+THRESHOLD_TEST = "                if operation.storage_hit_count < self.prefetch_threshold:\n"
+THRESHOLD_TEST_FIXED = "                if operation.storage_hit_count < max(self.prefetch_threshold, self.page_size):\n"
+
+
+def test_0_5_18_at_threshold_zero_never_admits_a_request_storage_does_not_hold(tmp_path):
+    answer = run_unit_script(release("0.5.18"), THRESHOLD_ZERO, world="predicate-poll")
+    assert answer["exit"] == 1 and not answer["error"], answer
+    assert "answered False in all 1000 rounds" in answer["stdout"] and "hash_value=[]" in answer["stdout"]
+    fixed = edited(tmp_path, release("0.5.18"), "mem_cache/hiradix_cache.py", THRESHOLD_TEST, THRESHOLD_TEST_FIXED)
+    answer = run_unit_script(fixed, THRESHOLD_ZERO, world="predicate-poll")
+    assert answer == {"exit": 0, "error": "", "stdout": "not reproduced: the request was admitted in round 1\n"}

@@ -80,10 +80,10 @@ def replay(srt_path, config: CodeConfig, schedule: list[str], limits: CodeLimits
     return _child(request, limits.max_seconds + GRACE_SECONDS)["replay"]
 
 
-def run_unit_script(srt_path, script, limits: CodeLimits = CodeLimits()) -> dict:
-    """A unit-level reproduction (docs/repro/*.py) run against the tree in the child, the tree's
-    prefetch-path files loaded as for a check (rt/unit_script.py): {"exit", "stdout", "error"}."""
-    request = {"srt": str(Path(srt_path).resolve()), "config": CodeConfig().to_json(), "limits": limits.to_json(),
+def run_unit_script(srt_path, script, world: str = CodeConfig().world, limits: CodeLimits = CodeLimits()) -> dict:
+    """A unit-level reproduction (docs/repro/*.py) run against the tree in the child, the files of
+    `world` (a protocol's) imported as for a check (rt/unit_script.py): {"exit", "stdout", "error"}."""
+    request = {"srt": str(Path(srt_path).resolve()), "config": CodeConfig(world=world).to_json(), "limits": limits.to_json(),
                "script": str(Path(script).resolve())}
     return _child(request, limits.max_seconds + GRACE_SECONDS)["script"]
 

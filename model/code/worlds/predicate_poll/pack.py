@@ -18,9 +18,15 @@ PROTOCOL = "predicate-poll"
 OBSERVED = frozenset({"_terminated_flag", "_done_flag"})  # 0.5.1-0.5.1.post3 call it _done_flag
 
 
+def imports(srt: Path, torch, roots: tuple[str, ...]) -> dict:
+    """Import the tree's HiRadixCache and HiCacheController files, nothing hooked: what a
+    unit-level script runs against (rt/unit_script.py)."""
+    return loader.load_tree(srt, torch, FILES)
+
+
 def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
-    """Import the tree's HiRadixCache and HiCacheController files and install the probes."""
-    modules = loader.load_tree(srt, torch, FILES)
+    """`imports`, then the probes."""
+    modules = imports(srt, torch, roots)
     ctrl, cache_mod = modules[CONTROLLER], modules[HIRADIX]
     hooks.install(ctrl.PrefetchOperation, None, holder, OBSERVED)
     hooks.watch(cache_mod.HiRadixCache, holder)  # their plain fields in the steps' footprints (harness: labels)
@@ -85,6 +91,7 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
 PACK = WorldPack(
     protocol=PROTOCOL,
     files=FILES,
+    imports=imports,
     load=load,
     run=PollRun,
     not_judged=not_judged,
