@@ -101,3 +101,32 @@ def test_0_5_18_at_threshold_zero_never_admits_a_request_storage_does_not_hold(t
     fixed = edited(tmp_path, release("0.5.18"), "mem_cache/hiradix_cache.py", THRESHOLD_TEST, THRESHOLD_TEST_FIXED)
     answer = run_unit_script(fixed, THRESHOLD_ZERO, world="predicate-poll")
     assert answer == {"exit": 0, "error": "", "stdout": "not reproduced: the request was admitted in round 1\n"}
+
+
+# ---- the report points at them (prefetch_check/sglang/known_findings.py)
+
+def test_every_known_finding_names_a_script_and_a_section_that_exist():
+    from prefetch_check.sglang.known_findings import KNOWN
+    from tests.test_doc_links import anchors
+
+    sections = anchors(REPRO.parent / "findings.md")
+    for known in KNOWN:
+        assert (REPRO / known.script).is_file() and known.anchor in sections, known
+    assert {k.script for k in KNOWN} == {p.name for p in REPRO.glob("*.py")}  # and every script is pointed at
+
+
+def test_a_violation_of_an_unmodified_release_says_where_its_reproduction_is_and_an_edited_tree_does_not():
+    from types import SimpleNamespace
+
+    from prefetch_check.sglang.report import code_verdict
+
+    v = SimpleNamespace(case="1 rank, prefetched again, best_effort", steps=28, reason="revoked", site="x.py:1",
+                        consequence="a prefetch lost")
+    release_row = SimpleNamespace(label="0.5.23", path_differs=[], srt=Path("/r/0.5.23/sglang/srt"))
+    said = code_verdict(release_row, "operation_identity", v).cases[0].reproduction
+    assert said.startswith("docs/repro/stale_hit_revokes_new_prefetch.py") and "docs/findings.md#a-stale-hit" in said
+    edited_row = SimpleNamespace(label="/work/my-sglang", path_differs=["mem_cache/unified_radix_cache.py"],
+                                 srt=Path("/work/my-sglang/sglang/srt"))
+    assert code_verdict(edited_row, "operation_identity", v).cases[0].reproduction == ""
+    assert code_verdict(SimpleNamespace(label="0.5.19", path_differs=[], srt=Path("/r")), "operation_identity",
+                        v).cases[0].reproduction == ""  # 0.5.19's is another finding's (no_crash)

@@ -102,6 +102,7 @@ class Finding:
     drops_assumption: str = ""
     consequence: str = ""  # what it costs a serving system (consequence.py)
     settings: tuple[str, ...] = ()  # the server settings its case runs with that the release does not default to (settings.py)
+    reproduction: str = ""  # a unit-level script that shows it without this tool (known_findings.py)
 
     def label(self) -> str:
         return f"{self.case} ({self.replaced})" if self.replaced else self.case

@@ -22,7 +22,7 @@ from prefetch_check.sglang.checks import (
 )
 from prefetch_check.sglang.code_checks import NOT_JUDGED
 from prefetch_check.sglang.history import Change
-from prefetch_check.sglang import coverage_report, verdict_cache
+from prefetch_check.sglang import coverage_report, known_findings, verdict_cache
 
 COLUMNS = ("release", "predicate (file:Class.method)", "shape", "property", "model, all schedules",
            "only without an upstream assumption", f"ours ({TRANSCRIPTION})", "its code, executed")
@@ -47,6 +47,8 @@ class Footnotes:
             out.append(f"{number}. {first.label()}: `{first.command}`" if markdown
                        else f"[{number}] {first.label()}: {first.command}")
             out.append(f"    consequence: {first.consequence}")
+            if first.reproduction:
+                out.append(f"    reproduced without prefetch-check: {first.reproduction}")
             if first.settings:
                 out.append(f"    its case runs with settings that are not the release's defaults: {'; '.join(first.settings)}")
             if rest:
@@ -115,8 +117,9 @@ def code_text(row: ReleaseCheck, prop: str, notes: Footnotes, mark: str = "") ->
 def code_verdict(row: ReleaseCheck, prop: str, v) -> PropertyVerdict:
     """A code violation as a verdict of the table's kind, so it shares the footnotes."""
     command = f"prefetch-check sglang {shlex.quote(str(row.srt))} --engine code --code-trace {prop}"
+    known = known_findings.reproduction(row.label, bool(row.path_differs), prop, v.case)
     finding = Finding(f"its code, {v.case}", v.steps, command, f"{v.reason} (at {v.site})",
-                      consequence=v.consequence)
+                      consequence=v.consequence, reproduction=known.text() if known else "")
     return PropertyVerdict(VIOLATED, v.steps, finding.case, command, finding.reason, cases=(finding,))
 
 
@@ -359,9 +362,11 @@ def _code_json(row: ReleaseCheck, base=None) -> dict:
     for prop, v in row.code.verdicts().items():
         entry = {"verdict": v.verdict}
         if v.verdict == VIOLATED:
+            shown = code_verdict(row, prop, v)
             entry.update(case=v.case, steps=v.steps, site=v.site, reason=v.reason, consequence=v.consequence,
-                         schedule=list(v.schedule), command=code_verdict(row, prop, v).command,
-                         trace=_code_steps(row, prop, v.case))
+                         schedule=list(v.schedule), command=shown.command, trace=_code_steps(row, prop, v.case))
+            if shown.cases[0].reproduction:
+                entry["reproduction"] = shown.cases[0].reproduction
         elif v.verdict == BOUNDED:
             entry.update(case=v.case, reason=v.reason)
         if prop in marks:

@@ -70,6 +70,8 @@ class Notes:
         the settings its case runs with, the other cases."""
         first, rest = v.cases[0], v.cases[1:]
         more = [f"consequence: {first.consequence}"] if first.consequence else []
+        if first.reproduction:
+            more.append(f"reproduced without prefetch-check: {first.reproduction}")
         if first.settings:
             more.append(f"its case runs with settings that are not the release's defaults: {'; '.join(first.settings)}")
         if rest:
