@@ -26,6 +26,7 @@ order of the schedule prefetch-check found (docs/findings.md):
 
 import sys
 import threading
+from array import array
 import time
 from collections import Counter
 from queue import Queue
@@ -38,7 +39,7 @@ from sglang.srt.mem_cache.unified_cache.component_type import ComponentType
 from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
 
 PAGE = 1  # tokens a page
-TOKENS = [7]  # the request's uncached tokens: one page, and storage holds it
+TOKENS = array("q", [7])  # the request's uncached tokens, as the scheduler passes them: 1 page
 
 
 class Storage:
@@ -70,6 +71,11 @@ class HostPool:
         return len(self.free_slots)
 
 
+def page_hashes(tokens, prior_hash=None, page_size=PAGE):
+    """A page's storage key (the releases that bind `get_hash_str` at attach time call this)."""
+    return [f"page{i}" for i in range(len(tokens) // page_size)]
+
+
 def controller():
     cc = HybridCacheController.__new__(HybridCacheController)
     for name in ("prefetch_queue", "prefetch_hit_queue", "prefetch_buffer", "prefetch_sync_queue",
@@ -82,7 +88,7 @@ def controller():
     cc.page_size = PAGE
     cc.prefetch_hits_sync_groups = cc.prefetch_completion_sync_groups = []
     cc._all_reduce = lambda *args, **kwargs: None  # one rank: the MIN over the ranks is the rank's own
-    cc.get_hash_str = lambda tokens, prior_hash=None, page_size=PAGE: [f"page{t}" for t in tokens]
+    cc.get_hash_str = page_hashes
     cc.page_get_func = lambda operation, hashes, host_indices, extra_info=None: len(hashes)
     cc.host_memory_mode = "cache"
     cc.prefetch_capacity_limit = 1 << 20

@@ -20,6 +20,7 @@ prefetch-check found (docs/findings.md):
 
 import sys
 import threading
+from array import array
 from collections import Counter
 from queue import Queue
 from types import SimpleNamespace
@@ -31,7 +32,7 @@ from sglang.srt.mem_cache.unified_cache.component_type import ComponentType
 from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
 
 PAGE = 1  # tokens a page
-TOKENS = [7]  # the request's uncached tokens: one page, and storage holds it
+TOKENS = array("q", [7])  # the request's uncached tokens, as the scheduler passes them: 1 page
 
 
 class Storage:

@@ -18,6 +18,7 @@ empty (the stop event is set first):
 """
 
 import sys
+from array import array
 import threading
 from queue import Queue
 
@@ -33,6 +34,11 @@ class UnreachableStorage:
         raise ConnectionError("storage backend unreachable")
 
 
+def page_hashes(tokens, prior_hash=None, page_size=PAGE):
+    """A page's storage key (the releases that bind `get_hash_str` at attach time call this)."""
+    return [f"page{i}" for i in range(len(tokens) // page_size)]
+
+
 def controller():
     cc = HiCacheController.__new__(HiCacheController)
     for name in ("prefetch_queue", "prefetch_hit_queue", "prefetch_buffer", "ack_prefetch_queue",
@@ -44,14 +50,14 @@ def controller():
     cc.prefetch_hits_sync_groups = []
     cc._all_reduce = lambda *args, **kwargs: None  # one rank: the MIN over the ranks is the rank's own
     # 0.5.19 hashes the pages with the function it binds when the backend attaches
-    cc.get_hash_str = lambda tokens, prior_hash=None, page_size=PAGE: [f"page{t}" for t in tokens]
+    cc.get_hash_str = page_hashes
     return cc
 
 
 def main() -> int:
     cc = controller()
-    cc.prefetch("req0", [7])
-    cc.prefetch("req1", [8])
+    cc.prefetch("req0", array("q", [7]))
+    cc.prefetch("req1", array("q", [8]))
     cc.storage_stop_event.set()  # prefetch_thread_func then serves what is queued and returns
     try:
         cc.prefetch_thread_func()

@@ -19,6 +19,7 @@ method on the prefetch path is the release's own, the IO thread runs as a thread
 """
 
 import sys
+from array import array
 import threading
 import time
 from queue import Queue
@@ -59,6 +60,11 @@ class HostPool:
         return len(self.free_slots)
 
 
+def page_hashes(tokens, prior_hash=None, page_size=PAGE):
+    """A page's storage key (the releases that bind `get_hash_str` at attach time call this)."""
+    return [f"page{i}" for i in range(len(tokens) // page_size)]
+
+
 def controller():
     cc = HiCacheController.__new__(HiCacheController)
     for name in ("prefetch_queue", "prefetch_hit_queue", "ack_backup_queue", "host_mem_release_queue"):
@@ -69,7 +75,7 @@ def controller():
     cc.page_size = PAGE
     cc.has_draft = False
     cc._all_reduce_prefetch_groups = lambda *args, **kwargs: None  # one rank
-    cc.get_hash_str = lambda tokens, prior_hash=None, page_size=PAGE: [f"page{t}" for t in tokens]
+    cc.get_hash_str = page_hashes
     cc.prefetch_capacity_limit = 1 << 20
     cc.prefetch_tokens_occupied = 0
     return cc
@@ -93,7 +99,7 @@ def main() -> int:
     root = SimpleNamespace(key=SimpleNamespace(extra_key=None, cache_salt=None),
                            protect_host=lambda: None, release_host=lambda: None)
 
-    tree.prefetch_from_storage("req0", root, [7])
+    tree.prefetch_from_storage("req0", root, array("q", [7]))
     cc.storage_stop_event.set()  # prefetch_thread_func serves what is queued and returns
     cc.prefetch_thread_func()  # (it also starts the IO thread, which returns at once: the event is set)
     cc.storage_stop_event.clear()
