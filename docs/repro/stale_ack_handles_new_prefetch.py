@@ -26,54 +26,19 @@ order of the schedule prefetch-check found (docs/findings.md):
 
 import sys
 import threading
-from array import array
 import time
+from array import array
 from collections import Counter
 from queue import Queue
 from types import SimpleNamespace
-
-import torch
 
 from sglang.srt.mem_cache.hybrid_cache.hybrid_cache_controller import HybridCacheController
 from sglang.srt.mem_cache.unified_cache.component_type import ComponentType
 from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
 
-PAGE = 1  # tokens a page
+from stand_ins import PAGE, HostPool, Storage, built, page_hashes
+
 TOKENS = array("q", [7])  # the request's uncached tokens, as the scheduler passes them: 1 page
-
-
-class Storage:
-    """A storage backend that holds every page asked for; reading one writes nothing we check."""
-
-    def batch_exists(self, keys, extra_info=None):
-        return len(keys)
-
-
-class HostPool:
-    """The host KV pool's slot accounting (alloc, free, available_size), without the tensors."""
-
-    page_size = PAGE
-    entry_map: dict = {}  # no sidecar pools
-
-    def __init__(self, slots: int):
-        self.free_slots = list(range(slots))
-
-    def alloc(self, n: int):
-        if n > len(self.free_slots):
-            return None
-        taken, self.free_slots = self.free_slots[:n], self.free_slots[n:]
-        return torch.tensor(taken, dtype=torch.int64)
-
-    def free(self, indices) -> None:
-        self.free_slots.extend(int(x) for x in indices)
-
-    def available_size(self) -> int:
-        return len(self.free_slots)
-
-
-def page_hashes(tokens, prior_hash=None, page_size=PAGE):
-    """A page's storage key (the releases that bind `get_hash_str` at attach time call this)."""
-    return [f"page{i}" for i in range(len(tokens) // page_size)]
 
 
 def controller():
@@ -97,28 +62,26 @@ def controller():
 
 
 def cache(cc):
-    c = UnifiedRadixCache.__new__(UnifiedRadixCache)
-    c.tree_core = SimpleNamespace(
-        page_size=PAGE, enable_storage=True, is_eagle=False,
-        prefetch_anchor_info=lambda node: (None, None),
-        # the host tree takes what it is given, and already holds none of it
-        insert_host=lambda node, key, host_indices, hashes: SimpleNamespace(
-            cache_actions=[], host_insert_dropped=False, prefix_len=0),
-        commit_hicache_transfers=lambda *args, **kwargs: None,
-    )
-    c.inc_host_lock_ref = lambda node: SimpleNamespace(to_dec_params=lambda: None)  # the anchor is the root
-    c.dec_host_lock_ref = lambda node, params: None
-    c._all_reduce = lambda *args, **kwargs: None
-    for name, value in dict(
+    return built(
+        UnifiedRadixCache,
+        tree_core=SimpleNamespace(
+            page_size=PAGE, enable_storage=True, is_eagle=False,
+            prefetch_anchor_info=lambda node: (None, None),
+            # the host tree takes what it is given, and already holds none of it
+            insert_host=lambda node, key, host_indices, hashes: SimpleNamespace(
+                cache_actions=[], host_insert_dropped=False, prefix_len=0),
+            commit_hicache_transfers=lambda *args, **kwargs: None,
+        ),
+        inc_host_lock_ref=lambda node: SimpleNamespace(to_dec_params=lambda: None),  # the anchor is the root
+        dec_host_lock_ref=lambda node, params: None,
+        _all_reduce=lambda *args, **kwargs: None,
         cache_controller=cc, disable=False, tree_components=(ComponentType.FULL,), components={},
         sidecar_pool_specs=[], host_memory_mode="cache", buffer_pipeline=None, linker=None,
         prefetch_threshold=PAGE, prefetch_stop_policy="best_effort", ongoing_prefetch={},
         prefetch_loaded_tokens_by_reqid={}, storage_existence_cache=None, enable_storage_metrics=False,
         storage_metrics_collector=None, pp_rank=0, pp_size=1, _prefetch_outcome_stats=Counter(),
         _storage_prefetch_missed_rids=set(),
-    ).items():
-        setattr(c, name, value)
-    return c
+    )
 
 
 def settle(done) -> None:

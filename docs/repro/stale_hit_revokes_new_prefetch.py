@@ -31,15 +31,9 @@ from sglang.srt.mem_cache.storage_prefetch import StoragePrefetchRetries
 from sglang.srt.mem_cache.unified_cache.component_type import ComponentType
 from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
 
-PAGE = 1  # tokens a page
+from stand_ins import PAGE, Storage, built
+
 TOKENS = array("q", [7])  # the request's uncached tokens, as the scheduler passes them: 1 page
-
-
-class Storage:
-    """A storage backend that holds every page asked for (batch_exists is all the query reads)."""
-
-    def batch_exists(self, keys, extra_info=None):
-        return len(keys)
 
 
 def controller():
@@ -63,12 +57,12 @@ def controller():
 
 
 def cache(cc):
-    c = UnifiedRadixCache.__new__(UnifiedRadixCache)
-    c.tree_core = SimpleNamespace(page_size=PAGE, enable_storage=True, is_eagle=False,
-                                  prefetch_anchor_info=lambda node: (None, None))
-    c.inc_host_lock_ref = lambda node: SimpleNamespace(to_dec_params=lambda: None)  # the anchor is the root
-    c._all_reduce = lambda *args, **kwargs: None
-    for name, value in dict(
+    return built(
+        UnifiedRadixCache,
+        tree_core=SimpleNamespace(page_size=PAGE, enable_storage=True, is_eagle=False,
+                                  prefetch_anchor_info=lambda node: (None, None)),
+        inc_host_lock_ref=lambda node: SimpleNamespace(to_dec_params=lambda: None),  # the anchor is the root
+        _all_reduce=lambda *args, **kwargs: None,
         cache_controller=cc, disable=False, tree_components=(ComponentType.FULL,), components={},
         sidecar_pool_specs=[], host_memory_mode="cache", buffer_pipeline=None, linker=None,
         prefetch_threshold=PAGE, prefetch_stop_policy="best_effort", ongoing_prefetch={},
@@ -77,9 +71,7 @@ def cache(cc):
         storage_existence_cache=None, enable_storage_metrics=False, storage_metrics_collector=None,
         pp_rank=0, pp_size=1, _prefetch_outcome_stats=Counter(),
         storage_prefetch_retries=StoragePrefetchRetries(),
-    ).items():
-        setattr(c, name, value)
-    return c
+    )
 
 
 def main() -> int:

@@ -18,25 +18,14 @@ empty (the stop event is set first):
 """
 
 import sys
-from array import array
 import threading
+from array import array
 from queue import Queue
 
 from sglang.srt.managers.cache_controller import HiCacheController
 
-PAGE = 1  # tokens a page
+from stand_ins import PAGE, UnreachableStorage, page_hashes
 
-
-class UnreachableStorage:
-    """A storage backend whose existence query fails, as a remote store does when it is unreachable."""
-
-    def batch_exists(self, keys, extra_info=None):
-        raise ConnectionError("storage backend unreachable")
-
-
-def page_hashes(tokens, prior_hash=None, page_size=PAGE):
-    """A page's storage key (the releases that bind `get_hash_str` at attach time call this)."""
-    return [f"page{i}" for i in range(len(tokens) // page_size)]
 
 
 def controller():

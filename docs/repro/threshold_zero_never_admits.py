@@ -19,50 +19,18 @@ method on the prefetch path is the release's own, the IO thread runs as a thread
 """
 
 import sys
-from array import array
 import threading
 import time
+from array import array
 from queue import Queue
 from types import SimpleNamespace
-
-import torch
 
 from sglang.srt.managers.cache_controller import HiCacheController
 from sglang.srt.mem_cache.hiradix_cache import HiRadixCache
 
-PAGE = 1  # tokens a page
+from stand_ins import PAGE, HostPool, Storage, built, page_hashes
+
 POLLS = 1000  # scheduler rounds the request is checked in
-
-
-class EmptyStorage:
-    """A storage backend that holds none of the pages asked for."""
-
-    def batch_exists(self, keys, extra_info=None):
-        return 0
-
-
-class HostPool:
-    """The host KV pool's slot accounting (alloc, free, available_size), without the tensors."""
-
-    def __init__(self, slots: int):
-        self.free_slots = list(range(slots))
-
-    def alloc(self, n: int):
-        if n > len(self.free_slots):
-            return None
-        taken, self.free_slots = self.free_slots[:n], self.free_slots[n:]
-        return torch.tensor(taken, dtype=torch.int64)
-
-    def free(self, indices) -> None:
-        self.free_slots.extend(int(x) for x in indices)
-
-    def available_size(self) -> int:
-        return len(self.free_slots)
-
-
-def page_hashes(tokens, prior_hash=None, page_size=PAGE):
-    """A page's storage key (the releases that bind `get_hash_str` at attach time call this)."""
-    return [f"page{i}" for i in range(len(tokens) // page_size)]
 
 
 def controller():
@@ -70,7 +38,7 @@ def controller():
     for name in ("prefetch_queue", "prefetch_hit_queue", "ack_backup_queue", "host_mem_release_queue"):
         setattr(cc, name, Queue())
     cc.storage_stop_event = threading.Event()
-    cc.storage_backend = EmptyStorage()
+    cc.storage_backend = Storage(stored=0)  # none of the pages asked for
     cc.mem_pool_host = HostPool(4)
     cc.page_size = PAGE
     cc.has_draft = False
@@ -82,15 +50,13 @@ def controller():
 
 
 def cache(cc):
-    c = HiRadixCache.__new__(HiRadixCache)
-    c._all_reduce_attn_groups = lambda *args, **kwargs: None  # one rank
-    for name, value in dict(
+    return built(
+        HiRadixCache,
+        _all_reduce_attn_groups=lambda *args, **kwargs: None,  # one rank
         cache_controller=cc, enable_storage=True, prefetch_threshold=0, page_size=PAGE, is_eagle=False,
         prefetch_stop_policy="wait_complete", ongoing_prefetch={}, prefetch_loaded_tokens_by_reqid={},
         enable_storage_metrics=False,
-    ).items():
-        setattr(c, name, value)
-    return c
+    )
 
 
 def main() -> int:

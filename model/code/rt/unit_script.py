@@ -38,8 +38,9 @@ def run(path: str) -> dict:
     """Run the script at `path` as `__main__`; its exit status and output."""
     out = io.StringIO()
     status, error = 0, ""
-    argv = sys.argv
+    argv, search = sys.argv, list(sys.path)
     sys.argv = [path]
+    sys.path.insert(0, str(Path(path).resolve().parent))  # as `python SCRIPT` does: its folder's modules
     try:
         with contextlib.redirect_stdout(out):
             runpy.run_path(path, run_name="__main__")
@@ -51,7 +52,7 @@ def run(path: str) -> dict:
     except BaseException:  # the script's own failure is its answer, not the child's
         status, error = 2, traceback.format_exc(limit=-8)
     finally:
-        sys.argv = argv
+        sys.argv, sys.path[:] = argv, search
     return {"exit": status, "stdout": out.getvalue(), "error": error}
 
 
