@@ -4,7 +4,7 @@ SGLang 0.5.19 (0.5.20 matches the ACK's operation, not its rid), `--hicache-stor
 best_effort`, one rank, no GPU needed:
 
     pip install sglang==0.5.19      # torch on the CPU is enough
-    python stale_ack_handles_new_prefetch.py
+    python docs/repro/stale_ack_handles_new_prefetch.py   # stand_ins.py beside it
 
 Exit status 1 and "REPRODUCED" when the fault shows, 0 when it does not. The classes are built
 the way SGLang's own unit tests build them (`__new__` and the attributes the path reads); every

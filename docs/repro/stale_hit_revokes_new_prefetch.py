@@ -3,7 +3,7 @@
 SGLang 0.5.20 to 0.5.23, `--hicache-storage-prefetch-policy best_effort`, one rank, no GPU needed:
 
     pip install sglang==0.5.23      # torch on the CPU is enough
-    python stale_hit_revokes_new_prefetch.py
+    python docs/repro/stale_hit_revokes_new_prefetch.py   # stand_ins.py beside it
 
 Exit status 1 and "REPRODUCED" when the fault shows, 0 when it does not. The classes are built
 the way SGLang's own unit tests build them (`__new__` and the attributes the path reads); every

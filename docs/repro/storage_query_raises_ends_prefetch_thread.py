@@ -4,7 +4,7 @@ SGLang 0.5.19 to 0.5.21 (0.5.22 catches the exception and counts the query as a 
 prefetch policy, one rank, no GPU needed:
 
     pip install sglang==0.5.21      # torch on the CPU is enough
-    python storage_query_raises_ends_prefetch_thread.py
+    python docs/repro/storage_query_raises_ends_prefetch_thread.py   # stand_ins.py beside it
 
 Exit status 1 and "REPRODUCED" when the fault shows, 0 when it does not. The controller is built
 the way SGLang's own unit tests build it (`__new__` and the attributes the thread reads); the

@@ -4,7 +4,7 @@ SGLang 0.5.18, `--hicache-storage-prefetch-policy wait_complete` and `prefetch_t
 `--hicache-storage-backend-extra-config` (neither is the default), one rank, no GPU needed:
 
     pip install sglang==0.5.18      # torch on the CPU is enough
-    python threshold_zero_never_admits.py
+    python docs/repro/threshold_zero_never_admits.py   # stand_ins.py beside it
 
 Exit status 1 and "REPRODUCED" when the fault shows, 0 when it does not. The classes are built
 the way SGLang's own unit tests build them (`__new__` and the attributes the path reads); every
