@@ -72,6 +72,15 @@ def test_without_dash_the_table_stays_on_stdout(tmp_path, capsys):
     assert json.loads((tmp_path / "r.json").read_text())["summary"]["fail"] == 2
 
 
+def test_off_a_terminal_no_line_is_padded_to_the_fixed_width(tmp_path, capsys):
+    """The table is laid out 200 columns wide off a terminal; a line keeps its text, not the spaces
+    after it (a saved report shown in a 100-column terminal would wrap them into blank runs)."""
+    code, out, _ = run(capsys, "run", scenario(tmp_path), "-q")
+    lines = out.splitlines()
+    assert code == 1 and "Expectations: 12 hold, 2 fail." in out
+    assert any(len(line) > 60 for line in lines) and not [line for line in lines if line.endswith(" ")]
+
+
 # ---- hints beside their failures, counterexample pages ----
 
 

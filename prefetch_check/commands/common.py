@@ -7,6 +7,7 @@ import errno
 import math
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -23,12 +24,39 @@ from prefetch_check.scenario.errors import did_you_mean
 REPORT_WIDTH = 200  # wide enough for the verdict table when stdout is not a terminal
 
 
+class _TrimmedLines:
+    """A text file that drops the spaces a fixed-width console pads each line with: a saved report
+    shown in a narrower terminal would wrap them into blank runs. Only line ends are trimmed."""
+
+    def __init__(self, file):
+        self.file, self.pending = file, ""
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            self.file.write(line.rstrip(" ") + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:  # a line not ended yet goes out as it is
+            self.file.write(self.pending)
+            self.pending = ""
+        self.file.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, name):  # encoding, fileno, ...: the file's own
+        return getattr(self.file, name)
+
+
 def output_console(file=None) -> Console:
-    """Results go to stdout; off a terminal use a fixed width (unless COLUMNS says otherwise)."""
+    """Results go to stdout; off a terminal use a fixed width (unless COLUMNS says otherwise),
+    without the spaces that pad each line to it."""
     console = Console(file=file, markup=False)
     if file is not None or not console.is_terminal:
         width = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else REPORT_WIDTH
-        console = Console(file=file, width=width, markup=False)
+        console = Console(file=_TrimmedLines(file if file is not None else sys.stdout), width=width, markup=False)
     return console
 
 
