@@ -20,8 +20,6 @@ class _OneRank:
     """torch.distributed for a script: one rank and no collective (the scripts replace the
     methods that reduce over ranks, as SGLang's own unit tests do)."""
 
-    world = None
-
     def get_world_size(self, group=None):
         return 1
 
