@@ -126,8 +126,9 @@ def test_a_refactor_of_pp_sync_keeps_every_figure(tmp_path):
 def test_pp_settings_outside_the_world_are_refused():
     with pytest.raises(ValueError, match="pp_size 2: a divisor of ranks"):
         CodeConfig(ranks=3, pp_size=2)
-    with pytest.raises(ValueError, match="PP tickets are not modelled"):
-        CodeConfig(ranks=2, pp_size=2, host_memory_mode="buffer_only")
+    # buffer_only runs the PP tickets (tests/test_code_pp_tickets.py), without retries or device pages
+    with pytest.raises(ValueError, match="runs without retries and device pages"):
+        CodeConfig(ranks=2, pp_size=2, host_memory_mode="buffer_only", device_pages=1)
     assert "pp_size" not in CodeConfig(ranks=2).to_json()  # cached verdicts of other configurations keep their key
     assert CodeConfig.from_json(PP2.to_json()) == PP2
 

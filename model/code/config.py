@@ -118,8 +118,8 @@ class CodeConfig:
             raise ValueError(f"pp_size {self.pp_size}: a divisor of ranks ({self.ranks}), each stage the same TP size")
         if self.pp_size > 1 and self.world != "ack-drain":
             raise ValueError(f"pp_size > 1: the executor runs pipeline stages in the ack-drain world, not {self.world}")
-        if self.pp_size > 1 and self.host_memory_mode != "cache":
-            raise ValueError("pp_size > 1 runs host_memory_mode='cache' (buffer_only's PP tickets are not modelled)")
+        if self.pp_size > 1 and self.host_memory_mode == "buffer_only" and (self.retries or self.device_pages):
+            raise ValueError("pp_size > 1 with buffer_only (the PP tickets) runs without retries and device pages")
         if self.pp_size > 1 and (self.sidecars or self.cache_class != "UnifiedRadixCache"):
             raise ValueError("pp_size > 1 runs UnifiedRadixCache without sidecar pools (not modelled together)")
         for name in ("hits", "failing", "query_raises", "raising_reads", "sidecar_hits", "sidecar_failing"):

@@ -33,6 +33,9 @@ class _Holder:
     def barrier(self, group=None, **kwargs):
         return self.collectives.barrier(group, **kwargs)
 
+    def get_process_group_ranks(self, group):
+        return self.collectives.get_process_group_ranks(group)
+
     def isend(self, *args, **kwargs):
         return self._p2p("isend").isend(*args, **kwargs)
 

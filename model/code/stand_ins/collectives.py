@@ -21,7 +21,7 @@ class Group:
 
     def snapshot(self) -> tuple:
         return (self.name, tuple(sorted(self.calls.items())),
-                tuple((n, tuple(sorted(a.items()))) for n, a in sorted(self.arrived.items())))
+                tuple((n, tuple(sorted((r, e[:4]) for r, e in a.items()))) for n, a in sorted(self.arrived.items())))
 
 
 class Collectives:
@@ -36,6 +36,45 @@ class Collectives:
     def get_rank(self, group=None) -> int:
         rank = self.rank_of()
         return group.ranks.index(rank) if group is not None else rank
+
+    def get_process_group_ranks(self, group: Group) -> list[int]:
+        return list(group.ranks)
+
+    def broadcast_pyobj(self, objects: list, rank: int, group: Group, src: int = 0) -> list:
+        """sglang.srt.utils.broadcast_pyobj over `group` (global ranks): every rank of the group
+        arrives, and each leaves with the list the rank `src` brought (the PP tickets' relay,
+        0.5.21+). An arrival is a scheduling point; the leave is enabled once all arrived."""
+        me = self.rank_of()
+        baton = self.world.baton
+        baton.point(f"broadcast arrive {group.name}")
+        baton.touch(arrival(group, me))
+        baton.touch(left(group, me), write=False)
+        n = group.calls[me]
+        site = baton.current().point.site if baton.current() else "?"
+        brought = tuple(objects) if me == src else ()
+        group.arrived.setdefault(n, {})[me] = (site, "BROADCAST", src, tuple(self._describe(o) for o in brought), brought)
+        baton.observe(f"arrive {group.name}#{n}")
+        baton.point(f"broadcast leave {group.name}", lambda: len(group.arrived.get(n, {})) == len(group.ranks),
+                    arrivals(group))
+        baton.touch(left(group, me))
+        sent = group.arrived[n].get(src)
+        if sent is None or sent[1] != "BROADCAST":
+            self.world.fault("tp_agreement", f"{group.name} call {n}: rank {me} broadcasts from {src} while that rank "
+                             f"is in another collective", "ranks disagree on which collective they are in: a hang or "
+                             "mixed-up data on a real cluster", site)
+            received: list = []
+        else:
+            received = list(sent[4])
+        group.calls[me] = n + 1
+        if all(group.calls[r] > n for r in group.ranks):
+            del group.arrived[n]
+        baton.observe(f"received {[self._describe(o) for o in received]}")
+        return received
+
+    def _describe(self, obj) -> str:
+        """A broadcast object in the state key: a ticket by its request, else the world's label."""
+        rid = getattr(getattr(obj, "handle", None), "rid", None)
+        return f"ticket({rid})" if rid is not None else self.world.label(obj)
 
     def barrier(self, group: Optional[Group] = None, **kwargs):
         """A barrier is a rendezvous without values (0.5.1's IO thread waits in one per operation)."""

@@ -42,11 +42,18 @@ class HostPool(Strict):
         world.register(self)
 
     # ---- the pool API: alloc and free are points (IO writes into the same slots), the size is not
-    def available_size(self) -> int:
+    def available_size(self, pool=None) -> int:
+        self._kv_only(pool)
         self.world.baton.touch(self._pc_name, write=False)
         return self.status.count(FREE)
 
-    def alloc(self, need_size: int):
+    def _kv_only(self, pool) -> None:
+        """A pool group's call for one pool (the PP tickets' allocation names it): the KV pool only."""
+        if pool is not None and str(getattr(pool, "value", pool)) != "kv":
+            raise self.world.not_modelled(f"mem_pool_host for pool {pool}")
+
+    def alloc(self, need_size: int, pool=None):
+        self._kv_only(pool)
         self.world.baton.point(f"alloc {need_size} host slots (rank {self.rank})")
         self.world.baton.touch(self._pc_name)
         # upstream's pool asserts whole pages (pool_host/base.py alloc): a caller's misaligned size

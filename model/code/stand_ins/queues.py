@@ -78,6 +78,9 @@ class Queue:
         world.fault("progress", f"rank {me.rank}: the scheduler waits in a blocking get on its empty {self.name}: "
                     "its drain pops more than the ranks agreed it holds", DRAIN_WAITS, caller_site(world.baton.roots))
 
+    def task_done(self) -> None:
+        """Nothing joins a queue in the worlds (the PP ticket thread marks each ticket done)."""
+
     def get_nowait(self):
         return self.get(block=False)
 

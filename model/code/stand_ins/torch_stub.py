@@ -126,6 +126,7 @@ def make_torch(collective_ops, not_modelled) -> types.ModuleType:
     dist.get_world_size = collective_ops.get_world_size
     dist.get_rank = collective_ops.get_rank
     dist.barrier = collective_ops.barrier
+    dist.get_process_group_ranks = collective_ops.get_process_group_ranks
     dist.isend = collective_ops.isend  # point-to-point (stand_ins/p2p.py): PP stages only
     dist.recv = collective_ops.recv
     dist.__getattr__ = lambda name: not_modelled(f"torch.distributed.{name}")

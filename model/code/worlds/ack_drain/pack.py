@@ -13,6 +13,7 @@ from prefetch_check.model.code.worlds.ack_drain import identity, transfer_hooks
 from prefetch_check.model.code.worlds.ack_drain import judge
 from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer
 from prefetch_check.model.code.worlds.ack_drain.buffer import params as buffer_params
+from prefetch_check.model.code.worlds.ack_drain.buffer.tickets import TicketStagesRun
 from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, COMPONENT_TYPES, CONTROLLER, FILES, HYBRID, Run
 from prefetch_check.model.code.worlds.ack_drain.hiradix import harness as hiradix
 from prefetch_check.model.code.worlds.ack_drain.stages import StagesRun
@@ -52,6 +53,8 @@ def make_run(modules, config: CodeConfig, holder, roots):
     if config.cache_class == "HiRadixCache":
         return hiradix.HiRadixRun(modules, config, holder, roots)
     if config.pp_size > 1:
+        if config.host_memory_mode == "buffer_only":  # the PP tickets of 0.5.21+ (buffer/tickets.py)
+            return TicketStagesRun(modules, config, holder, roots)
         return StagesRun(modules, config, holder, roots)
     cls = buffer.BufferRun if config.host_memory_mode == "buffer_only" else Run
     return cls(modules, config, holder, roots)
@@ -115,6 +118,12 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("PP=2, 1 rank a stage, timeout, 1 page stored nowhere", dict(ranks=2, pp_size=2, pages=1, policy="timeout",
                                                                   hits=(0, 0))),
     ("PP=2, 1 rank a stage, best_effort", dict(ranks=2, pp_size=2, policy="best_effort")),
+    # the PP tickets (buffer/tickets.py, 0.5.23's shape)
+    ("PP=2 buffer_only tickets, 1 page", dict(ranks=2, pp_size=2, pages=1, host_memory_mode="buffer_only")),
+    ("PP=2 buffer_only tickets, stage 1 cannot read page 1", dict(ranks=2, pp_size=2, host_memory_mode="buffer_only",
+                                                                  failing=((), (1,)))),
+    ("PP=2 buffer_only tickets, 1 page, aborted in round 1", dict(ranks=2, pp_size=2, pages=1,
+                                                                  host_memory_mode="buffer_only", abort_round=1)),
 ))
 
 PACK = WorldPack(

@@ -7,10 +7,9 @@ later stage's queue holds as many), and under `timeout` only the first stage eva
 deadline. P's hit MIN and Y's completion MIN reduce over the stage's TP group, then over the
 rank's PP group (`_create_sync_groups`: size-1 groups skipped).
 
-What is left out: the PP tickets of 0.5.21+ (`submit_prefetch`, `pp_prefetch_command_thread_func`,
-`PPPrefetchState.ready_event`) run only with host_memory_mode buffer_only, which CodeConfig refuses
-with PP > 1; the scheduler's relay of requests between stages (every stage issues each request in
-the same order, as the relay delivers it)."""
+What is left out: the scheduler's relay of requests between stages (every stage issues each request
+in the same order, as the relay delivers it). The PP tickets of buffer_only (`submit_prefetch`,
+`pp_prefetch_command_thread_func`, `PPPrefetchState.ready_event`) are buffer/tickets.py's."""
 
 from __future__ import annotations
 

@@ -3,18 +3,35 @@
 release's own PP code runs as written: `_all_reduce` (the first stage reduces, `_pp_sync` passes
 its value down the pipeline by recv/isend), `_drain_async_work`, the drain taking the first
 stage's counts, and under timeout only the first stage's deadline deciding. Each names what it
-sets. The PP tickets (0.5.21+) run only with buffer_only, which the stages world does not model."""
+sets. With host_memory_mode buffer_only the stages run the PP tickets (0.5.21+) as written
+(model/code/worlds/ack_drain/buffer/tickets.py): PP0's ticket, each stage's ticket thread and its
+broadcast, the ready state's admission; on trees whose tickets the world models (0.5.23).
+Under a ticket the admission waits for the ticket's last ACK whatever the stop policy, so its
+cases run the default `wait_complete` of the world only."""
 
 from __future__ import annotations
 
 from prefetch_check.model.code import CodeConfig, CodeLimits
-from prefetch_check.sglang.code_checks import Case
+from prefetch_check.sglang.code_checks import Case, needs
+from prefetch_check.sglang.mappings.ack_drain.buffer_cases import BUFFER, skip as buffer_skip
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
 
 STAGES = "PP=2, 1 rank a stage"
 # the abort and timeout cases: up to 19,692 and 61,438 runs (0.5.19), 44 s and 90 s on the shared
 # cores, three times that under a heavier load
 LONGER = CodeLimits(max_seconds=600)
+
+HYBRID = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
+# the ticket shape the world models (0.5.23): each stage's ticket thread queries its own storage view;
+# 0.5.21-0.5.22's PP0 queries every stage's view in submit_prefetch (a storage stand-in per pp_rank)
+_ticket_shape = needs(HYBRID, "self.mem_pool_host.available_size(pool=PoolName.KV)",
+                      "its PP tickets query every stage's storage at PP0 (0.5.21-0.5.22): not modelled")
+
+
+def _tickets_skip(tree):
+    """A PP-ticket case: the buffer pipeline's shape and the ticket thread's."""
+    return buffer_skip(tree) or _ticket_shape(tree)
+
 
 def _stages(**kwargs) -> CodeConfig:
     return CodeConfig(world=PROTOCOL, **{"ranks": 2, "pp_size": 2, **kwargs})
@@ -28,4 +45,11 @@ PP_CASES: tuple[Case, ...] = (
     # (with a stored page it is not, as for 2 TP ranks under timeout)
     Case(f"{STAGES}, timeout (stage 0's deadline fires as a choice), 1 page stored nowhere",
          _stages(pages=1, policy="timeout", hits=(0, 0)), limits=LONGER),
+    # the PP tickets: 18,068 / 19,052 / 17,916 runs, 39-43 s each on one core (0.5.23)
+    Case(f"{STAGES}, {BUFFER} (PP tickets), 1 page", _stages(pages=1, host_memory_mode="buffer_only"), limits=LONGER,
+         skip=_tickets_skip),
+    Case(f"{STAGES}, {BUFFER} (PP tickets), stage 1 cannot read page 1",
+         _stages(host_memory_mode="buffer_only", failing=((), (1,))), limits=LONGER, skip=_tickets_skip),
+    Case(f"{STAGES}, {BUFFER} (PP tickets), 1 page, aborted by its client in round 1",
+         _stages(pages=1, host_memory_mode="buffer_only", abort_round=1), limits=LONGER, skip=_tickets_skip),
 )

@@ -135,7 +135,8 @@ class BufferRun(Run):
         d = cfg.device_pages * cfg.page_size
         for q, handle in enumerate(rank.handles):
             tokens = self.tokens(q)
-            cache.prefetch_from_storage(handle, ROOT_NODE, tokens[d:], matched_prefix_tokens=tokens[:d])
+            self.issued(rank, q, cache.prefetch_from_storage(handle, ROOT_NODE, tokens[d:],
+                                                             matched_prefix_tokens=tokens[:d]))
         while True:
             self.enter_round(rank)
             self.round_begins(rank)
@@ -148,6 +149,10 @@ class BufferRun(Run):
                     rank.waiting.remove(q)
                     rank.admitted_round[q] = rank.rounds
                     self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens {self.HELD_WHERE}")
+
+    def issued(self, rank: Rank, q: int, decision) -> None:
+        """After the scheduler issued request q's prefetch (`decision`: what prefetch_from_storage
+        returned): the PP tickets' relay binds it (tickets.py); nothing here."""
 
     def _admit(self, rank: Rank, q: int) -> bool:
         cache, handle = rank.cache, rank.handles[q]
@@ -190,7 +195,11 @@ class BufferRun(Run):
             return False
         if min(len(r.cc.ack_load_queue) for r in self.ranks) > 0:
             return True
-        return all(any(r.handles[q] not in r.cache.ongoing_prefetch for q in r.waiting) for r in self.ranks)
+        return all(any(self._idle(r, q) for q in r.waiting) for r in self.ranks)
+
+    def _idle(self, rank: Rank, q: int) -> bool:
+        """A waiting request with no prefetch in flight: SGLang's loop would admit it at its next step."""
+        return rank.handles[q] not in rank.cache.ongoing_prefetch
 
     def gate_guard(self) -> tuple:
         """`Run`'s, and every rank's load ack list (the gate reads its length)."""
@@ -201,6 +210,6 @@ class BufferRun(Run):
 
     def _gate_may_open(self, rank: Rank) -> bool:
         return (super()._gate_may_open(rank) or bool(rank.cc.ack_load_queue)
-                or any(rank.handles[q] not in rank.cache.ongoing_prefetch for q in rank.waiting))
+                or any(self._idle(rank, q) for q in rank.waiting))
 
 

@@ -1,0 +1,43 @@
+"""The PP tickets in the code engine (host_memory_mode buffer_only with pp_size 2,
+model/code/worlds/ack_drain/buffer/tickets.py): 0.5.23's ticket path runs as written, its search
+is exhaustive and clean and reaches the end of the run (the terminal judgements are made, not
+skipped), a one-place edit of the ticket's admission is caught with its consequence, and the
+release whose tickets the world does not model (0.5.22: PP0 queries every stage's storage) gets
+no ticket case, by name."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
+from prefetch_check.sglang.mappings.ack_drain.pp_cases import PP_CASES
+from test_code_executor import clean, edited, release
+
+TICKETS = CodeConfig(ranks=2, pp_size=2, pages=1, host_memory_mode="buffer_only")
+LIMITS = CodeLimits(max_seconds=600)  # 18,068 runs, 39 s on one quiet core
+HYBRID = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
+# take_ready_pp_prefetch frees every ready state's buffers, not only an empty one's: the request is
+# admitted with nothing although both stages read its page
+FREES_EVERY_STATE = ("                or state.operation.completed_tokens == 0\n",
+                     "                or state.operation.completed_tokens >= 0\n")
+
+
+def test_0_5_23s_tickets_run_as_written_exhaustive_and_clean():
+    result = check_tree(release("0.5.23"), TICKETS, LIMITS)
+    assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
+    assert clean(result) and result.verdicts["wait_complete_delivers"] == "VERIFIED", result.verdicts
+    assert result.runs > 10_000 and result.states > 50_000
+
+
+def test_an_admission_that_frees_every_ready_ticket_is_caught_as_the_prefetch_it_loses(tmp_path):
+    srt = edited(tmp_path, release("0.5.23"), HYBRID, *FREES_EVERY_STATE)
+    result = check_tree(srt, TICKETS, LIMITS)
+    assert result.verdicts["wait_complete_delivers"] == "VIOLATED", result.verdicts
+    message = result.violations["wait_complete_delivers"].message
+    assert "admitted with [(0, 0), (1, 0)] (rank, tokens) on the device, the ranks agreed on 1" in message
+
+
+def test_a_release_with_the_earlier_ticket_shape_gets_no_ticket_case_by_name():
+    tickets = [c for c in PP_CASES if "PP tickets" in c.name]
+    assert len(tickets) == 3
+    assert {c.skip(release("0.5.22")) for c in tickets} == {
+        "its PP tickets query every stage's storage at PP0 (0.5.21-0.5.22): not modelled"}
+    assert {c.skip(release("0.5.23")) for c in tickets} == {""}
