@@ -42,33 +42,15 @@ class Collectives:
 
     def broadcast_pyobj(self, objects: list, rank: int, group: Group, src: int = 0) -> list:
         """sglang.srt.utils.broadcast_pyobj over `group` (global ranks): every rank of the group
-        arrives, and each leaves with the list the rank `src` brought (the PP tickets' relay,
-        0.5.21+). An arrival is a scheduling point; the leave is enabled once all arrived."""
+        arrives, and each leaves with the list the rank `src` brought (the PP tickets' relay)."""
         me = self.rank_of()
-        baton = self.world.baton
-        baton.point(f"broadcast arrive {group.name}")
-        baton.touch(arrival(group, me))
-        baton.touch(left(group, me), write=False)
-        n = group.calls[me]
-        site = baton.current().point.site if baton.current() else "?"
         brought = tuple(objects) if me == src else ()
-        group.arrived.setdefault(n, {})[me] = (site, "BROADCAST", src, tuple(self._describe(o) for o in brought), brought)
-        baton.observe(f"arrive {group.name}#{n}")
-        baton.point(f"broadcast leave {group.name}", lambda: len(group.arrived.get(n, {})) == len(group.ranks),
-                    arrivals(group))
-        baton.touch(left(group, me))
+        n = self._meet(group, "broadcast", ("BROADCAST", f"from {src}"),
+                       (tuple(self._describe(o) for o in brought), brought))
         sent = group.arrived[n].get(src)
-        if sent is None or sent[1] != "BROADCAST":
-            self.world.fault("tp_agreement", f"{group.name} call {n}: rank {me} broadcasts from {src} while that rank "
-                             f"is in another collective", "ranks disagree on which collective they are in: a hang or "
-                             "mixed-up data on a real cluster", site)
-            received: list = []
-        else:
-            received = list(sent[4])
-        group.calls[me] = n + 1
-        if all(group.calls[r] > n for r in group.ranks):
-            del group.arrived[n]
-        baton.observe(f"received {[self._describe(o) for o in received]}")
+        received = list(sent[4]) if sent is not None else []  # a src outside the group: nothing comes
+        self._leave(group, n)
+        self.world.baton.observe(f"received {[self._describe(o) for o in received]}")
         return received
 
     def _describe(self, obj) -> str:
@@ -85,38 +67,54 @@ class Collectives:
     def all_reduce(self, tensor, op=None, group: Optional[Group] = None, async_op: bool = False):
         if group is None:
             raise self.world.not_modelled("torch.distributed.all_reduce on the default group")
+        n = self._meet(group, f"all_reduce({op})", (str(op), len(tensor.data)), (tuple(tensor.data),))
+        values = [a[3] for a in group.arrived[n].values()]
+        reduce = {"MIN": min, "MAX": max, "SUM": sum, "BARRIER": min}[str(op)]
+        width = min(len(v) for v in values)
+        tensor.data = [reduce(v[i] for v in values) for i in range(width)]
+        self._leave(group, n)
+        self.world.baton.observe(f"reduced {tensor.data}")
+        return None
+
+    def _meet(self, group: Group, what: str, call: tuple, carried: tuple) -> int:
+        """The calling rank's next call on `group`: arrive (a scheduling point), then wait until
+        every rank of the group arrived (the leave's point); its call number. `call` (the op and
+        what the ranks must agree on) is compared with the peers' (site, *call): a rank meeting a
+        peer in another collective is tp_agreement; `carried` rides along (the values, the objects)."""
         rank = self.rank_of()
         baton = self.world.baton
-        baton.point(f"all_reduce({op}) arrive {group.name}")
+        baton.point(f"{what} arrive {group.name}")
         baton.touch(arrival(group, rank))
         baton.touch(left(group, rank), write=False)  # its call number (a rebase may move it: RelativeGroup)
         n = group.calls[rank]
         site = baton.current().point.site if baton.current() else "?"
-        entry = (site, str(op), len(tensor.data))
+        entry = (site,) + call
         arrived = group.arrived.setdefault(n, {})
-        arrived[rank] = entry + (tuple(tensor.data),)
+        arrived[rank] = entry + carried
         mates = [a for r, a in arrived.items() if r != rank]
         if any(m[:3] != entry for m in mates):
             other = next(m for m in mates if m[:3] != entry)
             for r in arrived:  # the fault depends on which peer came first: the arrivals race here
                 baton.touch(arrival(group, r), write=False)
-            self.world.fault("tp_agreement", f"{group.name} call {n}: rank {rank} arrives from {site} ({op}, "
-                             f"{len(tensor.data)} values) while a peer is in {other[0]} ({other[1]}, {other[2]} values)",
+            self.world.fault("tp_agreement", f"{group.name} call {n}: rank {rank} arrives from {site} ({call[0]}, "
+                             f"{_shown(call[1])}) while a peer is in {other[0]} ({other[1]}, {_shown(other[2])})",
                              "ranks disagree on which collective they are in: a hang or mixed-up data on a real cluster", site)
         baton.observe(f"arrive {group.name}#{n}")
-        baton.point(f"all_reduce({op}) leave {group.name}", lambda: len(group.arrived.get(n, {})) == len(group.ranks),
+        baton.point(f"{what} leave {group.name}", lambda: len(group.arrived.get(n, {})) == len(group.ranks),
                     arrivals(group))
         baton.touch(left(group, rank))
-        values = [a[3] for a in group.arrived[n].values()]
-        reduce = {"MIN": min, "MAX": max, "SUM": sum, "BARRIER": min}[str(op)]
-        width = min(len(v) for v in values)
-        tensor.data = [reduce(v[i] for v in values) for i in range(width)]
-        group.calls[rank] = n + 1
+        return n
+
+    def _leave(self, group: Group, n: int) -> None:
+        """The calling rank is done with call n; the last one out drops it."""
+        group.calls[self.rank_of()] = n + 1
         if all(group.calls[r] > n for r in group.ranks):
             del group.arrived[n]
-        baton.observe(f"reduced {tensor.data}")
-        return None
 
+
+def _shown(agreed) -> str:
+    """What a call's ranks agree on, in a tp_agreement message: an all_reduce's value count."""
+    return f"{agreed} values" if isinstance(agreed, int) else str(agreed)
 
 def arrival(group: Group, rank: int) -> str:
     """Rank `rank`'s arrivals at `group` in a step's footprint. Each rank's arrival and leave are
