@@ -51,6 +51,10 @@ class CodeConfig:
     device_pages: int = 0  # buffer_only: leading pages of each request already on the device (the splice anchor)
     evict_device_round: Optional[int] = None  # buffer_only: in this round the device tree evicts every unpinned page
     device_room: Optional[int] = None  # buffer_only: the device KV pool in pages (None: twice every request's pages)
+    # buffer_only's write path (worlds/ack_drain/buffer/backup_run.py): under hicache write_through
+    # every insert into the device tree backs its new node up to storage through the pipeline, and
+    # in round 1 the scheduler inserts a request it computed itself (its prefill), `pages` pages
+    backup: bool = False
     # host memory pressure: host-only pages the tree holds from an earlier request (evictable by the
     # release's evict_host when a prefetch's host allocation fails), the leading ones locked
     host_held_pages: int = 0  # pages of the host pool (host_pages) the tree holds at the start
@@ -100,8 +104,11 @@ class CodeConfig:
                              "evict_device_round), without readmissions, lost_device_pages or rid_reuse (a "
                              "retracted staged request is not modelled)")
         if self.host_memory_mode == "cache" and (self.device_pages or self.evict_device_round is not None
-                                                 or self.device_room is not None):
-            raise ValueError("device_pages, evict_device_round and device_room need host_memory_mode='buffer_only'")
+                                                 or self.device_room is not None or self.backup):
+            raise ValueError("device_pages, evict_device_round, device_room and backup need "
+                             "host_memory_mode='buffer_only'")
+        if self.backup and (self.retries or self.pp_size > 1 or self.world != "ack-drain"):
+            raise ValueError("backup (buffer_only's write path) runs in the ack-drain world without retries or PP")
         if not 0 <= self.device_pages < self.pages:
             raise ValueError(f"device_pages {self.device_pages}: between 0 and pages - 1 ({self.pages - 1})")
         if not 0 <= self.host_locked_pages <= self.host_held_pages:
@@ -185,7 +192,8 @@ class CodeConfig:
         return self.host_held_pages if self.host_anchored else 0
 
     def needed_pages(self) -> int:
-        return self.pages * self.requests * self.fetches()
+        """Every fetch's pages, and the write path's staging of its computed request (backup)."""
+        return self.pages * (self.requests * self.fetches() + self.backup)
 
     def fetches(self) -> int:
         """How many times one request's pages may be fetched (each fetch stays in the host tree)."""
@@ -248,6 +256,7 @@ class CodeConfig:
 
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
+                      "backup": False,
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
                       "cache_class": "UnifiedRadixCache", "sidecars": (),
                       "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,

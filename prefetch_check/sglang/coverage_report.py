@@ -377,7 +377,8 @@ BUFFER_WHY = {
     "_shared_": "buffer_only: the shared host arena (no case has it)",
     "_host_staging_sizes": "buffer_only: the shared host arena (no case has it)",
 }
-BUFFER_WRITE_SIDE = "buffer_only: the write-back (backup) pipeline; the cases run the prefetch side only"
+BUFFER_WRITE_SIDE = ("buffer_only: a write-path method the write_through cases (0.5.22 on) do not reach: sidecar or "
+                     "SWA pools, a split node, a parent dropped before its child, an oversize span")
 
 
 def known_why(name: str) -> str:

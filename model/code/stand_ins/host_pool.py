@@ -52,7 +52,7 @@ class HostPool(Strict):
         if pool is not None and str(getattr(pool, "value", pool)) != "kv":
             raise self.world.not_modelled(f"mem_pool_host for pool {pool}")
 
-    def alloc(self, need_size: int, pool=None):
+    def alloc(self, need_size: int, pool=None, reclaim=None, start_owner=None):
         self._kv_only(pool)
         self.world.baton.point(f"alloc {need_size} host slots (rank {self.rank})")
         self.world.baton.touch(self._pc_name)
@@ -85,6 +85,12 @@ class HostPool(Strict):
             self.status[i] = FREE
             self.written.pop(i, None)
 
+    def resolve_host_transfers(self, transfers, **kwargs):
+        """The group's side-pool allocation (a write's extra pools): none here."""
+        if transfers:
+            raise self.world.not_modelled("mem_pool_host.resolve_host_transfers of side pools")
+        return None
+
     def layout_lease(self):
         return contextlib.nullcontext()
 
@@ -101,6 +107,16 @@ class HostPool(Strict):
         self.world.baton.touch(self._pc_name)
         for i in range(first, first + self.page_size):
             self.written[i] = data
+
+    def get_data_page(self, index, flat: bool = True):
+        """What the backup thread reads out of a staging slot to store it (the generic page set):
+        a point, as the scheduler frees staging at the storage ack. A slot not held, or held with
+        nothing written (the D2H copy never landed), is stored as it is: the storage stand-in
+        judges the value."""
+        first = int(index)
+        self.world.baton.point(f"read host slot {first} to store it (rank {self.rank})")
+        self.world.baton.touch(self._pc_name, write=False)
+        return self.written.get(first) if self.status[first] == HELD else None
 
     # ---- what the tree stand-in does when it takes slots
     def hand_to_tree(self, slots: list[int]) -> None:

@@ -41,3 +41,7 @@ class FullComponent(Strict):
 
     def buffer_belief_policy(self, pool):
         return None
+
+    def buffer_backup_parent_covered(self, parent_node_id, node_id) -> bool:
+        """base.py's default: no component vouches for a parent the KV beliefs do not hold."""
+        return False

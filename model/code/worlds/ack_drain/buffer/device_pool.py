@@ -32,7 +32,7 @@ class _Event:
 
 @dataclass
 class LoadAck:
-    """cache_controller's ack of a load (what loading_check reads of it)."""
+    """cache_controller's ack of a load or a write (what loading_check and writing_check read of it)."""
 
     node_ids: list
     finish_event: _Event
@@ -116,6 +116,39 @@ class DevicePool:
         self.cc_ack_queue.append(LoadAck([node_id], _Event(copy)))
         return Tensor(slots)
 
+    # ---- the controller's start_writing (the D2H of the write path, CodeConfig.backup): the ops the
+    # pipeline queued with cc.write, merged as upstream merges them, one ack on cc.ack_write_queue;
+    # the copy happens when writing_check synchronises the ack's event, the latest the D2H stream may
+    # read the device rows (the pipeline's lock keeps them until then)
+    def start_writing(self, cc, merge) -> None:
+        if not cc.write_queue:
+            return
+        baton = self.world.baton
+        op = merge(cc.write_queue)
+        cc.write_queue.clear()
+        baton.point(f"D2H of {len(op.device_indices)} device slots (rank {self.rank})")
+        baton.touch(self._pc_name)
+        baton.touch(write_ack_queue_name(self.rank))
+        site = baton.current().point.site if baton.current() else "?"
+        pairs = list(zip(op.device_indices.data, op.host_indices.data))
+
+        def copy() -> None:
+            baton.touch(self._pc_name, write=False)
+            baton.touch(self.host._pc_name)
+            for d, h in pairs:
+                got = self.data.get(d) if self.owner[d] is not None else None
+                if got is None:
+                    self.world.fault("data_integrity", f"rank {self.rank}: the D2H copy of backup {op.node_ids} reads "
+                                     f"device slot {d}, which is free", "wrong KV data written back: the staging "
+                                     "copy read a device row freed under it (use after free of the source)", site)
+                if self.host.status[h] != HELD:
+                    self.world.fault("host_memory", f"rank {self.rank}: the D2H copy of backup {op.node_ids} lands "
+                                     f"in host slot {h}, which is {self.host.status[h]}", "the copy overwrites a "
+                                     "slot the pool handed out again: another request's KV corrupted", site)
+                self.host.written[h] = got
+
+        cc.ack_write_queue.append(LoadAck(list(op.node_ids), _Event(copy)))
+
     def check_resident(self, request: int, slots) -> list[str]:
         """The resident slots of request whose page is not the one its position holds."""
         bad = []
@@ -127,6 +160,12 @@ class DevicePool:
 
     def snapshot(self) -> tuple:
         return ("device", self.rank, tuple(self.owner), tuple(sorted(self.data.items())))
+
+
+def write_ack_queue_name(rank: int) -> str:
+    """The controller's write ack list of rank `rank` in a step's footprint (start_writing appends,
+    the round gate reads its length, writing_check pops it)."""
+    return f"r{rank}.ack_write_queue"
 
 
 def ack_queue_name(rank: int) -> str:

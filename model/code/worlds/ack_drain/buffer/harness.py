@@ -57,6 +57,7 @@ class BufferRun(Run):
     # storage beliefs their fields (hooks.watch, installed by pack.py, labelled in _build), and the
     # round gate's guard names the load ack lists it reads
     FOOTPRINTS = True
+    TREE, STORAGE = DeviceTree, StorageBackend  # the write path's (backup_run.py) keep what it writes
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         # Every run numbers its operations from 0, as a fresh process does. The pipeline makes its
@@ -86,12 +87,13 @@ class BufferRun(Run):
     def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
         cfg, page = self.config, self.config.page_size
         pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
-        storage = StorageBackend(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page,
-                                 cfg.raising_reads_of(i))
-        room = cfg.device_room if cfg.device_room is not None else 2 * cfg.pages * cfg.requests
+        storage = self.STORAGE(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page,
+                               cfg.raising_reads_of(i))
+        # the write path's computed request takes device room too
+        room = cfg.device_room if cfg.device_room is not None else 2 * cfg.pages * (cfg.requests + cfg.backup)
         device = DevicePool(self.world, i, room * page, pool,
                             lambda q, pos: f"q{q}p{pos // page}")
-        return pool, DeviceTree(self.world, i, pool, page, device), storage
+        return pool, self.TREE(self.world, i, pool, page, device), storage
 
     def _build(self, i: int) -> Rank:
         rank = super()._build(i)
@@ -128,7 +130,8 @@ class BufferRun(Run):
             raise self.world.not_modelled(f"host_memory_mode buffer_only: the tree has no {PIPELINE}")
         pipeline = self.modules[PIPELINE].BufferModePipeline.__new__(self.modules[PIPELINE].BufferModePipeline)
         object.__setattr__(pipeline, "_pc_label", f"r{rank.index}.pipeline")  # its fields in a step's footprint
-        pipeline.__init__(cache, None, write_backlog_cap=0)
+        # init_hicache's cap: twice the device pool (a leak backstop, never binding on live content)
+        pipeline.__init__(cache, None, write_backlog_cap=2 * len(rank.tree.device.owner))
         cache.buffer_pipeline = pipeline
         if cfg.retries:  # the tree's own Scheduler methods issue, retry and admit (readmission.py)
             return readmission.drive(self, rank, Staging(self, rank))

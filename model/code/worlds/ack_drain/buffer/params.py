@@ -96,6 +96,13 @@ class Envs:
 
 def known(roots) -> dict[str, dict[str, object]]:
     """The stub modules' extra names for this configuration (rt/loader.load_tree's known_extra)."""
+    from prefetch_check.model.code.worlds.ack_drain.buffer import backup_tree
+
     names = {"MatchPrefixParams": MatchPrefixParams, "InsertParams": InsertParams, "EvictParams": EvictParams,
              "DecLockRefParams": DecLockRefParams, "InitLoadBackParams": InitLoadBackParams}
-    return {"sglang.srt.mem_cache.base_prefix_cache": names, "sglang.srt.environ": {"envs": Envs(roots)}}
+    # the write path's records (CodeConfig.backup): the tree core's backup snapshot and the insert's action
+    interface = {"BufferBackupSnapshot": backup_tree.BufferBackupSnapshot,
+                 "BufferBackupState": backup_tree.BufferBackupState}
+    return {"sglang.srt.mem_cache.base_prefix_cache": names, "sglang.srt.environ": {"envs": Envs(roots)},
+            "sglang.srt.mem_cache.unified_cache.unified_tree_core_interface": interface,
+            "sglang.srt.mem_cache.unified_cache.cache_action": {"BackupKV": backup_tree.BackupKV}}

@@ -1,0 +1,184 @@
+"""buffer_only's write path (CodeConfig.backup): the buffer world with hicache write_through. In
+round 1 the scheduler inserts a request it computed itself (SCH's cache_unfinished_req after its
+prefill; request `requests`, of `pages` pages, not prefetched), and every insert into the device
+tree, that one and each staged prefetch's load-back, hands the cache a BackupKV of its new node
+(backup_tree.py). From there the tree's code runs as written: the cache's
+`_execute_and_commit_kv_backup`, the pipeline's `enqueue_backup_intent`, `flush_pending_writes`
+(admission, staging through the controller's real `write`, the node's lock), the D2H ack in
+`writing_check` -> `finish_backup_ack` -> the controller's `write_storage`, the backup thread B
+(`backup_thread_func`: the host staging read page by page, `batch_set`), and the storage ack's
+drain -> `finish_storage_write_ack` (beliefs, staging freed). Stand-ins: the D2H copy
+(device_pool.py `start_writing`), the storage that keeps what is written (stand_ins/
+written_storage.py)."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code.rt.verdicts import LEAK, Finding
+from prefetch_check.model.code.stand_ins.context import Strict
+from prefetch_check.model.code.stand_ins.host_pool import FREE
+from prefetch_check.model.code.stand_ins.radix import RadixKey
+from prefetch_check.model.code.stand_ins.torch_stub import Tensor
+from prefetch_check.model.code.stand_ins.written_storage import WrittenStorage
+from prefetch_check.model.code.worlds.ack_drain.buffer.backup_tree import BackupDeviceTree
+from prefetch_check.model.code.worlds.ack_drain.buffer.device_pool import write_ack_queue_name
+from prefetch_check.model.code.worlds.ack_drain.buffer.harness import BufferRun
+from prefetch_check.model.code.worlds.ack_drain.buffer.params import InsertParams
+from prefetch_check.model.code.worlds.ack_drain.harness import CONTROLLER
+from prefetch_check.model.code.worlds.common import Rank
+
+COMPUTED_ROUND = 1  # the round whose start inserts the computed request
+LOCKED = ("a device span locked forever: never evictable, and every later write of it is believed in flight "
+          "and skipped")
+WEDGED = ("the write queue wedged: its head never stages, and every write behind it, whatever its size, waits "
+          "forever (head-of-line)")
+STUCK = "a write the pipeline believes in flight forever: its pages are never stored and never written again"
+
+
+class _StorageConfig(Strict):
+    """The controller's storage_config as the write path reads it: this rank writes its own KV
+    (`backup_skip` is `not is_storage_writer`; no MLA shard writer)."""
+
+    _pc_what = "storage_config"
+
+    def __init__(self, world):
+        self.world, self.is_storage_writer = world, True
+
+
+class _WritePart:
+    """The write side of the pipeline and the storage beliefs, for the run's state key."""
+
+    def __init__(self, cache):
+        self.cache = cache
+
+    def snapshot(self) -> tuple:
+        p, beliefs = self.cache.buffer_pipeline, self.cache.storage_existence_cache
+        if p is None:
+            return ("writes", None)
+        pools = _beliefs(beliefs)
+        return ("writes", tuple((i.snapshot.node_id, str(i.pool)) for i in p.pending_write_queue),
+                tuple(sorted((n, tuple(sorted(map(str, ps)))) for n, ps in p.inflight_backup_pools.items())),
+                tuple(sorted((a, e.intent.snapshot.node_id) for a, e in p.ongoing_write_through.items())),
+                tuple(sorted((o, e.intent.snapshot.node_id) for o, e in p.ongoing_backup.items())),
+                p.write_staged_tokens_, p.write_backlog_tokens_, pools)
+
+
+def _beliefs(beliefs) -> tuple:
+    """The storage beliefs (StorageExistenceCache) as plain values: per pool the hashes believed
+    stored, in LRU order, and the in-flight counts; a release of another shape by its fields."""
+    if beliefs is None:
+        return ()
+    pools = getattr(beliefs, "_pools", None)
+    if pools is None:
+        return tuple(sorted((k, repr(v)) for k, v in vars(beliefs).items()))
+    return tuple(sorted((str(name), tuple(b._entries), tuple(sorted(b._inflight.items())))
+                        for name, b in pools.items()))
+
+
+class BackupRun(BufferRun):
+    """`BufferRun` with the write path; per rank one more thread, B (the backup thread)."""
+
+    PER_RANK = 5  # S, P, IO, Y, B
+    TREE = BackupDeviceTree
+    STORAGE = WrittenStorage
+
+    def _build(self, i: int) -> Rank:
+        rank = super()._build(i)
+        cc, cache, device = rank.cc, rank.cache, rank.tree.device
+        merge = self.modules[CONTROLLER].CacheOperation.merge_ops
+        cc.storage_config = _StorageConfig(self.world)
+        cc.page_set_func = cc._generic_page_set
+        cc.write_policy = "write_through"
+        cc.start_writing = lambda: device.start_writing(cc, merge)  # the D2H (device side)
+        cache.is_write_back = False
+        self.world.register(_WritePart(cache))
+        return rank
+
+    def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
+        self.free_at_round: dict[int, int] = {}  # rank -> its free host slots when its last round started
+        super().__init__(modules, config, holder, roots)
+
+    def _spawn(self, rank: Rank) -> None:
+        super()._spawn(rank)
+        self.baton.spawn(f"B{rank.index}", rank.index, "backup", rank.cc.backup_thread_func)
+
+    def round_begins(self, rank: Rank) -> None:
+        super().round_begins(rank)
+        if rank.rounds == COMPUTED_ROUND:
+            self._insert_computed(rank)
+
+    def _insert_computed(self, rank: Rank) -> None:
+        """SCH's cache_unfinished_req after the computed request's prefill: its KV rows, written by
+        the forward pass into device slots it took, inserted into the tree."""
+        cfg, w = self.config, self.config.requests
+        n, page = cfg.pages * cfg.page_size, cfg.page_size
+        slots = rank.tree.device.take(n, f"req{w}", [f"q{w}p{t // page}" for t in range(n)])
+        self.baton.observe(f"computed req{w} on device slots {slots}")
+        rank.cache.insert(InsertParams(key=RadixKey([w * 1000 + t for t in range(n)]), value=Tensor(slots)))
+
+    # ---- the round gate: a write ack or a storage ack on every rank opens a round (MIN > 0), and so
+    # does a hit parked for staging once host slots were freed since the rank's round started: the
+    # storage ack frees write staging after the drain retried the parked hits (the hits drain
+    # first), and SGLang's loop retries them at its next drain
+    def enter_round(self, rank: Rank) -> None:
+        super().enter_round(rank)
+        self.free_at_round[rank.index] = rank.pool.status.count(FREE)
+
+    def _parked_room(self, rank: Rank) -> bool:
+        p = rank.cache.buffer_pipeline
+        return (p is not None and bool(p.pending_hit_allocs)
+                and rank.pool.status.count(FREE) > self.free_at_round.get(rank.index, 0))
+
+    def round_enabled(self, rank: Rank) -> bool:
+        if super().round_enabled(rank):
+            return True
+        most = max(r.rounds for r in self.ranks)
+        if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
+            return False
+        return (min(len(r.cc.ack_write_queue) for r in self.ranks) > 0
+                or min(r.cc.ack_backup_queue.peek_size() for r in self.ranks) > 0
+                or any(self._parked_room(r) for r in self.ranks))
+
+    def gate_guard(self) -> tuple:
+        guard = self.__dict__.get("_backup_gate_guard")
+        if guard is None:
+            guard = self._backup_gate_guard = super().gate_guard() + tuple(
+                name for r in self.ranks for name in (write_ack_queue_name(r.index), f"r{r.index}.ack_backup_queue",
+                                                      r.pool._pc_name, f"r{r.index}.pipeline.pending_hit_allocs"))
+        return guard
+
+    def _gate_may_open(self, rank: Rank) -> bool:
+        return (super()._gate_may_open(rank) or bool(rank.cc.ack_write_queue)
+                or rank.cc.ack_backup_queue.peek_size() > 0 or self._parked_room(rank))
+
+    def _gate_key(self) -> tuple:
+        """The gate's memory: whether each rank's parked hits have new room (all the gate asks of it)."""
+        return super()._gate_key() + tuple(self._parked_room(r) for r in self.ranks)
+
+
+def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
+    """At a run's end, the write path's own contract (pipeline.py `is_idle`: no write queued,
+    staged or awaiting its storage ack; the node's lock given back at the D2H ack)."""
+    out: list[Finding] = []
+    if not terminal or not getattr(run.config, "backup", False):
+        return out
+    if any(f.prop in ("not_modelled", "deadlock_freedom", "progress") for f in found):
+        return out
+    steps = len(run.baton.steps)
+    for r in run.ranks:
+        p = r.cache.buffer_pipeline
+        if r.tree.locked:
+            out.append(Finding("anchor_release", f"rank {r.index}: device nodes {sorted(r.tree.locked)} still locked "
+                               "by the write path when every thread is idle", LOCKED, "", steps))
+        if p is None:
+            continue
+        staged = sorted(p.ongoing_write_through) + sorted(p.ongoing_backup)
+        if staged:
+            out.append(Finding("host_memory", f"rank {r.index}: writes {staged} staged and never acked when every "
+                               "thread is idle", LEAK, "", steps))
+        if p.pending_write_queue and not staged:  # nothing in flight will free staging: the FIFO is wedged
+            out.append(Finding("progress", f"rank {r.index}: {len(p.pending_write_queue)} write(s) queued with nothing "
+                               "staged or in flight to make room when every thread is idle", WEDGED, "", steps))
+        if p.inflight_backup_pools and not p.pending_write_queue and not staged:
+            out.append(Finding("progress", f"rank {r.index}: nodes {sorted(p.inflight_backup_pools)} believed in "
+                               "flight with no write queued, staged or awaiting its ack", STUCK, "", steps))
+    return out

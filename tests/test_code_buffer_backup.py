@@ -1,0 +1,98 @@
+"""buffer_only's write path (CodeConfig(host_memory_mode="buffer_only", backup=True),
+model/code/worlds/ack_drain/buffer/backup_run.py): under write_through a request the scheduler
+computed is written back through the tree's own BufferModePipeline, the controller's write and
+write_storage and its backup thread. 0.5.23's cases run exhaustive and clean, the footprints keep
+every state of the unreduced search, and one-place edits of the write side are caught with their
+consequence: staging kept after the storage ack, freed at the D2H ack (before the backup thread
+read it), the node's lock never given back, and the lock never taken (eviction frees the rows the
+D2H copy reads)."""
+
+from __future__ import annotations
+
+import pytest
+
+from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
+from prefetch_check.sglang.mappings.ack_drain.buffer_cases import BUFFER_CASES
+from test_code_executor import clean, edited, release
+
+LIMITS = CodeLimits(max_seconds=120)
+PIPELINE = "mem_cache/buffer_mode/pipeline.py"
+WRITES = [case for case in BUFFER_CASES if case.config.backup]
+
+
+def backup(**kwargs) -> CodeConfig:
+    return CodeConfig(ranks=1, host_memory_mode="buffer_only", backup=True, **kwargs)
+
+
+# finish_storage_write_ack forgets to free the write's host staging
+KEEPS_STAGING = ("        self._free_staging_now(entry.host_indices, entry.aux_xfers)\n"
+                 "        self.write_staged_tokens_ -= entry.occupied_units\n",
+                 "        self.write_staged_tokens_ -= entry.occupied_units\n")
+# finish_backup_ack frees the staging at the D2H ack, before the backup thread reads it for storage
+FREES_AT_D2H_ACK = ("        storage_xfers = self._storage_transfers(entry.aux_xfers)\n",
+                    "        storage_xfers = self._storage_transfers(entry.aux_xfers)\n"
+                    "        self._free_staging_now(entry.host_indices, entry.aux_xfers)\n")
+# finish_backup_ack never gives the node's lock back
+NO_UNLOCK = ("        self._cache.dec_lock_ref(snapshot.node_id, entry.lock_params)\n", "")
+# _stage_backup_intent launches the D2H without locking the node
+NO_LOCK = ("        lock_params = cache.inc_lock_ref(snapshot.node_id).to_dec_params()\n",
+           "        lock_params = None\n")
+
+
+def test_the_write_cases_are_four_and_run_0_5_22_on():
+    assert len(WRITES) == 4
+    assert {case.skip(release("0.5.23")) for case in WRITES} == {""}
+
+
+@pytest.mark.parametrize("case", WRITES, ids=[case.name for case in WRITES])
+def test_0_5_23s_write_path_is_exhaustive_and_clean(case):
+    result = check_tree(release("0.5.23"), case.config, LIMITS)
+    assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
+    assert clean(result), {k: v.message for k, v in result.violations.items()}
+    assert result.verdicts["anchor_release"] == "VERIFIED" and result.verdicts["host_memory"] == "VERIFIED"
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(host_pages=2, evict_device_round=2)], ids=["1x1", "swept"])
+def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwargs):
+    """Sleep sets prune transitions, never states: a footprint the write path missed (the storage,
+    the host staging the backup thread reads, the write and storage ack lists) would show as fewer."""
+    config = backup(**kwargs)
+    dfs = check_tree(release("0.5.23"), config, CodeLimits(strategy="dfs", reduce=False, max_seconds=300))
+    sleep = check_tree(release("0.5.23"), config, CodeLimits(strategy="sleep", reduce=False, max_seconds=300))
+    assert dfs.exhaustive and sleep.exhaustive
+    assert sleep.states == dfs.states and sleep.runs < dfs.runs
+    assert dfs.verdicts == sleep.verdicts
+
+
+def test_staging_kept_after_the_storage_ack_is_a_host_leak(tmp_path):
+    result = check_tree(edited(tmp_path, release("0.5.23"), PIPELINE, *KEEPS_STAGING), backup(), LIMITS)
+    assert result.verdicts["host_memory"] == "VIOLATED", result.verdicts
+    assert "still held by no one when every thread is idle" in result.violations["host_memory"].message
+
+
+def test_staging_freed_at_the_d2h_ack_stores_nothing_and_frees_twice(tmp_path):
+    result = check_tree(edited(tmp_path, release("0.5.23"), PIPELINE, *FREES_AT_D2H_ACK), backup(), LIMITS)
+    assert result.verdicts["data_integrity"] == "VIOLATED", result.verdicts
+    found = result.violations["data_integrity"]
+    assert "the backup stores nothing under key q1p0" in found.message and "wrong KV data in storage" in found.consequence
+    assert "freed twice" in result.violations["host_memory"].message
+
+
+def test_a_lock_never_given_back_leaves_the_node_unevictable(tmp_path):
+    result = check_tree(edited(tmp_path, release("0.5.23"), PIPELINE, *NO_UNLOCK), backup(), LIMITS)
+    assert result.verdicts["anchor_release"] == "VIOLATED", result.verdicts
+    assert "still locked by the write path" in result.violations["anchor_release"].message
+
+
+def test_a_d2h_launched_without_the_lock_reads_rows_eviction_freed(tmp_path):
+    result = check_tree(edited(tmp_path, release("0.5.23"), PIPELINE, *NO_LOCK), backup(evict_device_round=2), LIMITS)
+    assert result.verdicts["data_integrity"] == "VIOLATED", result.verdicts
+    found = result.violations["data_integrity"]
+    assert "reads device slot 0, which is free" in found.message and "use after free" in found.consequence
+
+
+def test_the_write_path_needs_buffer_only_and_the_worlds_own_loop():
+    with pytest.raises(ValueError, match="need host_memory_mode='buffer_only'"):
+        CodeConfig(backup=True)
+    with pytest.raises(ValueError, match="without retries or PP"):
+        CodeConfig(host_memory_mode="buffer_only", backup=True, retries=True)
