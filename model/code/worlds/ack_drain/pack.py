@@ -121,6 +121,11 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("PP=2, 1 rank a stage, timeout, 1 page stored nowhere", dict(ranks=2, pp_size=2, pages=1, policy="timeout",
                                                                   hits=(0, 0))),
     ("PP=2, 1 rank a stage, best_effort", dict(ranks=2, pp_size=2, policy="best_effort")),
+    # buffer_only's write path under write_through (buffer/backup_run.py)
+    ("1x1 buffer_only write_through", dict(ranks=1, host_memory_mode="buffer_only", backup=True)),
+    ("1x2 buffer_only write_through, host pool of 2 pages", dict(ranks=1, requests=2, host_memory_mode="buffer_only",
+                                                                 backup=True, host_pages=2)),
+    ("2x1 buffer_only write_through", dict(ranks=2, host_memory_mode="buffer_only", backup=True)),
     # the PP tickets (buffer/tickets.py, 0.5.23's shape)
     ("PP=2 buffer_only tickets, 1 page", dict(ranks=2, pp_size=2, pages=1, host_memory_mode="buffer_only")),
     ("PP=2 buffer_only tickets, stage 1 cannot read page 1", dict(ranks=2, pp_size=2, host_memory_mode="buffer_only",

@@ -12,39 +12,11 @@ through eviction as a FULL pin does. Splits are not modelled: a node's key lengt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from prefetch_check.model.code.stand_ins.radix import RadixKey
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 from prefetch_check.model.code.stand_ins.tree import _Lock
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import ROOT, DeviceTree, node_of, request_of_node
-
-
-@dataclass(frozen=True)
-class BackupKV:
-    """cache_action.py's BackupKV: the nodes to back up, parents first."""
-
-    node_ids: list
-
-
-@dataclass(frozen=True)
-class BufferBackupSnapshot:
-    """unified_tree_core_interface.py's record of a node at enqueue time."""
-
-    node_id: int
-    parent_node_id: int
-    parent_is_root: bool
-    parent_last_hash: object
-    hash_values: list
-    key: object
-    prefix_keys: object
-
-
-@dataclass(frozen=True)
-class BufferBackupState:
-    parent_node_id: int
-    parent_is_root: bool
-    parent_last_hash: object
+from prefetch_check.model.code.worlds.ack_drain.buffer.params import BackupKV, BufferBackupSnapshot, BufferBackupState
 
 
 class BackupDeviceTree(DeviceTree):

@@ -1,5 +1,6 @@
 """The parameter records of mem_cache/base_prefix_cache.py the buffer pipeline builds (plain
-dataclasses upstream; only the fields the path reads and writes), and `envs` with the two
+dataclasses upstream; only the fields the path reads and writes), the write path's records of the
+tree core and the insert (BufferBackupSnapshot, BufferBackupState, BackupKV), and `envs` with the two
 variables BufferModePipeline reads at construction, at their upstream defaults. Any other
 environment variable is a placeholder, as the stub module's names are."""
 
@@ -58,6 +59,33 @@ class InitLoadBackParams:
     req: Any = None
 
 
+@dataclasses.dataclass(frozen=True)
+class BackupKV:
+    """cache_action.py's BackupKV (the write path, CodeConfig.backup): the nodes to back up, parents first."""
+
+    node_ids: list
+
+
+@dataclasses.dataclass(frozen=True)
+class BufferBackupSnapshot:
+    """unified_tree_core_interface.py's record of a node at enqueue time."""
+
+    node_id: int
+    parent_node_id: int
+    parent_is_root: bool
+    parent_last_hash: object
+    hash_values: list
+    key: object
+    prefix_keys: object
+
+
+@dataclasses.dataclass(frozen=True)
+class BufferBackupState:
+    parent_node_id: int
+    parent_is_root: bool
+    parent_last_hash: object
+
+
 class MatchResult(Strict):
     """base_prefix_cache.py MatchResult's fields the path reads; any other is not modelled."""
 
@@ -96,13 +124,10 @@ class Envs:
 
 def known(roots) -> dict[str, dict[str, object]]:
     """The stub modules' extra names for this configuration (rt/loader.load_tree's known_extra)."""
-    from prefetch_check.model.code.worlds.ack_drain.buffer import backup_tree
-
     names = {"MatchPrefixParams": MatchPrefixParams, "InsertParams": InsertParams, "EvictParams": EvictParams,
              "DecLockRefParams": DecLockRefParams, "InitLoadBackParams": InitLoadBackParams}
     # the write path's records (CodeConfig.backup): the tree core's backup snapshot and the insert's action
-    interface = {"BufferBackupSnapshot": backup_tree.BufferBackupSnapshot,
-                 "BufferBackupState": backup_tree.BufferBackupState}
+    interface = {"BufferBackupSnapshot": BufferBackupSnapshot, "BufferBackupState": BufferBackupState}
     return {"sglang.srt.mem_cache.base_prefix_cache": names, "sglang.srt.environ": {"envs": Envs(roots)},
             "sglang.srt.mem_cache.unified_cache.unified_tree_core_interface": interface,
-            "sglang.srt.mem_cache.unified_cache.cache_action": {"BackupKV": backup_tree.BackupKV}}
+            "sglang.srt.mem_cache.unified_cache.cache_action": {"BackupKV": BackupKV}}
