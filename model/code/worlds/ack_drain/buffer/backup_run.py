@@ -23,7 +23,7 @@ from prefetch_check.model.code.worlds.ack_drain.buffer.backup_tree import Backup
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_pool import write_ack_queue_name
 from prefetch_check.model.code.worlds.ack_drain.buffer.harness import BufferRun
 from prefetch_check.model.code.worlds.ack_drain.buffer.params import InsertParams
-from prefetch_check.model.code.worlds.ack_drain.harness import CONTROLLER
+from prefetch_check.model.code.worlds.ack_drain.harness import CONTROLLER, HYBRID
 from prefetch_check.model.code.worlds.common import Rank
 
 COMPUTED_ROUND = 1  # the round whose start inserts the computed request
@@ -62,6 +62,13 @@ class _WritePart:
                 p.write_staged_tokens_, p.write_backlog_tokens_, pools)
 
 
+def _describe_write(cls, op, world) -> str:
+    """A storage write in a queue (the backup queue, the storage ack queue): its number, which every
+    run counts from 0 (BufferRun), and the pages it stores; the prefetch operations are named when
+    made (rt/hooks.py), which `World.label` asks first."""
+    return f"write{op.id}{list(op.hash_value)}"
+
+
 def _beliefs(beliefs) -> tuple:
     """The storage beliefs (StorageExistenceCache) as plain values: per pool the hashes believed
     stored, in LRU order, and the in-flight counts; a release of another shape by its fields."""
@@ -95,6 +102,10 @@ class BackupRun(BufferRun):
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         self.free_at_round: dict[int, int] = {}  # rank -> its free host slots when its last round started
+        for mod in (modules.get(HYBRID), modules[CONTROLLER]):  # the write's operation, labelled by what it
+            cls = getattr(mod, "StorageOperation", None)      # stores in the queues' part of the state key
+            if cls is not None and "_pc_describe" not in cls.__dict__:
+                type.__setattr__(cls, "_pc_describe", classmethod(_describe_write))
         super().__init__(modules, config, holder, roots)
 
     def _spawn(self, rank: Rank) -> None:
