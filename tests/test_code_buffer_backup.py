@@ -96,3 +96,29 @@ def test_the_write_path_needs_buffer_only_and_the_worlds_own_loop():
         CodeConfig(backup=True)
     with pytest.raises(ValueError, match="without retries or PP"):
         CodeConfig(host_memory_mode="buffer_only", backup=True, retries=True)
+
+
+# behaviour-keeping refactors of the write side: the beliefs fed pool by pool through a helper
+# variable, and write_storage reading the operation's number before queueing it
+REFACTOR_ACK = ("        for pool, keys in entry.keys_by_pool.items():\n"
+                "            pool_beliefs = beliefs.pool(pool)\n"
+                "            pool_beliefs.add(keys)\n"
+                "            pool_beliefs.untrack_inflight(keys)\n",
+                "        for pool in entry.keys_by_pool:\n"
+                "            written = entry.keys_by_pool[pool]\n"
+                "            beliefs.pool(pool).add(written)\n"
+                "            beliefs.pool(pool).untrack_inflight(written)\n")
+REFACTOR_WRITE_STORAGE = ("        self.backup_queue.put(operation)\n        return operation.id\n\n    def _storage_hit_query",
+                          "        operation_id = operation.id\n        self.backup_queue.put(operation)\n"
+                          "        return operation_id\n\n    def _storage_hit_query")
+
+
+@pytest.mark.parametrize("rel, edit", [(PIPELINE, REFACTOR_ACK),
+                                       ("mem_cache/hybrid_cache/hybrid_cache_controller.py", REFACTOR_WRITE_STORAGE)],
+                         ids=["pipeline", "controller"])
+def test_a_behaviour_keeping_refactor_of_the_write_side_keeps_every_figure(tmp_path, rel, edit):
+    config = backup(requests=2, host_pages=2)
+    base = check_tree(release("0.5.23"), config, LIMITS)
+    again = check_tree(edited(tmp_path, release("0.5.23"), rel, *edit), config, LIMITS)
+    assert (again.verdicts, again.runs, again.states) == (base.verdicts, base.runs, base.states)
+    assert again.exhaustive and clean(again)
