@@ -91,11 +91,22 @@ def test_a_d2h_launched_without_the_lock_reads_rows_eviction_freed(tmp_path):
     assert "reads device slot 0, which is free" in found.message and "use after free" in found.consequence
 
 
-def test_the_write_path_needs_buffer_only_and_the_worlds_own_loop():
+def test_the_write_path_needs_buffer_only_and_no_pp():
     with pytest.raises(ValueError, match="need host_memory_mode='buffer_only'"):
         CodeConfig(backup=True)
-    with pytest.raises(ValueError, match="without retries or PP"):
-        CodeConfig(host_memory_mode="buffer_only", backup=True, retries=True)
+    with pytest.raises(ValueError, match="without PP"):
+        CodeConfig(ranks=2, pp_size=2, host_memory_mode="buffer_only", backup=True)
+
+
+def test_under_the_schedulers_own_loop_the_write_path_runs_the_same(tmp_path):
+    """With retries=True the tree's Scheduler methods drive the rounds (the loop that also runs the
+    timeout policy): the same search on the 1x1 case, and the missing lock caught the same way."""
+    own = check_tree(release("0.5.23"), backup(), LIMITS)
+    upstream = check_tree(release("0.5.23"), backup(retries=True), LIMITS)
+    assert (upstream.runs, upstream.states) == (own.runs, own.states) and clean(upstream)
+    srt = edited(tmp_path, release("0.5.23"), PIPELINE, *NO_LOCK)
+    result = check_tree(srt, backup(retries=True, evict_device_round=2), LIMITS)
+    assert "reads device slot 0, which is free" in result.violations["data_integrity"].message
 
 
 # behaviour-keeping refactors of the write side: the beliefs fed pool by pool through a helper

@@ -37,9 +37,9 @@ NO_REQUERY = ("        if current_match_len >= previous_match_len:\n            
 
 
 # every buffer_only case of 0.5.23's list, once with the buffer world's own loop (its re-issue of a
-# shrunk staged span is ours) and once under the scheduler's retry path (upstream's); the write path's
-# cases run the buffer world's own loop only (CodeConfig refuses backup with retries)
-OWN_LOOP = [case for case in BUFFER_CASES if not case.config.retries and not case.config.backup]
+# shrunk staged span is ours) and once under the scheduler's retry path (upstream's), the write path's
+# cases too
+OWN_LOOP = [case for case in BUFFER_CASES if not case.config.retries]
 
 
 @pytest.mark.parametrize("case", OWN_LOOP, ids=[case.name for case in OWN_LOOP])

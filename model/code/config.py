@@ -107,8 +107,8 @@ class CodeConfig:
                                                  or self.device_room is not None or self.backup):
             raise ValueError("device_pages, evict_device_round, device_room and backup need "
                              "host_memory_mode='buffer_only'")
-        if self.backup and (self.retries or self.pp_size > 1 or self.world != "ack-drain"):
-            raise ValueError("backup (buffer_only's write path) runs in the ack-drain world without retries or PP")
+        if self.backup and (self.pp_size > 1 or self.world != "ack-drain"):
+            raise ValueError("backup (buffer_only's write path) runs in the ack-drain world without PP")
         if not 0 <= self.device_pages < self.pages:
             raise ValueError(f"device_pages {self.device_pages}: between 0 and pages - 1 ({self.pages - 1})")
         if not 0 <= self.host_locked_pages <= self.host_held_pages:
