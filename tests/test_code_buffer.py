@@ -123,3 +123,15 @@ def test_a_cache_mode_configuration_keeps_its_json():
     assert data["host_memory_mode"] == "buffer_only" and CodeConfig.from_json(data) == buffer(ranks=1, device_pages=1)
     with pytest.raises(ValueError, match="buffer_only"):
         CodeConfig(device_pages=1)
+
+
+def test_under_timeout_the_worlds_own_loop_fires_the_deadlines_and_keeps_every_state():
+    """SGLang's default stop policy in the buffer world's own loop: the deadlines fire as the
+    search's choices (worlds/deadlines.py judges each check), the search ends (before, with no
+    deadline in this loop, its first run passed 2,000 steps) and the sleep sets expand exactly the
+    unreduced DFS's states."""
+    config = CodeConfig(ranks=1, host_memory_mode="buffer_only", policy="timeout")
+    dfs = check_tree(release("0.5.23"), config, CodeLimits(strategy="dfs", reduce=False, max_seconds=300))
+    sleep = check_tree(release("0.5.23"), config, CodeLimits(strategy="sleep", reduce=False, max_seconds=300))
+    assert dfs.exhaustive and sleep.exhaustive and clean(sleep)
+    assert sleep.states == dfs.states and sleep.runs < dfs.runs

@@ -39,8 +39,8 @@ NO_LOCK = ("        lock_params = cache.inc_lock_ref(snapshot.node_id).to_dec_pa
            "        lock_params = None\n")
 
 
-def test_the_write_cases_are_five_and_run_0_5_22_on():
-    assert len(WRITES) == 5
+def test_the_write_cases_are_six_and_run_0_5_22_on():
+    assert len(WRITES) == 6
     assert {case.skip(release("0.5.23")) for case in WRITES} == {""}
 
 

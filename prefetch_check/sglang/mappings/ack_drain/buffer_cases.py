@@ -55,6 +55,9 @@ BUFFER_CASES: tuple[Case, ...] = (
     # after staging, so admission finds the span shrunk and prefetches again
     _case(f"1 rank x 3 pages, {BUFFER}, 2 on a 3-page device, evicted in round 2",
           _buffer(ranks=1, pages=3, device_pages=2, device_room=3, evict_device_round=2)),
+    # SGLang's default stop policy (0.5.12 on): the deadlines fire as the search's choices
+    # (worlds/deadlines.py) in the buffer world's own loop. 0.5.23: 775 runs, exhaustive, clean
+    _case(f"1 rank, {BUFFER}, timeout (deadlines fire as choices)", _buffer(ranks=1, policy="timeout")),
     # the scheduler's own issue, retry poll and admission (the retry world's waiting queue, the
     # tree's Scheduler methods): a staged plan rebuilt at admission, and a staged span whose anchor
     # shrank, refetched through StoragePrefetchRetries.refetch and pop_ready instead of the world's
@@ -88,4 +91,8 @@ BUFFER_CASES: tuple[Case, ...] = (
           _buffer(ranks=1, requests=2, backup=True, host_pages=2)),
     _case(f"2 ranks x 1 page, {BUFFER}, {WRITE}, nothing stored (the write's acks drained across ranks)",
           _buffer(ranks=2, pages=1, backup=True, hits=(0, 0))),
+    # the write path under the default stop policy, one page (two: 15,443 runs, 45 s untraced).
+    # 0.5.23: 5,538 runs, exhaustive, clean
+    _case(f"1 rank x 1 page, {BUFFER}, {WRITE}, timeout (deadlines fire as choices)",
+          _buffer(ranks=1, pages=1, backup=True, policy="timeout")),
 )

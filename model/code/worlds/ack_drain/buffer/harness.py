@@ -143,6 +143,8 @@ class BufferRun(Run):
         while True:
             self.enter_round(rank)
             self.round_begins(rank)
+            if self.deadlines is not None:  # timeout: each check judged by the deadlines (worlds/deadlines.py)
+                self.deadlines.round_starts(rank)
             cache.check_hicache_events()
             if rank.rounds == cfg.abort_round:
                 self._abort_waiting(rank)
@@ -159,7 +161,8 @@ class BufferRun(Run):
 
     def _admit(self, rank: Rank, q: int) -> bool:
         cache, handle = rank.cache, rank.handles[q]
-        if not cache.check_prefetch_progress(handle):
+        check = lambda: cache.check_prefetch_progress(handle)  # noqa: E731
+        if not (check() if self.deadlines is None else self.deadlines.check(rank, q, handle, check)):
             return False
         tokens = self.tokens(q)
         matched, node = rank.tree._matched(Key(tokens))
