@@ -88,6 +88,20 @@ def test_0_5_19_applies_a_stale_completion_ack_to_the_new_prefetch_and_its_sched
     assert answer["exit"] == 0 and "left the request's new prefetch alone (its entry kept)" in answer["stdout"], answer
 
 
+STALE_ACK_INSERT = REPRO / "stale_ack_inserts_unwritten_slot.py"
+
+
+def test_0_5_19s_stale_completion_ack_inserts_a_host_slot_io_never_wrote(tmp_path):
+    """The same finding's data_integrity schedule: the new operation's hit drained first, the old
+    completion ACK inserts the new operation's slot, which IO has not written."""
+    answer = run_unit_script(release("0.5.19"), STALE_ACK_INSERT)
+    assert answer["exit"] == 1 and not answer["error"], answer
+    assert answer["stdout"].startswith("REPRODUCED: the old operation's completed_req ACK inserted host slot(s) [1]")
+    fixed = edited(tmp_path, release("0.5.19"), "mem_cache/unified_radix_cache.py", ACK_DRAIN, ACK_DRAIN_FIXED)
+    answer = run_unit_script(fixed, STALE_ACK_INSERT)
+    assert answer == {"exit": 0, "error": "", "stdout": "not reproduced: the tree got host slots [], all written by IO\n"}
+
+
 THRESHOLD_ZERO = REPRO / "threshold_zero_never_admits.py"
 # a fix: the drain revokes a hit below one page whatever the threshold
 THRESHOLD_TEST = "                if operation.storage_hit_count < self.prefetch_threshold:\n"

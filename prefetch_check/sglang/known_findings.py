@@ -28,6 +28,7 @@ class KnownFinding:
 _STALE_HIT = ("a-stale-hit-revokes-a-readmitted-requests-new-prefetch", "stale_hit_revokes_new_prefetch.py")
 _STALE_ACK = ("a-stale-completion-ack-is-applied-to-a-readmitted-requests-new-prefetch",
               "stale_ack_handles_new_prefetch.py")
+_STALE_ACK_INSERT = (_STALE_ACK[0], "stale_ack_inserts_unwritten_slot.py")
 _QUERY_RAISES = ("a-storage-query-that-raises-ends-the-prefetch-thread", "storage_query_raises_ends_prefetch_thread.py")
 _THRESHOLD_ZERO = ("at-a-prefetch-threshold-of-0-a-request-storage-does-not-hold-is-never-admitted",
                    "threshold_zero_never_admits.py")
@@ -36,6 +37,7 @@ KNOWN: tuple[KnownFinding, ...] = (
     KnownFinding("1 rank, prefetched again, best_effort", "operation_identity", ("0.5.20", "0.5.21", "0.5.22", "0.5.23"),
                  *_STALE_HIT),
     KnownFinding("1 rank, prefetched again, best_effort", "no_crash", ("0.5.19",), *_STALE_ACK),
+    KnownFinding("1 rank, prefetched again, best_effort", "data_integrity", ("0.5.19",), *_STALE_ACK_INSERT),
     KnownFinding("2 ranks, rank 0's storage query raises", "no_crash", ("0.5.19", "0.5.20", "0.5.21"), *_QUERY_RAISES),
     KnownFinding("2 ranks, rank 0's storage query raises", "progress", ("0.5.19", "0.5.20", "0.5.21"), *_QUERY_RAISES),
     KnownFinding("1 rank, no hits, threshold 0", "progress", ("0.5.18",), *_THRESHOLD_ZERO),

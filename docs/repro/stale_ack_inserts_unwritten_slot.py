@@ -1,0 +1,156 @@
+"""A readmitted request's old completion ACK inserts a host slot IO never wrote (0.5.19 matches by rid).
+
+The data_integrity schedule of the stale ACK (docs/findings.md; stale_ack_handles_new_prefetch.py
+is its crash schedule). SGLang 0.5.19, `--hicache-storage-prefetch-policy best_effort`, one rank,
+no GPU needed:
+
+    pip install sglang==0.5.19      # torch on the CPU is enough
+    python docs/repro/stale_ack_inserts_unwritten_slot.py   # stand_ins.py beside it
+
+Exit status 1 and "REPRODUCED" when the fault shows, 0 when it does not. The classes are built
+the way SGLang's own unit tests build them; every method on the prefetch path is the release's
+own, the IO and sync threads run as threads, and the storage read of IO waits on an event so the
+order is the one prefetch-check found (its 82-step data_integrity counterexample):
+
+  scheduler  prefetch_from_storage("req0")     operation A: 1 page in storage, its hit drained,
+                                               A on prefetch_buffer
+  io         prefetch_io_aux_func              reads A's page into A's host slot (and waits)
+  scheduler  check_prefetch_progress("req0")   best_effort: A terminated, the request admitted
+  scheduler  prefetch_from_storage("req0")     retracted, prefetched again: operation B, same rid;
+                                               B's hit on prefetch_hit_queue
+  io, sync                                     A: ACK(1 token), ACK(completed_req)
+  scheduler  drain_storage_control_queues()    B's hit first: B's host slot, B to prefetch_buffer;
+                                               then A's ACKs, matched by rid to B's entry: A's
+                                               result (1 token) inserted with B's host slot, which
+                                               IO has not written: the tree serves garbage KV
+"""
+
+import sys
+import threading
+import time
+from array import array
+from collections import Counter
+from queue import Queue
+from types import SimpleNamespace
+
+from sglang.srt.mem_cache.hybrid_cache.hybrid_cache_controller import HybridCacheController
+from sglang.srt.mem_cache.unified_cache.component_type import ComponentType
+from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
+
+from stand_ins import PAGE, HostPool, Storage, built, page_hashes
+
+TOKENS = array("q", [7])  # the request's uncached tokens, as the scheduler passes them: 1 page
+
+
+class Reads:
+    """IO's storage reads: the host slots each wrote; A's read waits until the script lets it go."""
+
+    def __init__(self):
+        self.written: set[int] = set()
+        self.first_read, self.go = threading.Event(), threading.Event()
+
+    def page_get(self, operation, hashes, host_indices, extra_info=None) -> int:
+        self.written.update(int(i) for i in host_indices)
+        self.first_read.set()
+        self.go.wait(5)
+        return len(hashes)
+
+
+def controller(reads):
+    cc = HybridCacheController.__new__(HybridCacheController)
+    for name in ("prefetch_queue", "prefetch_hit_queue", "prefetch_buffer", "prefetch_sync_queue",
+                 "ack_prefetch_queue", "ack_backup_queue", "host_mem_release_queue"):
+        setattr(cc, name, Queue())
+    cc.extra_host_mem_release_queues = {}
+    cc.storage_stop_event = threading.Event()
+    cc.storage_backend = Storage()
+    cc.mem_pool_host = HostPool(4)
+    cc.page_size = PAGE
+    cc.prefetch_hits_sync_groups = cc.prefetch_completion_sync_groups = []
+    cc._all_reduce = lambda *args, **kwargs: None  # one rank: the MIN over the ranks is the rank's own
+    cc.get_hash_str = page_hashes
+    cc.page_get_func = reads.page_get
+    cc.host_memory_mode = "cache"
+    cc.prefetch_capacity_limit = 1 << 20
+    cc.prefetch_tokens_occupied = 0
+    return cc
+
+
+def cache(cc, inserted):
+    def insert_host(node, key, host_indices, hashes):
+        inserted.extend(int(i) for i in host_indices)
+        return SimpleNamespace(cache_actions=[], host_insert_dropped=False, prefix_len=0)
+
+    return built(
+        UnifiedRadixCache,
+        tree_core=SimpleNamespace(
+            page_size=PAGE, enable_storage=True, is_eagle=False,
+            prefetch_anchor_info=lambda node: (None, None),
+            insert_host=insert_host,  # the host tree takes what it is given, and holds none of it yet
+            commit_hicache_transfers=lambda *args, **kwargs: None,
+        ),
+        inc_host_lock_ref=lambda node: SimpleNamespace(to_dec_params=lambda: None),  # the anchor is the root
+        dec_host_lock_ref=lambda node, params: None,
+        _all_reduce=lambda *args, **kwargs: None,
+        cache_controller=cc, disable=False, tree_components=(ComponentType.FULL,), components={},
+        sidecar_pool_specs=[], host_memory_mode="cache", buffer_pipeline=None, linker=None,
+        prefetch_threshold=PAGE, prefetch_stop_policy="best_effort", ongoing_prefetch={},
+        prefetch_loaded_tokens_by_reqid={}, storage_existence_cache=None, enable_storage_metrics=False,
+        storage_metrics_collector=None, pp_rank=0, pp_size=1, _prefetch_outcome_stats=Counter(),
+        _storage_prefetch_missed_rids=set(),
+    )
+
+
+def settle(done) -> None:
+    """Wait (at most 5 s) until the threads have passed everything on."""
+    deadline = time.monotonic() + 5
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def queued_hits(cc) -> None:
+    """The prefetch thread serves what is queued (its loop returns once stopped and empty)."""
+    cc.storage_stop_event.set()
+    cc.prefetch_thread_func()
+    cc.storage_stop_event.clear()
+
+
+def main() -> int:
+    reads, inserted = Reads(), []
+    cc = controller(reads)
+    tree = cache(cc, inserted)
+    rid = "req0"
+
+    tree.prefetch_from_storage(rid, "root", TOKENS)  # operation A
+    a = tree.ongoing_prefetch[rid].operation
+    queued_hits(cc)
+    tree.drain_storage_control_queues()  # A's hit: its host slot, A on prefetch_buffer
+    a_slots = [int(i) for i in a.host_indices]
+    io = threading.Thread(target=cc.prefetch_io_aux_func, daemon=True)
+    io.start()
+    reads.first_read.wait(5)  # IO has read A's page into A's slot
+    assert tree.check_prefetch_progress(rid), "best_effort admits at once"
+    tree.prefetch_from_storage(rid, "root", TOKENS)  # retracted and prefetched again: operation B
+    b = tree.ongoing_prefetch[rid].operation
+    assert b is not a
+    queued_hits(cc)  # B's hit waits on prefetch_hit_queue
+    sync = threading.Thread(target=cc.prefetch_sync_thread_func, daemon=True)
+    sync.start()
+    reads.go.set()  # IO finishes A: ACK(completed_tokens), ACK(completed_req)
+    settle(lambda: cc.ack_prefetch_queue.qsize() >= 2)
+    cc.storage_stop_event.set()
+    io.join()
+    sync.join()
+    tree.drain_storage_control_queues()  # B's hit, then A's ACKs while B is the request's prefetch
+    unwritten = [slot for slot in inserted if slot not in reads.written]
+    if unwritten:
+        print(f"REPRODUCED: the old operation's completed_req ACK inserted host slot(s) {unwritten} into the "
+              f"tree as the request's page; IO wrote only {sorted(reads.written)} (A's {a_slots}): the tree "
+              "serves KV nobody wrote")
+        return 1
+    print(f"not reproduced: the tree got host slots {inserted}, all written by IO")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
