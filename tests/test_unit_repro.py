@@ -91,15 +91,27 @@ def test_0_5_19_applies_a_stale_completion_ack_to_the_new_prefetch_and_its_sched
 STALE_ACK_INSERT = REPRO / "stale_ack_inserts_unwritten_slot.py"
 
 
-def test_0_5_19s_stale_completion_ack_inserts_a_host_slot_io_never_wrote(tmp_path):
-    """The same finding's data_integrity schedule: the new operation's hit drained first, the old
-    completion ACK inserts the new operation's slot, which IO has not written."""
+# 0.5.20's way for the progress ACK too: its count is applied only to the request's current operation
+COUNT_DRAIN = "                if ack.completed_tokens is not None:\n                    if operation.request_id in self.ongoing_prefetch:\n"
+COUNT_DRAIN_FIXED = ("                if ack.completed_tokens is not None:\n                    if getattr(self.ongoing_prefetch."
+                     "get(operation.request_id), \"operation\", None) is operation:\n")
+
+
+def test_0_5_19s_stale_acks_insert_a_slot_io_never_wrote_and_leak_the_old_ones(tmp_path):
+    """The same finding's data_integrity and host_memory schedules: the new operation's hit drained
+    first, the old completion ACK inserts the new operation's slot, which IO has not written, and the
+    old count leaks the old slot. Guarding the completed_req ACK alone leaves the leak (the count
+    ACK still raises the old operation's count); 0.5.20's guard on both ends both."""
     answer = run_unit_script(release("0.5.19"), STALE_ACK_INSERT)
     assert answer["exit"] == 1 and not answer["error"], answer
-    assert answer["stdout"].startswith("REPRODUCED: the old operation's completed_req ACK inserted host slot(s) [1]")
-    fixed = edited(tmp_path, release("0.5.19"), "mem_cache/unified_radix_cache.py", ACK_DRAIN, ACK_DRAIN_FIXED)
-    answer = run_unit_script(fixed, STALE_ACK_INSERT)
-    assert answer == {"exit": 0, "error": "", "stdout": "not reproduced: the tree got host slots [], all written by IO\n"}
+    assert "host slot(s) [1] inserted into the tree" in answer["stdout"] and "A's slot(s) [0] neither free" in answer["stdout"]
+    req_only = edited(tmp_path / "req", release("0.5.19"), "mem_cache/unified_radix_cache.py", ACK_DRAIN, ACK_DRAIN_FIXED)
+    answer = run_unit_script(req_only, STALE_ACK_INSERT)
+    assert answer["exit"] == 1 and "host slot(s) [] inserted" in answer["stdout"] and "A's slot(s) [0]" in answer["stdout"]
+    both = edited(tmp_path / "both", req_only, "mem_cache/unified_radix_cache.py", COUNT_DRAIN, COUNT_DRAIN_FIXED)
+    answer = run_unit_script(both, STALE_ACK_INSERT)
+    assert answer == {"exit": 0, "error": "",
+                      "stdout": "not reproduced: the tree got host slots [], all written by IO; leaked: []\n"}, answer
 
 
 THRESHOLD_ZERO = REPRO / "threshold_zero_never_admits.py"

@@ -1,7 +1,7 @@
 """A readmitted request's old completion ACK inserts a host slot IO never wrote (0.5.19 matches by rid).
 
-The data_integrity schedule of the stale ACK (docs/findings.md; stale_ack_handles_new_prefetch.py
-is its crash schedule). SGLang 0.5.19, `--hicache-storage-prefetch-policy best_effort`, one rank,
+The data_integrity and host_memory schedules of the stale ACK (docs/findings.md;
+stale_ack_handles_new_prefetch.py is its crash schedule). SGLang 0.5.19, `--hicache-storage-prefetch-policy best_effort`, one rank,
 no GPU needed:
 
     pip install sglang==0.5.19      # torch on the CPU is enough
@@ -22,7 +22,9 @@ order is the one prefetch-check found (its 82-step data_integrity counterexample
   scheduler  drain_storage_control_queues()    B's hit first: B's host slot, B to prefetch_buffer;
                                                then A's ACKs, matched by rid to B's entry: A's
                                                result (1 token) inserted with B's host slot, which
-                                               IO has not written: the tree serves garbage KV
+                                               IO has not written: the tree serves garbage KV; and
+                                               A's own slot, its count raised to 1 after its result
+                                               was handled with 0, is released from [1:]: leaked
 """
 
 import sys
@@ -142,13 +144,18 @@ def main() -> int:
     io.join()
     sync.join()
     tree.drain_storage_control_queues()  # B's hit, then A's ACKs while B is the request's prefetch
+    tree.drain_storage_control_queues()  # the host memory releases those ACKs queued
     unwritten = [slot for slot in inserted if slot not in reads.written]
-    if unwritten:
-        print(f"REPRODUCED: the old operation's completed_req ACK inserted host slot(s) {unwritten} into the "
-              f"tree as the request's page; IO wrote only {sorted(reads.written)} (A's {a_slots}): the tree "
-              "serves KV nobody wrote")
+    # A's slots: A's count, raised to 1 by its own ACK after its result was handled with 0, makes its
+    # completed_req release host_indices[1:], nothing; no one else holds them
+    leaked = [slot for slot in a_slots if slot not in cc.mem_pool_host.free_slots and slot not in inserted]
+    if unwritten or leaked:
+        print(f"REPRODUCED: the old operation's ACKs, matched by rid to the new prefetch: host slot(s) "
+              f"{unwritten} inserted into the tree as the request's page although IO wrote only "
+              f"{sorted(reads.written)} (A's {a_slots}); A's slot(s) {leaked} neither free nor in the tree "
+              "(leaked)")
         return 1
-    print(f"not reproduced: the tree got host slots {inserted}, all written by IO")
+    print(f"not reproduced: the tree got host slots {inserted}, all written by IO; leaked: {leaked}")
     return 0
 
 

@@ -38,6 +38,7 @@ KNOWN: tuple[KnownFinding, ...] = (
                  *_STALE_HIT),
     KnownFinding("1 rank, prefetched again, best_effort", "no_crash", ("0.5.19",), *_STALE_ACK),
     KnownFinding("1 rank, prefetched again, best_effort", "data_integrity", ("0.5.19",), *_STALE_ACK_INSERT),
+    KnownFinding("1 rank, prefetched again, best_effort", "host_memory", ("0.5.19",), *_STALE_ACK_INSERT),
     KnownFinding("2 ranks, rank 0's storage query raises", "no_crash", ("0.5.19", "0.5.20", "0.5.21"), *_QUERY_RAISES),
     KnownFinding("2 ranks, rank 0's storage query raises", "progress", ("0.5.19", "0.5.20", "0.5.21"), *_QUERY_RAISES),
     KnownFinding("1 rank, no hits, threshold 0", "progress", ("0.5.18",), *_THRESHOLD_ZERO),
