@@ -41,7 +41,8 @@ from stand_ins import PAGE, HostPool, Storage, built, page_hashes
 TOKENS = array("q", [7])  # the request's uncached tokens, as the scheduler passes them: 1 page
 
 
-def controller():
+def controller(page_get=None):
+    """The controller, its queues and stand-ins; `page_get`: IO's storage read (every page read)."""
     cc = HybridCacheController.__new__(HybridCacheController)
     for name in ("prefetch_queue", "prefetch_hit_queue", "prefetch_buffer", "prefetch_sync_queue",
                  "ack_prefetch_queue", "ack_backup_queue", "host_mem_release_queue"):
@@ -54,22 +55,27 @@ def controller():
     cc.prefetch_hits_sync_groups = cc.prefetch_completion_sync_groups = []
     cc._all_reduce = lambda *args, **kwargs: None  # one rank: the MIN over the ranks is the rank's own
     cc.get_hash_str = page_hashes
-    cc.page_get_func = lambda operation, hashes, host_indices, extra_info=None: len(hashes)
+    cc.page_get_func = page_get or (lambda operation, hashes, host_indices, extra_info=None: len(hashes))
     cc.host_memory_mode = "cache"
     cc.prefetch_capacity_limit = 1 << 20
     cc.prefetch_tokens_occupied = 0
     return cc
 
 
-def cache(cc):
+def _insert_host(node, key, host_indices, hashes):
+    """The host tree takes what it is given, and already holds none of it."""
+    return SimpleNamespace(cache_actions=[], host_insert_dropped=False, prefix_len=0)
+
+
+def cache(cc, insert_host=_insert_host):
+    """The cache over `cc`; `insert_host`: the host tree's insert (stale_ack_inserts_unwritten_slot.py
+    records what it is given)."""
     return built(
         UnifiedRadixCache,
         tree_core=SimpleNamespace(
             page_size=PAGE, enable_storage=True, is_eagle=False,
             prefetch_anchor_info=lambda node: (None, None),
-            # the host tree takes what it is given, and already holds none of it
-            insert_host=lambda node, key, host_indices, hashes: SimpleNamespace(
-                cache_actions=[], host_insert_dropped=False, prefix_len=0),
+            insert_host=insert_host,
             commit_hicache_transfers=lambda *args, **kwargs: None,
         ),
         inc_host_lock_ref=lambda node: SimpleNamespace(to_dec_params=lambda: None),  # the anchor is the root

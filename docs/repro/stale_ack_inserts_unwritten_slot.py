@@ -5,7 +5,7 @@ stale_ack_handles_new_prefetch.py is its crash schedule). SGLang 0.5.19, `--hica
 no GPU needed:
 
     pip install sglang==0.5.19      # torch on the CPU is enough
-    python docs/repro/stale_ack_inserts_unwritten_slot.py   # stand_ins.py beside it
+    python docs/repro/stale_ack_inserts_unwritten_slot.py   # stand_ins.py and the crash script beside it
 
 Exit status 1 and "REPRODUCED" when the fault shows, 0 when it does not. The classes are built
 the way SGLang's own unit tests build them; every method on the prefetch path is the release's
@@ -29,19 +29,9 @@ order is the one prefetch-check found (its 82-step data_integrity counterexample
 
 import sys
 import threading
-import time
-from array import array
-from collections import Counter
-from queue import Queue
 from types import SimpleNamespace
 
-from sglang.srt.mem_cache.hybrid_cache.hybrid_cache_controller import HybridCacheController
-from sglang.srt.mem_cache.unified_cache.component_type import ComponentType
-from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
-
-from stand_ins import PAGE, HostPool, Storage, built, page_hashes
-
-TOKENS = array("q", [7])  # the request's uncached tokens, as the scheduler passes them: 1 page
+from stale_ack_handles_new_prefetch import TOKENS, cache, controller, settle  # the same set-up
 
 
 class Reads:
@@ -58,58 +48,6 @@ class Reads:
         return len(hashes)
 
 
-def controller(reads):
-    cc = HybridCacheController.__new__(HybridCacheController)
-    for name in ("prefetch_queue", "prefetch_hit_queue", "prefetch_buffer", "prefetch_sync_queue",
-                 "ack_prefetch_queue", "ack_backup_queue", "host_mem_release_queue"):
-        setattr(cc, name, Queue())
-    cc.extra_host_mem_release_queues = {}
-    cc.storage_stop_event = threading.Event()
-    cc.storage_backend = Storage()
-    cc.mem_pool_host = HostPool(4)
-    cc.page_size = PAGE
-    cc.prefetch_hits_sync_groups = cc.prefetch_completion_sync_groups = []
-    cc._all_reduce = lambda *args, **kwargs: None  # one rank: the MIN over the ranks is the rank's own
-    cc.get_hash_str = page_hashes
-    cc.page_get_func = reads.page_get
-    cc.host_memory_mode = "cache"
-    cc.prefetch_capacity_limit = 1 << 20
-    cc.prefetch_tokens_occupied = 0
-    return cc
-
-
-def cache(cc, inserted):
-    def insert_host(node, key, host_indices, hashes):
-        inserted.extend(int(i) for i in host_indices)
-        return SimpleNamespace(cache_actions=[], host_insert_dropped=False, prefix_len=0)
-
-    return built(
-        UnifiedRadixCache,
-        tree_core=SimpleNamespace(
-            page_size=PAGE, enable_storage=True, is_eagle=False,
-            prefetch_anchor_info=lambda node: (None, None),
-            insert_host=insert_host,  # the host tree takes what it is given, and holds none of it yet
-            commit_hicache_transfers=lambda *args, **kwargs: None,
-        ),
-        inc_host_lock_ref=lambda node: SimpleNamespace(to_dec_params=lambda: None),  # the anchor is the root
-        dec_host_lock_ref=lambda node, params: None,
-        _all_reduce=lambda *args, **kwargs: None,
-        cache_controller=cc, disable=False, tree_components=(ComponentType.FULL,), components={},
-        sidecar_pool_specs=[], host_memory_mode="cache", buffer_pipeline=None, linker=None,
-        prefetch_threshold=PAGE, prefetch_stop_policy="best_effort", ongoing_prefetch={},
-        prefetch_loaded_tokens_by_reqid={}, storage_existence_cache=None, enable_storage_metrics=False,
-        storage_metrics_collector=None, pp_rank=0, pp_size=1, _prefetch_outcome_stats=Counter(),
-        _storage_prefetch_missed_rids=set(),
-    )
-
-
-def settle(done) -> None:
-    """Wait (at most 5 s) until the threads have passed everything on."""
-    deadline = time.monotonic() + 5
-    while not done() and time.monotonic() < deadline:
-        time.sleep(0.01)
-
-
 def queued_hits(cc) -> None:
     """The prefetch thread serves what is queued (its loop returns once stopped and empty)."""
     cc.storage_stop_event.set()
@@ -119,8 +57,13 @@ def queued_hits(cc) -> None:
 
 def main() -> int:
     reads, inserted = Reads(), []
-    cc = controller(reads)
-    tree = cache(cc, inserted)
+
+    def insert_host(node, key, host_indices, hashes):
+        inserted.extend(int(i) for i in host_indices)
+        return SimpleNamespace(cache_actions=[], host_insert_dropped=False, prefix_len=0)
+
+    cc = controller(reads.page_get)
+    tree = cache(cc, insert_host)
     rid = "req0"
 
     tree.prefetch_from_storage(rid, "root", TOKENS)  # operation A
