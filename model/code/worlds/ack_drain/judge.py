@@ -6,7 +6,7 @@ from __future__ import annotations
 from prefetch_check.model.code.rt import verdicts
 from prefetch_check.model.code.rt.verdicts import Finding
 from prefetch_check.model.code.worlds.ack_drain import occupancy, retry_judge, sidecars
-from prefetch_check.model.code.worlds.ack_drain.buffer import backup_run, judge as buffer_judge
+from prefetch_check.model.code.worlds.ack_drain.buffer import backup_judge, judge as buffer_judge
 
 PROPERTIES = verdicts.PROPERTIES + (buffer_judge.PROPERTY, retry_judge.PROPERTY)
 
@@ -15,7 +15,7 @@ def judge(run, terminal: bool) -> list[Finding]:
     found = verdicts.judge(run, terminal)
     return (found + buffer_judge.judge(run, terminal, found) + retry_judge.judge(run, terminal, found)
             + sidecars.judge(run, terminal, found) + occupancy.judge(run, terminal, found)
-            + backup_run.judge(run, terminal, found))
+            + backup_judge.judge(run, terminal, found))
 
 
 def not_judged(config) -> dict[str, str]:

@@ -9,11 +9,10 @@ tree, that one and each staged prefetch's load-back, hands the cache a BackupKV 
 (`backup_thread_func`: the host staging read page by page, `batch_set`), and the storage ack's
 drain -> `finish_storage_write_ack` (beliefs, staging freed). Stand-ins: the D2H copy
 (device_pool.py `start_writing`), the storage that keeps what is written (stand_ins/
-written_storage.py)."""
+written_storage.py). What its runs are judged for at the end: backup_judge.py."""
 
 from __future__ import annotations
 
-from prefetch_check.model.code.rt.verdicts import LEAK, Finding
 from prefetch_check.model.code.stand_ins.context import Strict
 from prefetch_check.model.code.stand_ins.host_pool import FREE
 from prefetch_check.model.code.stand_ins.radix import RadixKey
@@ -27,11 +26,6 @@ from prefetch_check.model.code.worlds.ack_drain.harness import CONTROLLER, HYBRI
 from prefetch_check.model.code.worlds.common import Rank
 
 COMPUTED_ROUND = 1  # the round whose start inserts the computed request
-LOCKED = ("a device span locked forever: never evictable, and every later write of it is believed in flight "
-          "and skipped")
-WEDGED = ("the write queue wedged: its head never stages, and every write behind it, whatever its size, waits "
-          "forever (head-of-line)")
-STUCK = "a write the pipeline believes in flight forever: its pages are never stored and never written again"
 
 
 class _StorageConfig(Strict):
@@ -165,31 +159,3 @@ class BackupRun(BufferRun):
         """The gate's memory: whether each rank's parked hits have new room (all the gate asks of it)."""
         return super()._gate_key() + tuple(self._parked_room(r) for r in self.ranks)
 
-
-def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
-    """At a run's end, the write path's own contract (pipeline.py `is_idle`: no write queued,
-    staged or awaiting its storage ack; the node's lock given back at the D2H ack)."""
-    out: list[Finding] = []
-    if not terminal or not getattr(run.config, "backup", False):
-        return out
-    if any(f.prop in ("not_modelled", "deadlock_freedom", "progress") for f in found):
-        return out
-    steps = len(run.baton.steps)
-    for r in run.ranks:
-        p = r.cache.buffer_pipeline
-        if r.tree.locked:
-            out.append(Finding("anchor_release", f"rank {r.index}: device nodes {sorted(r.tree.locked)} still locked "
-                               "by the write path when every thread is idle", LOCKED, "", steps))
-        if p is None:
-            continue
-        staged = sorted(p.ongoing_write_through) + sorted(p.ongoing_backup)
-        if staged:
-            out.append(Finding("host_memory", f"rank {r.index}: writes {staged} staged and never acked when every "
-                               "thread is idle", LEAK, "", steps))
-        if p.pending_write_queue and not staged:  # nothing in flight will free staging: the FIFO is wedged
-            out.append(Finding("progress", f"rank {r.index}: {len(p.pending_write_queue)} write(s) queued with nothing "
-                               "staged or in flight to make room when every thread is idle", WEDGED, "", steps))
-        if p.inflight_backup_pools and not p.pending_write_queue and not staged:
-            out.append(Finding("progress", f"rank {r.index}: nodes {sorted(p.inflight_backup_pools)} believed in "
-                               "flight with no write queued, staged or awaiting its ack", STUCK, "", steps))
-    return out

@@ -1,0 +1,42 @@
+"""What a run of buffer_only's write path (CodeConfig.backup, backup_run.py) is judged for at its
+end, beyond the buffer world's properties: the pipeline's own contract for its write side
+(pipeline.py `is_idle`: no write queued, staged or awaiting its storage ack; the node's lock given
+back at the D2H ack)."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code.rt.verdicts import LEAK, Finding
+
+LOCKED = ("a device span locked forever: never evictable, and every later write of it is believed in flight "
+          "and skipped")
+WEDGED = ("the write queue wedged: its head never stages, and every write behind it, whatever its size, waits "
+          "forever (head-of-line)")
+STUCK = "a write the pipeline believes in flight forever: its pages are never stored and never written again"
+
+
+def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
+    """The findings of a write-path run's end (none before, or where the run already failed)."""
+    out: list[Finding] = []
+    if not terminal or not getattr(run.config, "backup", False):
+        return out
+    if any(f.prop in ("not_modelled", "deadlock_freedom", "progress") for f in found):
+        return out
+    steps = len(run.baton.steps)
+    for r in run.ranks:
+        p = r.cache.buffer_pipeline
+        if r.tree.locked:
+            out.append(Finding("anchor_release", f"rank {r.index}: device nodes {sorted(r.tree.locked)} still locked "
+                               "by the write path when every thread is idle", LOCKED, "", steps))
+        if p is None:
+            continue
+        staged = sorted(p.ongoing_write_through) + sorted(p.ongoing_backup)
+        if staged:
+            out.append(Finding("host_memory", f"rank {r.index}: writes {staged} staged and never acked when every "
+                               "thread is idle", LEAK, "", steps))
+        if p.pending_write_queue and not staged:  # nothing in flight will free staging: the FIFO is wedged
+            out.append(Finding("progress", f"rank {r.index}: {len(p.pending_write_queue)} write(s) queued with nothing "
+                               "staged or in flight to make room when every thread is idle", WEDGED, "", steps))
+        if p.inflight_backup_pools and not p.pending_write_queue and not staged:
+            out.append(Finding("progress", f"rank {r.index}: nodes {sorted(p.inflight_backup_pools)} believed in "
+                               "flight with no write queued, staged or awaiting its ack", STUCK, "", steps))
+    return out
