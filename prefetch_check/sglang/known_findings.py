@@ -37,6 +37,9 @@ KNOWN: tuple[KnownFinding, ...] = (
     KnownFinding("1 rank, prefetched again, best_effort", "operation_identity", ("0.5.20", "0.5.21", "0.5.22", "0.5.23"),
                  *_STALE_HIT),
     KnownFinding("1 rank, prefetched again, best_effort", "no_crash", ("0.5.19",), *_STALE_ACK),
+    # the crash's consequences in the same schedule: the scheduler thread dead (unified_radix_cache.py:1932)
+    KnownFinding("1 rank, prefetched again, best_effort", "deadlock_freedom", ("0.5.19",), *_STALE_ACK),
+    KnownFinding("1 rank, prefetched again, best_effort", "progress", ("0.5.19",), *_STALE_ACK),
     KnownFinding("1 rank, prefetched again, best_effort", "data_integrity", ("0.5.19",), *_STALE_ACK_INSERT),
     KnownFinding("1 rank, prefetched again, best_effort", "host_memory", ("0.5.19",), *_STALE_ACK_INSERT),
     KnownFinding("2 ranks, rank 0's storage query raises", "no_crash", ("0.5.19", "0.5.20", "0.5.21"), *_QUERY_RAISES),
