@@ -19,10 +19,10 @@ from prefetch_check.model.code.stand_ins.radix import RadixKey
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 from prefetch_check.model.code.stand_ins.written_storage import WrittenStorage
 from prefetch_check.model.code.worlds.ack_drain.buffer.backup_tree import BackupDeviceTree
-from prefetch_check.model.code.worlds.ack_drain.buffer.device_pool import write_ack_queue_name
 from prefetch_check.model.code.worlds.ack_drain.buffer.harness import BufferRun
 from prefetch_check.model.code.worlds.ack_drain.buffer.params import InsertParams
 from prefetch_check.model.code.worlds.ack_drain.harness import CONTROLLER, HYBRID
+from prefetch_check.model.code.worlds.ack_drain.write_gate import WriteAcksGate
 from prefetch_check.model.code.worlds.common import Rank
 
 COMPUTED_ROUND = 1  # the round whose start inserts the computed request
@@ -75,7 +75,7 @@ def _beliefs(beliefs) -> tuple:
                         for name, b in pools.items()))
 
 
-class BackupRun(BufferRun):
+class BackupRun(WriteAcksGate, BufferRun):
     """`BufferRun` with the write path; per rank one more thread, B (the backup thread)."""
 
     PER_RANK = 5  # S, P, IO, Y, B
@@ -120,8 +120,8 @@ class BackupRun(BufferRun):
         self.baton.observe(f"computed req{w} on device slots {slots}")
         rank.cache.insert(InsertParams(key=RadixKey([w * 1000 + t for t in range(n)]), value=Tensor(slots)))
 
-    # ---- the round gate: a write ack or a storage ack on every rank opens a round (MIN > 0), and so
-    # does a hit parked for staging once host slots were freed since the rank's round started: the
+    # ---- the round gate (write_gate.py): a write ack or a storage ack on every rank opens a round
+    # (MIN > 0), and so does a hit parked for staging once host slots were freed since the rank's round started: the
     # storage ack frees write staging after the drain retried the parked hits (the hits drain
     # first), and SGLang's loop retries them at its next drain
     def enter_round(self, rank: Rank) -> None:
@@ -133,27 +133,14 @@ class BackupRun(BufferRun):
         return (p is not None and bool(p.pending_hit_allocs)
                 and rank.pool.status.count(FREE) > self.free_at_round.get(rank.index, 0))
 
-    def round_enabled(self, rank: Rank) -> bool:
-        if super().round_enabled(rank):
-            return True
-        most = max(r.rounds for r in self.ranks)
-        if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
-            return False
-        return (min(len(r.cc.ack_write_queue) for r in self.ranks) > 0
-                or min(r.cc.ack_backup_queue.peek_size() for r in self.ranks) > 0
-                or any(self._parked_room(r) for r in self.ranks))
+    def _write_round_due(self) -> bool:
+        return super()._write_round_due() or any(self._parked_room(r) for r in self.ranks)
 
-    def gate_guard(self) -> tuple:
-        guard = self.__dict__.get("_backup_gate_guard")
-        if guard is None:
-            guard = self._backup_gate_guard = super().gate_guard() + tuple(
-                name for r in self.ranks for name in (write_ack_queue_name(r.index), f"r{r.index}.ack_backup_queue",
-                                                      r.pool._pc_name, f"r{r.index}.pipeline.pending_hit_allocs"))
-        return guard
+    def _write_guard(self, rank: Rank) -> tuple:
+        return super()._write_guard(rank) + (rank.pool._pc_name, f"r{rank.index}.pipeline.pending_hit_allocs")
 
     def _gate_may_open(self, rank: Rank) -> bool:
-        return (super()._gate_may_open(rank) or bool(rank.cc.ack_write_queue)
-                or rank.cc.ack_backup_queue.peek_size() > 0 or self._parked_room(rank))
+        return super()._gate_may_open(rank) or self._parked_room(rank)
 
     def _gate_key(self) -> tuple:
         """The gate's memory: whether each rank's parked hits have new room (all the gate asks of it)."""

@@ -15,6 +15,7 @@ from prefetch_check.model.code.worlds.ack_drain.buffer.admission import Key, Sta
 from prefetch_check.model.code.worlds.ack_drain.buffer.request import Req
 from prefetch_check.model.code.worlds.ack_drain import readmission
 from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, CONTROLLER, Run
+from prefetch_check.model.code.worlds.ack_drain.numbering import NumberedFromZero
 from prefetch_check.model.code.worlds.common import ROOT_NODE, Rank
 from prefetch_check.model.code.stand_ins.host_pool import HostPool
 from prefetch_check.model.code.stand_ins.storage import StorageBackend
@@ -22,9 +23,6 @@ from prefetch_check.model.code.stand_ins.storage import StorageBackend
 PIPELINE = "mem_cache/buffer_mode/pipeline.py"
 BELIEFS = "mem_cache/buffer_mode/storage_existence_cache.py"
 FILES = (BELIEFS, PIPELINE)  # loaded after the cache's files; a tree without them is stubbed like the rest
-# cache_controller.py's classes whose class attribute `counter` numbers their operations (`op.id`)
-NUMBERED = ("StorageOperation", "CacheOperation")
-COUNTERS = "operations.counter"  # in a step's footprint: a step that numbered an operation writes it
 
 
 class _Session:
@@ -50,7 +48,7 @@ class _PipelinePart:
                 tuple(sorted(p.ongoing_buffer_load_back)), p.anchor_locked_tokens_)
 
 
-class BufferRun(Run):
+class BufferRun(NumberedFromZero, Run):
     """`Run` with host_memory_mode buffer_only."""
 
     # besides the cache world's: the device tree and pool record their calls, the pipeline and the
@@ -60,29 +58,13 @@ class BufferRun(Run):
     TREE, STORAGE = DeviceTree, StorageBackend  # the write path's (backup_run.py) keep what it writes
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
-        # Every run numbers its operations from 0, as a fresh process does. The pipeline makes its
-        # load-back ids from `op.id` (pipeline.py: -(operation_id) - 1), which the state key holds
-        # (the pipeline's load-backs, the device pool's owners): a counter carried over from the
-        # runs before made equal states of two runs differ (the DFS counted such copies as states).
-        self.numbered = [cls for cls in (getattr(modules[CONTROLLER], n, None) for n in NUMBERED)
-                         if isinstance(getattr(cls, "counter", None), int)]
-        for cls in self.numbered:
-            cls.counter = 0
-        self.counts = self._counts()
+        # Every run numbers its operations from 0, as a fresh process does (numbering.py). The
+        # pipeline makes its load-back ids from `op.id` (pipeline.py: -(operation_id) - 1), which the
+        # state key holds (the pipeline's load-backs, the device pool's owners): a counter carried
+        # over from the runs before made equal states of two runs differ (the DFS counted such copies).
+        self.number_from_zero(modules)
         super().__init__(modules, config, holder, roots)
-        self.baton.settled = self.settled
-
-    def _counts(self) -> tuple:
-        return tuple(cls.counter for cls in self.numbered)
-
-    def settled(self) -> tuple[tuple, tuple]:
-        """What a step's end adds to its footprint (rt/baton.py): a step that numbered an operation
-        wrote the class counter, which is no stand-in's (two threads numbering operations race on it)."""
-        counts = self._counts()
-        if counts == self.counts:
-            return (), ()
-        self.counts = counts
-        return (), (COUNTERS,)
+        self.settle_numbers()
 
     def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
         cfg, page = self.config, self.config.page_size
