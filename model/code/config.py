@@ -49,11 +49,12 @@ class CodeConfig:
     driven_clock: bool = False  # the conformance check moves the clock; else under timeout the search fires it
     host_memory_mode: str = "cache"  # buffer_only: the tree's BufferModePipeline stages fetches (worlds/ack_drain/buffer/)
     device_pages: int = 0  # buffer_only: leading pages of each request already on the device (the splice anchor)
-    evict_device_round: Optional[int] = None  # buffer_only: in this round the device tree evicts every unpinned page
+    evict_device_round: Optional[int] = None  # buffer_only, backup: in this round the device tree evicts every unpinned page
     device_room: Optional[int] = None  # buffer_only: the device KV pool in pages (None: twice every request's pages)
-    # buffer_only's write path (worlds/ack_drain/buffer/backup_run.py): under hicache write_through
-    # every insert into the device tree backs its new node up to storage through the pipeline, and
-    # in round 1 the scheduler inserts a request it computed itself (its prefill), `pages` pages
+    # the write path under hicache write_through (buffer_only: worlds/ack_drain/buffer/backup_run.py,
+    # through the pipeline; cache mode: worlds/ack_drain/write_through/): every insert into the device
+    # tree backs its new node up to host and storage, and in round 1 the scheduler inserts a request
+    # it computed itself (its prefill), `pages` pages
     backup: bool = False
     # host memory pressure: host-only pages the tree holds from an earlier request (evictable by the
     # release's evict_host when a prefetch's host allocation fails), the leading ones locked
@@ -103,12 +104,17 @@ class CodeConfig:
             raise ValueError("buffer_only with retries: the device tree's own match and eviction (device_pages, "
                              "evict_device_round), without readmissions, lost_device_pages or rid_reuse (a "
                              "retracted staged request is not modelled)")
-        if self.host_memory_mode == "cache" and (self.device_pages or self.evict_device_round is not None
-                                                 or self.device_room is not None or self.backup):
-            raise ValueError("device_pages, evict_device_round, device_room and backup need "
-                             "host_memory_mode='buffer_only'")
+        if self.host_memory_mode == "cache" and (self.device_pages or self.device_room is not None
+                                                 or (self.evict_device_round is not None and not self.backup)):
+            raise ValueError("device_pages, evict_device_round and device_room need host_memory_mode='buffer_only' "
+                             "(evict_device_round: or the write path, backup=True)")
         if self.backup and (self.pp_size > 1 or self.world != "ack-drain"):
-            raise ValueError("backup (buffer_only's write path) runs in the ack-drain world without PP")
+            raise ValueError("backup (the write path) runs in the ack-drain world without PP")
+        if self.backup and self.host_memory_mode == "cache" and (
+                self.retries or self.sidecars or self.host_held_pages or self.cache_class != "UnifiedRadixCache"
+                or self.reissue):
+            raise ValueError("backup in host_memory_mode cache (worlds/ack_drain/write_through/): UnifiedRadixCache "
+                             "without retries, reissue, sidecars or host_held_pages")
         if not 0 <= self.device_pages < self.pages:
             raise ValueError(f"device_pages {self.device_pages}: between 0 and pages - 1 ({self.pages - 1})")
         if not 0 <= self.host_locked_pages <= self.host_held_pages:

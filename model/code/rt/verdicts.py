@@ -16,6 +16,8 @@ HANG = "the request hangs: it is never admitted"
 DEADLOCK = "the ranks wait for each other forever: every request on them hangs"
 LEAK = "host memory leaked: the pool shrinks with every such request"
 LOCKED = "host pages locked for good: the anchor's host prefix can never be evicted"
+UNLOCKED = ("host pages unlocked under their reader: evictable while a fetch anchored there or a backup's storage "
+            "write still reads them")
 LOST = "a prefetch lost: slower but correct output"
 SPLIT = "ranks serve different prefixes of one request: divergent batches, a hang or wrong output"
 SERVED_REUSED = "wrong KV data served: the tree serves a page whose host memory was reused"
@@ -98,9 +100,15 @@ def _terminal(run, steps: int) -> list[Finding]:
         if held:
             out.append(Finding("host_memory", f"rank {r.index}: host slots {held} still held by no one when every "
                                "thread is idle", LEAK, "", steps))
-        if r.tree.locks:  # the anchor's host lock (inc_host_lock_ref / protect_host) never given back
-            out.append(Finding("host_memory", f"rank {r.index}: {r.tree.locks} host lock(s) on the prefetch's anchor "
-                               "still held when every thread is idle", LOCKED, "", steps))
+        # the anchor's host lock (inc_host_lock_ref / protect_host), or a storage backup's, never given
+        # back, or given back more often than taken
+        what = "the prefetch's anchor" + (" or a node backed up to storage" if getattr(cfg, "backup", False) else "")
+        if r.tree.locks > 0:
+            out.append(Finding("host_memory", f"rank {r.index}: {r.tree.locks} host lock(s) on {what} still held when "
+                               "every thread is idle", LOCKED, "", steps))
+        elif r.tree.locks < 0:
+            out.append(Finding("host_memory", f"rank {r.index}: host locks on {what} given back {-r.tree.locks} more "
+                               "time(s) than taken", UNLOCKED, "", steps))
         evicted = r.pool.evicted()
         if evicted:
             out.append(Finding("host_memory", f"rank {r.index}: host slots {evicted} evicted from the host tree and "

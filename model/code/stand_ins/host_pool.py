@@ -110,13 +110,13 @@ class HostPool(Strict):
 
     def get_data_page(self, index, flat: bool = True):
         """What the backup thread reads out of a staging slot to store it (the generic page set):
-        a point, as the scheduler frees staging at the storage ack. A slot not held, or held with
-        nothing written (the D2H copy never landed), is stored as it is: the storage stand-in
-        judges the value."""
+        a point, as the scheduler frees staging at the storage ack. A slot neither held nor the
+        tree's (cache mode stores a node's host value), or with nothing written (the D2H copy never
+        landed), is stored as it is: the storage stand-in judges the value."""
         first = int(index)
         self.world.baton.point(f"read host slot {first} to store it (rank {self.rank})")
         self.world.baton.touch(self._pc_name, write=False)
-        return self.written.get(first) if self.status[first] == HELD else None
+        return self.written.get(first) if self.status[first] in (HELD, TREE) else None
 
     # ---- what the tree stand-in does when it takes slots
     def hand_to_tree(self, slots: list[int]) -> None:

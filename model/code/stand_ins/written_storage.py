@@ -24,7 +24,8 @@ class WrittenStorage(StorageBackend):
         self._pc_name = f"r{rank}.storage"  # its name in a step's footprint (rt/baton.py)
         world.register(self)
 
-    def _has(self, key) -> bool:
+    def holds(self, key) -> bool:
+        """Whether the storage has the page: written by a backup, or stored before the run."""
         return key in self.stored or page_of(key) < self.hits
 
     def batch_exists(self, keys, extra_info=None) -> int:
@@ -33,7 +34,7 @@ class WrittenStorage(StorageBackend):
             return super().batch_exists(keys, extra_info)
         n = 0
         for key in keys:
-            if not self._has(key):
+            if not self.holds(key):
                 break
             n += 1
         return n

@@ -7,6 +7,7 @@ from prefetch_check.model.code.rt import verdicts
 from prefetch_check.model.code.rt.verdicts import Finding
 from prefetch_check.model.code.worlds.ack_drain import occupancy, retry_judge, sidecars
 from prefetch_check.model.code.worlds.ack_drain.buffer import backup_judge, judge as buffer_judge
+from prefetch_check.model.code.worlds.ack_drain.write_through import judge as write_through_judge
 
 PROPERTIES = verdicts.PROPERTIES + (buffer_judge.PROPERTY, retry_judge.PROPERTY)
 
@@ -15,13 +16,13 @@ def judge(run, terminal: bool) -> list[Finding]:
     found = verdicts.judge(run, terminal)
     return (found + buffer_judge.judge(run, terminal, found) + retry_judge.judge(run, terminal, found)
             + sidecars.judge(run, terminal, found) + occupancy.judge(run, terminal, found)
-            + backup_judge.judge(run, terminal, found))
+            + backup_judge.judge(run, terminal, found) + write_through_judge.judge(run, terminal, found))
 
 
 def not_judged(config) -> dict[str, str]:
     """What the world's own properties cannot judge in `config` (the worlds they belong to are off)."""
     out = {}
-    if config.host_memory_mode != "buffer_only":
+    if config.host_memory_mode != "buffer_only" and not config.backup:  # the write path's device lock judges it too
         out[buffer_judge.PROPERTY] = "the anchor locks of host_memory_mode buffer_only: CodeConfig(host_memory_mode='buffer_only')"
     if not config.retries:
         out[retry_judge.PROPERTY] = retry_judge.NOT_RETRIES

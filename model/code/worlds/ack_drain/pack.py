@@ -13,6 +13,7 @@ from prefetch_check.model.code.worlds.ack_drain import identity, transfer_hooks
 from prefetch_check.model.code.worlds.ack_drain import judge
 from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer
 from prefetch_check.model.code.worlds.ack_drain.buffer.backup_run import BackupRun
+from prefetch_check.model.code.worlds.ack_drain.write_through.run import WriteThroughRun
 from prefetch_check.model.code.worlds.ack_drain.buffer import params as buffer_params
 from prefetch_check.model.code.worlds.ack_drain.buffer.tickets import TicketStagesRun
 from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, COMPONENT_TYPES, CONTROLLER, FILES, HYBRID, Run
@@ -57,8 +58,9 @@ def make_run(modules, config: CodeConfig, holder, roots):
         if config.host_memory_mode == "buffer_only":  # the PP tickets of 0.5.21+ (buffer/tickets.py)
             return TicketStagesRun(modules, config, holder, roots)
         return StagesRun(modules, config, holder, roots)
-    if config.backup:  # buffer_only's write path (buffer/backup_run.py)
-        return BackupRun(modules, config, holder, roots)
+    if config.backup:  # the write path: buffer_only's (buffer/backup_run.py), cache mode's (write_through/)
+        cls = BackupRun if config.host_memory_mode == "buffer_only" else WriteThroughRun
+        return cls(modules, config, holder, roots)
     cls = buffer.BufferRun if config.host_memory_mode == "buffer_only" else Run
     return cls(modules, config, holder, roots)
 

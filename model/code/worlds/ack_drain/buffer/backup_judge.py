@@ -12,6 +12,8 @@ LOCKED = ("a device span locked forever: never evictable, and every later write 
 WEDGED = ("the write queue wedged: its head never stages, and every write behind it, whatever its size, waits "
           "forever (head-of-line)")
 STUCK = "a write the pipeline believes in flight forever: its pages are never stored and never written again"
+UNSTORED = ("pages believed stored that storage does not have: never written again, and every server sharing the "
+            "storage misses them")
 
 
 def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
@@ -39,4 +41,15 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
         if p.inflight_backup_pools and not p.pending_write_queue and not staged:
             out.append(Finding("progress", f"rank {r.index}: nodes {sorted(p.inflight_backup_pools)} believed in "
                                "flight with no write queued, staged or awaiting its ack", STUCK, "", steps))
+        unstored = [k for k in _believed(r.cache.storage_existence_cache) if not r.cc.storage_backend.holds(k)]
+        if unstored and not staged:
+            out.append(Finding("progress", f"rank {r.index}: pages {unstored} believed stored, never stored when "
+                               "every thread is idle", UNSTORED, "", steps))
     return out
+
+
+def _believed(beliefs) -> list:
+    """The keys the storage beliefs (StorageExistenceCache) hold, every pool's; a release of another
+    shape: none read."""
+    pools = getattr(beliefs, "_pools", None) or {}
+    return [k for b in pools.values() for k in getattr(b, "_entries", ())]

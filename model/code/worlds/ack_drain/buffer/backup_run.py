@@ -38,6 +38,16 @@ class _StorageConfig(Strict):
         self.world, self.is_storage_writer = world, True
 
 
+def as_storage_writer(cc, world) -> None:
+    """The controller as the write path reads it on a rank that writes its own KV: its
+    storage_config (0.5.23's `backup_skip` property reads it) or, before, the `backup_skip` flag
+    __init__ sets. Unset, the backup thread's AttributeError is swallowed by `_page_backup_or_log`
+    and nothing is stored."""
+    cc.storage_config = _StorageConfig(world)
+    if not isinstance(getattr(type(cc), "backup_skip", None), property):
+        cc.backup_skip = False
+
+
 class _WritePart:
     """The write side of the pipeline and the storage beliefs, for the run's state key."""
 
@@ -63,6 +73,14 @@ def _describe_write(cls, op, world) -> str:
     return f"write{op.id}{list(op.hash_value)}"
 
 
+def label_writes(modules: dict) -> None:
+    """The write's operation labelled by what it stores in the queues' part of the state key."""
+    for mod in (modules.get(HYBRID), modules[CONTROLLER]):
+        cls = getattr(mod, "StorageOperation", None)
+        if cls is not None and "_pc_describe" not in cls.__dict__:
+            type.__setattr__(cls, "_pc_describe", classmethod(_describe_write))
+
+
 def _beliefs(beliefs) -> tuple:
     """The storage beliefs (StorageExistenceCache) as plain values: per pool the hashes believed
     stored, in LRU order, and the in-flight counts; a release of another shape by its fields."""
@@ -86,7 +104,7 @@ class BackupRun(WriteAcksGate, BufferRun):
         rank = super()._build(i)
         cc, cache, device = rank.cc, rank.cache, rank.tree.device
         merge = self.modules[CONTROLLER].CacheOperation.merge_ops
-        cc.storage_config = _StorageConfig(self.world)
+        as_storage_writer(cc, self.world)
         cc.page_set_func = cc._generic_page_set
         cc.write_policy = "write_through"
         cc.start_writing = lambda: device.start_writing(cc, merge)  # the D2H (device side)
@@ -96,10 +114,7 @@ class BackupRun(WriteAcksGate, BufferRun):
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         self.free_at_round: dict[int, int] = {}  # rank -> its free host slots when its last round started
-        for mod in (modules.get(HYBRID), modules[CONTROLLER]):  # the write's operation, labelled by what it
-            cls = getattr(mod, "StorageOperation", None)      # stores in the queues' part of the state key
-            if cls is not None and "_pc_describe" not in cls.__dict__:
-                type.__setattr__(cls, "_pc_describe", classmethod(_describe_write))
+        label_writes(modules)
         super().__init__(modules, config, holder, roots)
 
     def _spawn(self, rank: Rank) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prefetch_check.model.code.stand_ins.host_pool import HELD
+from prefetch_check.model.code.stand_ins.host_pool import HELD, TREE
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 
 
@@ -139,9 +139,9 @@ class DevicePool:
                 got = self.data.get(d) if self.owner[d] is not None else None
                 if got is None:
                     self.world.fault("data_integrity", f"rank {self.rank}: the D2H copy of backup {op.node_ids} reads "
-                                     f"device slot {d}, which is free", "wrong KV data written back: the staging "
-                                     "copy read a device row freed under it (use after free of the source)", site)
-                if self.host.status[h] != HELD:
+                                     f"device slot {d}, which is free", "wrong KV data written back: the D2H copy "
+                                     "read a device row freed under it (use after free of the source)", site)
+                if self.host.status[h] not in (HELD, TREE):  # staging (buffer_only), a node's host value (cache)
                     self.world.fault("host_memory", f"rank {self.rank}: the D2H copy of backup {op.node_ids} lands "
                                      f"in host slot {h}, which is {self.host.status[h]}", "the copy overwrites a "
                                      "slot the pool handed out again: another request's KV corrupted", site)

@@ -25,10 +25,16 @@ BELIEFS = "mem_cache/buffer_mode/storage_existence_cache.py"
 FILES = (BELIEFS, PIPELINE)  # loaded after the cache's files; a tree without them is stubbed like the rest
 
 
-class _Session:
-    """The cache's streaming session: no session holds a row here."""
+class Session:
+    """The cache's streaming session: no session holds a row or a lock here."""
 
     def try_match_prefix(self, params):
+        return None
+
+    def try_inc_lock_ref(self, node_id):
+        return None
+
+    def try_dec_lock_ref(self, node_id, params=None):
         return None
 
 
@@ -89,7 +95,7 @@ class BufferRun(NumberedFromZero, Run):
         tree.device.cc_ack_queue = cc.ack_load_queue
         cache.components = {full.component_type: full}
         cache._components_tuple = (full,)
-        cache.session = _Session()
+        cache.session = Session()
         cache.token_to_kv_pool_allocator = tree.device
         cache.is_swa_enabled = False
         cache.insert_session_id = None

@@ -1,0 +1,151 @@
+"""The tree of cache mode's write path (CodeConfig.backup in host_memory_mode cache): the host tree
+(stand_ins/tree.py) with the device side a write-through backup reads and writes through
+`tree_core` (unified_tree_core.py): the insert of the computed request, which under write_through
+(write_through_threshold 1: a new node's first hit fires) hands the cache a BackupKV of its node;
+`build_backup_spec` (the node's device rows), `commit_backup` (the host slots `cc.write` took become
+the node's host value), the pending-write marks, the node's device lock from the backup's launch
+to its D2H ack, and `build_storage_backup_spec` (the node's host value and page hashes for
+`write_backup_storage`).
+
+A node is the computed request's whole key (no split: the only insert of the device side). Device
+eviction (CodeConfig.evict_device_round) takes a node the write's lock does not hold; host eviction
+never takes its host value here (upstream's takes host leaves whose device value is gone: not
+modelled)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from prefetch_check.model.code.stand_ins.torch_stub import Tensor
+from prefetch_check.model.code.stand_ins.tree import InsertResult, TreeCore, _Lock
+from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import node_of, request_of_node
+from prefetch_check.model.code.worlds.ack_drain.buffer.params import BackupKV
+
+
+@dataclass
+class _Step:
+    """One step of the resumable insert (begin_insert / resume_insert): its actions, the result."""
+
+    result: InsertResult
+    actions: list = field(default_factory=list)
+
+
+class WriteThroughTree(TreeCore):
+    _pc_what = "tree_core (write-through)"
+
+    def __init__(self, world, rank: int, pool, page_size: int, device):
+        super().__init__(world, rank, pool, page_size)
+        self.device = device  # the device KV pool (buffer/device_pool.py): the computed rows, the D2H copy
+        self.resident: dict[int, list[int]] = {}  # node -> its device slots
+        self.host_value: dict[int, tuple] = {}  # node -> the host slots commit_backup gave it
+        self.pending: dict[int, tuple] = {}  # ack id -> nodes whose write-through is in flight
+        self.written: set = set()  # nodes whose host value the D2H ack published
+        self.locked: dict[int, int] = {}  # node -> the write's device lock count (inc_lock_ref)
+        self._inserting = False
+
+    # ---- the insert of the computed request (SCH's cache_unfinished_req after its prefill)
+    def has_ongoing_insert(self) -> bool:
+        self.world.baton.touch(self._pc_name, write=False)
+        return self._inserting
+
+    def begin_insert(self, params) -> _Step:
+        self.world.baton.point(f"insert {len(params.key)} tokens into device tree (rank {self.rank})")
+        self.world.baton.touch(self._pc_name)
+        self._inserting = True
+        tokens = params.key.token_ids
+        request = tokens[0] // 1000
+        node = node_of(request, len(tokens))
+        self.resident[node] = list(params.value.data)
+        self.device.own(self.resident[node], f"req{request}")
+        return _Step(InsertResult(prefix_len=0, total_len=len(tokens)), [BackupKV([node])])
+
+    def resume_insert(self):
+        raise AssertionError("the insert stand-in finishes in begin_insert")
+
+    def end_insert(self) -> list:
+        self.world.baton.touch(self._pc_name)
+        self._inserting = False
+        return []
+
+    # ---- the host backup (D2H)
+    def build_backup_spec(self, node_id):
+        """(device value, component transfers): the node's FULL rows; no other component here.
+        A node already backed up has nothing left to transfer (an empty value)."""
+        self.world.baton.touch(self._pc_name, write=False)
+        rows = [] if node_id in self.host_value else self.resident.get(node_id, [])
+        return Tensor(rows), {}
+
+    def rotation_phase_of(self, node_id):
+        return None  # no shard owner (upstream: None without rotation)
+
+    def commit_backup(self, node_id, host_indices, comp_xfers=None) -> None:
+        self.world.baton.point(f"commit host backup of node {node_id} (rank {self.rank})")
+        self.world.baton.touch(self._pc_name)
+        slots = list(host_indices.data)
+        self.host_value[node_id] = tuple(slots)
+        self.pool.hand_to_tree(slots)
+
+    def inc_lock_ref(self, node_id, skip_lock_components=()):
+        self.world.baton.point(f"lock device node {node_id} (rank {self.rank})")
+        self.world.baton.touch(self._pc_name)
+        self.locked[node_id] = self.locked.get(node_id, 0) + 1
+        return _Lock(node_id)
+
+    def dec_lock_ref(self, node_id, params=None, skip_swa: bool = False):
+        self.world.baton.point(f"unlock device node {node_id} (rank {self.rank})")
+        self.world.baton.touch(self._pc_name)
+        left = self.locked.get(node_id, 0) - 1
+        if left < 0:
+            site = self.world.baton.current().point.site if self.world.baton.current() else "?"
+            self.world.fault("anchor_release", f"rank {self.rank}: device node {node_id} unlocked more often than "
+                             "locked", "a device span another write still reads becomes evictable under it: the "
+                             "D2H copy reads freed KV", site)
+        if left > 0:
+            self.locked[node_id] = left
+        else:
+            self.locked.pop(node_id, None)
+
+    def evict_unlocked(self) -> None:
+        """Eviction under device pressure (CodeConfig.evict_device_round): every node the write's
+        lock does not hold gives its device rows back (upstream's evict keeps locked nodes)."""
+        self.world.baton.point(f"device eviction (rank {self.rank})")
+        self.world.baton.touch(self._pc_name)
+        for node in [n for n in self.resident if n not in self.locked]:
+            self.device.give_back(self.resident.pop(node))
+            self.world.baton.observe(f"evicted node {node} from the device")
+
+    def mark_write_through_pending(self, node_ids, ack_id=None) -> list:
+        """0.5.20 on: the nodes the ack publishes, under its ack id; 0.5.19: one node, its own ack."""
+        self.world.baton.touch(self._pc_name)
+        ids = [node_ids] if isinstance(node_ids, int) else list(node_ids)
+        self.pending[ids[0] if ack_id is None else ack_id] = tuple(ids)
+        return ids
+
+    def finish_write_through(self, node_ids, ack_id=None) -> None:
+        self.world.baton.touch(self._pc_name)
+        self.pending.pop(ack_id, None)
+        self.written.update(node_ids)
+
+    # ---- the storage backup (host -> storage)
+    def build_storage_backup_spec(self, node_id, pass_prefix_keys: bool = False):
+        """What write_backup_storage stores: the node's host value and its pages' hashes, or None
+        for a node with no host value (nothing to store)."""
+        self.world.baton.touch(self._pc_name, write=False)
+        slots = self.host_value.get(node_id)
+        if not slots:
+            return None
+        request, tokens = request_of_node(node_id)
+        return SimpleNamespace(host_value=Tensor(list(slots)), token_ids=[request * 1000 + t for t in range(tokens)],
+                               hash_value=self.storage_keys(node_id),
+                               prefix_keys=[] if pass_prefix_keys else None, comp_xfers={})
+
+    def storage_keys(self, node_id) -> list[str]:
+        """The node's pages' storage hashes (they name their page: stand_ins/radix.py)."""
+        request, tokens = request_of_node(node_id)
+        return [f"q{request}p{p}" for p in range(tokens // self.page_size)]
+
+    def snapshot(self) -> tuple:
+        return super().snapshot() + (tuple(sorted((n, tuple(s)) for n, s in self.resident.items())),
+                                     tuple(sorted(self.host_value.items())), tuple(sorted(self.pending.items())),
+                                     tuple(sorted(self.written)), tuple(sorted(self.locked.items())))
