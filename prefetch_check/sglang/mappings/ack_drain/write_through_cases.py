@@ -1,0 +1,49 @@
+"""The ack-drain cases of cache mode's write path (0.5.19 on; CodeConfig(backup=True), the default
+host_memory_mode cache under hicache write_through, SGLang's default write policy): in round 1 the
+scheduler inserts a request it computed, and the tree's own code writes its node back to host and
+on to storage (model/code/worlds/ack_drain/write_through/) beside the prefetch: the D2H write and
+its ack under the node's device lock, the storage write under its host lock, the backup thread,
+the acks drained at their MIN over the ranks. Each names its non-default settings."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code import CodeConfig
+from prefetch_check.sglang.code_checks import Case, needs
+from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
+
+CACHE = "mem_cache/unified_radix_cache.py"
+WRITE = "write_through"
+# the write path the world's tree stand-in answers (0.5.19-0.5.23): the backup's host write through
+# `_execute_kv_backup`, the storage write from the tree's storage spec
+_host_write = needs(CACHE, "def _execute_kv_backup(", "its host backup is not `_execute_kv_backup`, as the "
+                    "write-through world models")
+_storage_write = needs(CACHE, "self.tree_core.build_storage_backup_spec(", "its storage backup does not read "
+                       "tree_core.build_storage_backup_spec, as the write-through world models")
+
+
+def skip(srt) -> str:
+    return _host_write(srt) or _storage_write(srt)
+
+
+def _write(**kwargs) -> CodeConfig:
+    return CodeConfig(world=PROTOCOL, backup=True, **{"ranks": 1, **kwargs})
+
+
+# 0.5.23 (untraced, one core): 152, 152, 10, 544, 202, 340 and 6,551 runs, exhaustive, clean
+WRITE_THROUGH_CASES: tuple[Case, ...] = (
+    Case(f"1 rank, {WRITE} (a computed request written to host and storage)", _write(), skip=skip),
+    # eviction at the insert's round: the node's device lock keeps its rows until the D2H ack
+    Case(f"1 rank, {WRITE}, device eviction in round 1 (the node locked until its D2H ack)",
+         _write(evict_device_round=1), skip=skip),
+    # the write's host backup takes the pool's 2 pages: the prefetch's allocation finds none
+    Case(f"1 rank, {WRITE}, host pool of 2 pages (the write takes it)", _write(host_pages=2), skip=skip),
+    Case(f"1 rank, {WRITE}, best_effort", _write(policy="best_effort"), skip=skip),
+    Case(f"1 rank, {WRITE}, aborted by its client in round 2", _write(abort_round=2), skip=skip),
+    # the write and storage acks drained at their MIN over the ranks (with the prefetch fetching
+    # too: 9,008 runs, 33 s untraced, a bench row)
+    Case(f"2 ranks x 1 page, {WRITE}, nothing stored (the acks drained across ranks)",
+         _write(ranks=2, pages=1, hits=(0, 0)), skip=skip),
+    # SGLang's default stop policy: the deadlines fire as the search's choices
+    Case(f"1 rank x 1 page, {WRITE}, timeout (deadlines fire as choices)", _write(pages=1, policy="timeout"),
+         skip=skip),
+)

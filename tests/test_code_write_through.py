@@ -1,0 +1,106 @@
+"""Cache mode's write path (CodeConfig(backup=True) in host_memory_mode cache,
+model/code/worlds/ack_drain/write_through/): under write_through a request the scheduler computed
+is written back to host and on to storage by the tree's own UnifiedRadixCache, controller and
+backup thread, beside the prefetch. 0.5.23's cases run exhaustive and clean, the footprints keep
+every state of the unreduced search, and one-place edits of the write path are caught with their
+consequence; a behaviour-keeping refactor keeps every figure."""
+
+from __future__ import annotations
+
+import pytest
+
+from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
+from prefetch_check.sglang.mappings.ack_drain.write_through_cases import WRITE_THROUGH_CASES
+from test_code_executor import clean, edited, release
+
+LIMITS = CodeLimits(max_seconds=120)
+CACHE = "mem_cache/unified_radix_cache.py"
+
+
+def write(**kwargs) -> CodeConfig:
+    return CodeConfig(ranks=1, backup=True, **kwargs)
+
+
+# _finish_write_through_ack never stores the published nodes
+NO_STORAGE = ("            for node_id in publish_node_ids:\n                self.write_backup_storage(node_id)\n",
+              "            pass\n")
+# the backup drain never gives the node's host lock back
+NO_HOST_UNLOCK = ("                        node_id, lock_params = entry\n"
+                  "                        self.dec_host_lock_ref(node_id, lock_params)\n",
+                  "                        node_id, lock_params = entry\n")
+# write_backup_storage stores without the node's host lock (the drain gives back one never taken)
+NO_HOST_LOCK = ("        self.ongoing_backup[operation_id] = (\n            node_id,\n"
+                "            self.inc_host_lock_ref(node_id).to_dec_params(),\n        )\n",
+                "        self.ongoing_backup[operation_id] = (node_id, None)\n")
+# _finish_write_through_ack never gives the node's device lock back
+NO_DEVICE_UNLOCK = ("        if lock_params is not None:\n            self.dec_lock_ref(lock_node_id, lock_params)\n", "")
+# the write is tracked without the node's device lock: eviction frees the rows the D2H reads
+NO_DEVICE_LOCK = ("                lock_params = self.inc_lock_ref(node_id).to_dec_params()\n",
+                  "                lock_params = None\n")
+# writing_check finishes a write ack without waiting for its D2H copy
+NO_SYNC = ("            ack = cc.ack_write_queue.pop(0)\n            ack.finish_event.synchronize()\n",
+           "            ack = cc.ack_write_queue.pop(0)\n")
+
+
+def test_the_cases_run_0_5_19_on():
+    assert len(WRITE_THROUGH_CASES) == 7
+    assert {case.skip(release("0.5.23")) for case in WRITE_THROUGH_CASES} == {""}
+    assert {case.skip(release("0.5.19")) for case in WRITE_THROUGH_CASES} == {""}
+
+
+@pytest.mark.parametrize("case", WRITE_THROUGH_CASES, ids=[case.name for case in WRITE_THROUGH_CASES])
+def test_0_5_23s_write_path_is_exhaustive_and_clean(case):
+    result = check_tree(release("0.5.23"), case.config, LIMITS)
+    assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
+    assert clean(result), {k: v.message for k, v in result.violations.items()}
+    assert result.verdicts["anchor_release"] == "VERIFIED" and result.verdicts["host_memory"] == "VERIFIED"
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(evict_device_round=1)], ids=["1x1", "evicted"])
+def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwargs):
+    """Sleep sets prune transitions, never states: a footprint the write path missed (the tree's
+    write-through marks, the host value the backup thread reads, the write ack list) would show."""
+    config = write(**kwargs)
+    dfs = check_tree(release("0.5.23"), config, CodeLimits(strategy="dfs", reduce=False, max_seconds=300))
+    sleep = check_tree(release("0.5.23"), config, CodeLimits(strategy="sleep", reduce=False, max_seconds=300))
+    assert dfs.exhaustive and sleep.exhaustive
+    assert sleep.states == dfs.states and sleep.runs < dfs.runs
+    assert dfs.verdicts == sleep.verdicts
+
+
+@pytest.mark.parametrize("edit, config, prop, message", [
+    (NO_STORAGE, write(), "progress", "written through to host, its pages ['q1p0', 'q1p1'] never stored"),
+    (NO_HOST_UNLOCK, write(), "host_memory", "1 host lock(s) on the prefetch's anchor or a node backed up to storage"),
+    (NO_HOST_LOCK, write(), "host_memory", "given back 1 more time(s) than taken"),
+    (NO_DEVICE_UNLOCK, write(), "anchor_release", "device nodes [1003] still locked by the write path"),
+    (NO_DEVICE_LOCK, write(evict_device_round=1), "data_integrity", "reads device slot 0, which is free"),
+    (NO_SYNC, write(), "data_integrity", "the backup stores nothing under key q1p0"),
+], ids=["no storage write", "host lock kept", "host lock not taken", "device lock kept", "device lock not taken",
+        "ack not synchronised"])
+def test_a_one_place_edit_of_the_write_path_is_caught(tmp_path, edit, config, prop, message):
+    result = check_tree(edited(tmp_path, release("0.5.23"), CACHE, *edit), config, LIMITS)
+    assert result.exhaustive and result.verdicts[prop] == "VIOLATED", result.verdicts
+    assert message in result.violations[prop].message, result.violations[prop].message
+
+
+# a behaviour-keeping refactor: the storage write's extra pools gathered in a loop
+REFACTOR = ("        aux_xfers = [x for xfers in spec.comp_xfers.values() for x in xfers]\n"
+            "        aux_xfers.extend(sidecar_xfers)\n\n        operation_id",
+            "        aux_xfers = []\n        for xfers in spec.comp_xfers.values():\n            aux_xfers += xfers\n"
+            "        aux_xfers += sidecar_xfers\n\n        operation_id")
+
+
+def test_a_behaviour_keeping_refactor_of_the_write_path_keeps_every_figure(tmp_path):
+    config = write(policy="best_effort")
+    base = check_tree(release("0.5.23"), config, LIMITS)
+    again = check_tree(edited(tmp_path, release("0.5.23"), CACHE, *REFACTOR), config, LIMITS)
+    assert (again.verdicts, again.runs, again.states) == (base.verdicts, base.runs, base.states)
+    assert again.exhaustive and clean(again)
+
+
+def test_cache_modes_write_path_refuses_what_its_world_does_not_model():
+    for kwargs in (dict(retries=True), dict(reissue=True), dict(sidecars=("swa",)), dict(host_held_pages=1, host_pages=3)):
+        with pytest.raises(ValueError, match="backup in host_memory_mode cache"):
+            CodeConfig(backup=True, **kwargs)
+    with pytest.raises(ValueError, match="evict_device_round: or the write path"):
+        CodeConfig(evict_device_round=1)
