@@ -43,7 +43,7 @@ NO_SYNC = ("            ack = cc.ack_write_queue.pop(0)\n            ack.finish_
 
 
 def test_the_cases_run_0_5_19_on():
-    assert len(WRITE_THROUGH_CASES) == 7
+    assert len(WRITE_THROUGH_CASES) == 8
     assert {case.skip(release("0.5.23")) for case in WRITE_THROUGH_CASES} == {""}
     assert {case.skip(release("0.5.19")) for case in WRITE_THROUGH_CASES} == {""}
 
@@ -72,10 +72,13 @@ def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwa
     (NO_STORAGE, write(), "progress", "written through to host, its pages ['q1p0', 'q1p1'] never stored"),
     (NO_HOST_UNLOCK, write(), "host_memory", "1 host lock(s) on the prefetch's anchor or a node backed up to storage"),
     (NO_HOST_LOCK, write(), "host_memory", "given back 1 more time(s) than taken"),
+    # under host pressure the node is evicted from host while the backup thread still reads it
+    (NO_HOST_LOCK, write(requests=2, pages=1, host_pages=1, evict_device_round=2), "data_integrity",
+     "the backup stores nothing under key q2p0"),
     (NO_DEVICE_UNLOCK, write(), "anchor_release", "device nodes [1003] still locked by the write path"),
     (NO_DEVICE_LOCK, write(evict_device_round=1), "data_integrity", "reads device slot 0, which is free"),
     (NO_SYNC, write(), "data_integrity", "the backup stores nothing under key q1p0"),
-], ids=["no storage write", "host lock kept", "host lock not taken", "device lock kept", "device lock not taken",
+], ids=["no storage write", "host lock kept", "host lock not taken", "host lock not taken, evicted", "device lock kept", "device lock not taken",
         "ack not synchronised"])
 def test_a_one_place_edit_of_the_write_path_is_caught(tmp_path, edit, config, prop, message):
     result = check_tree(edited(tmp_path, release("0.5.23"), CACHE, *edit), config, LIMITS)

@@ -352,8 +352,11 @@ WHY_NOT_RUN = {
     "mamba": "sidecar pools: a SWA/Mamba path the sidecar cases do not reach (device-side, write-back or buffer_only)",
     "swa": "sidecar pools: a SWA/Mamba path the sidecar cases do not reach (device-side, write-back or buffer_only)",
     "trailing": "sidecar pools: a trailing-window path the sidecar cases do not reach (write-back or buffer_only)",
-    "evict": ("eviction: only the ack-drain host-pressure cases evict (UnifiedRadixCache.evict_host, an earlier "
-              "request's host pages); device eviction and the poll world's are not run"),
+    "evict": ("eviction: only the ack-drain host-pressure and write-through cases evict (UnifiedRadixCache.evict_host: "
+              "an earlier request's host pages, a written node's); the tree's device eviction and the poll world's "
+              "are not run"),
+    "replace_pending_write_through": "cache mode's write path: a node split while its write-through is pending (no case splits)",
+    "write_back": "the write_back policy (the write cases run write_through, the default)",
     "abort": "aborts: only the buffer_only and retry cases abort a request (0.5.22 on)",
     "__init__": "the executor builds the objects with __new__ and the attributes the path reads",
     "attach_storage_backend": "the executor builds the objects with __new__ and the attributes the path reads",

@@ -128,6 +128,11 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("1x2 buffer_only write_through, host pool of 2 pages", dict(ranks=1, requests=2, host_memory_mode="buffer_only",
                                                                  backup=True, host_pages=2)),
     ("2x1 buffer_only write_through", dict(ranks=2, host_memory_mode="buffer_only", backup=True)),
+    # cache mode's write path under write_through (write_through/), the prefetch fetching beside it
+    ("1x1 write_through", dict(ranks=1, backup=True)),
+    ("1x2 write_through", dict(ranks=1, requests=2, backup=True)),
+    ("2x1 write_through", dict(ranks=2, backup=True)),
+    ("1x1 write_through timeout", dict(ranks=1, backup=True, policy="timeout")),
     # the PP tickets (buffer/tickets.py, 0.5.23's shape)
     ("PP=2 buffer_only tickets, 1 page", dict(ranks=2, pp_size=2, pages=1, host_memory_mode="buffer_only")),
     ("PP=2 buffer_only tickets, stage 1 cannot read page 1", dict(ranks=2, pp_size=2, host_memory_mode="buffer_only",

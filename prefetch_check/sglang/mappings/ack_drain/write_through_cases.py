@@ -29,7 +29,7 @@ def _write(**kwargs) -> CodeConfig:
     return CodeConfig(world=PROTOCOL, backup=True, **{"ranks": 1, **kwargs})
 
 
-# 0.5.23 (untraced, one core): 152, 152, 10, 544, 202, 340 and 6,551 runs, exhaustive, clean
+# 0.5.23 (untraced, one core): 152, 152, 10, 100, 544, 202, 340 and 6,551 runs, exhaustive, clean
 WRITE_THROUGH_CASES: tuple[Case, ...] = (
     Case(f"1 rank, {WRITE} (a computed request written to host and storage)", _write(), skip=skip),
     # eviction at the insert's round: the node's device lock keeps its rows until the D2H ack
@@ -37,6 +37,11 @@ WRITE_THROUGH_CASES: tuple[Case, ...] = (
          _write(evict_device_round=1), skip=skip),
     # the write's host backup takes the pool's 2 pages: the prefetch's allocation finds none
     Case(f"1 rank, {WRITE}, host pool of 2 pages (the write takes it)", _write(host_pages=2), skip=skip),
+    # host pressure: the node evicted from the device in round 2 is host-only, and a later hit's
+    # allocation evicts it from host once its storage write's host lock is given back
+    Case(f"1 rank x 2 requests x 1 page, {WRITE}, host pool of 1 page, device eviction in round 2 (host "
+         "eviction waits for the storage write's host lock)",
+         _write(requests=2, pages=1, host_pages=1, evict_device_round=2), skip=skip),
     Case(f"1 rank, {WRITE}, best_effort", _write(policy="best_effort"), skip=skip),
     Case(f"1 rank, {WRITE}, aborted by its client in round 2", _write(abort_round=2), skip=skip),
     # the write and storage acks drained at their MIN over the ranks (with the prefetch fetching

@@ -13,6 +13,7 @@ written_storage.py). What its runs are judged for at the end: judge.py."""
 
 from __future__ import annotations
 
+from prefetch_check.model.code.stand_ins.components import FullComponent
 from prefetch_check.model.code.stand_ins.radix import RadixKey
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 from prefetch_check.model.code.stand_ins.written_storage import WrittenStorage
@@ -74,6 +75,9 @@ class WriteThroughRun(WriteAcksGate, NumberedFromZero, Run):
         # _execute_kv_backup's host room check: no shared page-envelope arena, no reclaim function
         rank.pool.__dict__["shared_allocation_domain"] = None
         rank.pool.anchor_entry.host_evict_fn = None
+        if self.config.evict_device_round is not None:  # a node evicted from the device is host-only:
+            # host eviction frees it through the FULL component (only then, as the cache world's)
+            cache.components = {self._component("FULL"): FullComponent(self.world, rank.pool)}
         self.world.register(_WritePart(cache))
         return rank
 

@@ -8,9 +8,10 @@ to its D2H ack, and `build_storage_backup_spec` (the node's host value and page 
 `write_backup_storage`).
 
 A node is the computed request's whole key (no split: the only insert of the device side). Device
-eviction (CodeConfig.evict_device_round) takes a node the write's lock does not hold; host eviction
-never takes its host value here (upstream's takes host leaves whose device value is gone: not
-modelled)."""
+eviction (CodeConfig.evict_device_round) takes a node the write's device lock does not hold; the
+node is host-only from then on, and host eviction (`drive_host_eviction`, when an allocation finds
+the host pool short) takes a host-only node no host lock holds, as upstream's takes unlocked host
+leaves whose device value is gone: its slots go back through the FULL component's free."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
-from prefetch_check.model.code.stand_ins.tree import InsertResult, TreeCore, _Lock
+from prefetch_check.model.code.stand_ins.tree import DriveHostEvictionResult, InsertResult, TreeCore, _Lock
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import node_of, request_of_node
 from prefetch_check.model.code.worlds.ack_drain.buffer.params import BackupKV
 
@@ -39,6 +40,7 @@ class WriteThroughTree(TreeCore):
         self.device = device  # the device KV pool (buffer/device_pool.py): the computed rows, the D2H copy
         self.resident: dict[int, list[int]] = {}  # node -> its device slots
         self.host_value: dict[int, tuple] = {}  # node -> the host slots commit_backup gave it
+        self.host_locks: dict[int, int] = {}  # node -> its host lock count (the storage write's)
         self.pending: dict[int, tuple] = {}  # ack id -> nodes whose write-through is in flight
         self.written: set = set()  # nodes whose host value the D2H ack published
         self.locked: dict[int, int] = {}  # node -> the write's device lock count (inc_lock_ref)
@@ -115,6 +117,40 @@ class WriteThroughTree(TreeCore):
             self.device.give_back(self.resident.pop(node))
             self.world.baton.observe(f"evicted node {node} from the device")
 
+    # ---- the node's host lock (write_backup_storage to the storage ack), and host eviction
+    def inc_host_lock_ref(self, node_id):
+        lock = super().inc_host_lock_ref(node_id)
+        if node_id in self.host_value:
+            self.host_locks[node_id] = self.host_locks.get(node_id, 0) + 1
+        return lock
+
+    def dec_host_lock_ref(self, node_id, params=None):
+        super().dec_host_lock_ref(node_id, params)
+        if node_id in self.host_value or node_id in self.host_locks:
+            self.host_locks[node_id] = self.host_locks.get(node_id, 0) - 1
+            if not self.host_locks[node_id]:
+                del self.host_locks[node_id]
+
+    def drive_host_eviction(self, component_type, num_tokens: int) -> DriveHostEvictionResult:
+        """Host-only nodes no host lock holds go first, their slots handed back for the cache to
+        free; what else the pool holds, as the host tree's eviction has it."""
+        values, tokens = [], 0
+        for node in sorted(self.host_value):
+            if tokens >= num_tokens:
+                break
+            if node in self.resident or self.host_locks.get(node, 0) > 0:
+                continue
+            self.world.baton.point(f"host eviction of node {node} (rank {self.rank})")
+            self.world.baton.touch(self._pc_name)
+            slots = list(self.host_value.pop(node))
+            self.pool.evict_from_tree(slots)
+            values.append(Tensor(slots))
+            tokens += len(slots)
+            self.world.baton.observe(f"evicted node {node} from host")
+        if not values:
+            return super().drive_host_eviction(component_type, num_tokens)
+        return DriveHostEvictionResult(host_frees={component_type: values}, tracker={component_type: tokens})
+
     def mark_write_through_pending(self, node_ids, ack_id=None) -> list:
         """0.5.20 on: the nodes the ack publishes, under its ack id; 0.5.19: one node, its own ack."""
         self.world.baton.touch(self._pc_name)
@@ -148,4 +184,5 @@ class WriteThroughTree(TreeCore):
     def snapshot(self) -> tuple:
         return super().snapshot() + (tuple(sorted((n, tuple(s)) for n, s in self.resident.items())),
                                      tuple(sorted(self.host_value.items())), tuple(sorted(self.pending.items())),
-                                     tuple(sorted(self.written)), tuple(sorted(self.locked.items())))
+                                     tuple(sorted(self.written)), tuple(sorted(self.locked.items())),
+                                     tuple(sorted(self.host_locks.items())))
