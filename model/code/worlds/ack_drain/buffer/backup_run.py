@@ -13,40 +13,13 @@ written_storage.py). What its runs are judged for at the end: backup_judge.py.""
 
 from __future__ import annotations
 
-from prefetch_check.model.code.stand_ins.context import Strict
 from prefetch_check.model.code.stand_ins.host_pool import FREE
-from prefetch_check.model.code.stand_ins.radix import RadixKey
-from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 from prefetch_check.model.code.stand_ins.written_storage import WrittenStorage
 from prefetch_check.model.code.worlds.ack_drain.buffer.backup_tree import BackupDeviceTree
 from prefetch_check.model.code.worlds.ack_drain.buffer.harness import BufferRun
-from prefetch_check.model.code.worlds.ack_drain.buffer.params import InsertParams
-from prefetch_check.model.code.worlds.ack_drain.harness import CONTROLLER, HYBRID
 from prefetch_check.model.code.worlds.ack_drain.write_gate import WriteAcksGate
+from prefetch_check.model.code.worlds.ack_drain.write_path import COMPUTED_ROUND, WritePath
 from prefetch_check.model.code.worlds.common import Rank
-
-COMPUTED_ROUND = 1  # the round whose start inserts the computed request
-
-
-class _StorageConfig(Strict):
-    """The controller's storage_config as the write path reads it: this rank writes its own KV
-    (`backup_skip` is `not is_storage_writer`; no MLA shard writer)."""
-
-    _pc_what = "storage_config"
-
-    def __init__(self, world):
-        self.world, self.is_storage_writer = world, True
-
-
-def as_storage_writer(cc, world) -> None:
-    """The controller as the write path reads it on a rank that writes its own KV: its
-    storage_config (0.5.23's `backup_skip` property reads it) or, before, the `backup_skip` flag
-    __init__ sets. Unset, the backup thread's AttributeError is swallowed by `_page_backup_or_log`
-    and nothing is stored."""
-    cc.storage_config = _StorageConfig(world)
-    if not isinstance(getattr(type(cc), "backup_skip", None), property):
-        cc.backup_skip = False
-
 
 class _WritePart:
     """The write side of the pipeline and the storage beliefs, for the run's state key."""
@@ -66,21 +39,6 @@ class _WritePart:
                 p.write_staged_tokens_, p.write_backlog_tokens_, pools)
 
 
-def _describe_write(cls, op, world) -> str:
-    """A storage write in a queue (the backup queue, the storage ack queue): its number, which every
-    run counts from 0 (BufferRun), and the pages it stores; the prefetch operations are named when
-    made (rt/hooks.py), which `World.label` asks first."""
-    return f"write{op.id}{list(op.hash_value)}"
-
-
-def label_writes(modules: dict) -> None:
-    """The write's operation labelled by what it stores in the queues' part of the state key."""
-    for mod in (modules.get(HYBRID), modules[CONTROLLER]):
-        cls = getattr(mod, "StorageOperation", None)
-        if cls is not None and "_pc_describe" not in cls.__dict__:
-            type.__setattr__(cls, "_pc_describe", classmethod(_describe_write))
-
-
 def _beliefs(beliefs) -> tuple:
     """The storage beliefs (StorageExistenceCache) as plain values: per pool the hashes believed
     stored, in LRU order, and the in-flight counts; a release of another shape by its fields."""
@@ -93,47 +51,25 @@ def _beliefs(beliefs) -> tuple:
                         for name, b in pools.items()))
 
 
-class BackupRun(WriteAcksGate, BufferRun):
-    """`BufferRun` with the write path; per rank one more thread, B (the backup thread)."""
-
-    PER_RANK = 5  # S, P, IO, Y, B
+class BackupRun(WriteAcksGate, WritePath, BufferRun):
+    """`BufferRun` with the write path (write_path.py: the computed request, the backup thread B)."""
     TREE = BackupDeviceTree
     STORAGE = WrittenStorage
 
     def _build(self, i: int) -> Rank:
         rank = super()._build(i)
-        cc, cache, device = rank.cc, rank.cache, rank.tree.device
-        merge = self.modules[CONTROLLER].CacheOperation.merge_ops
-        as_storage_writer(cc, self.world)
-        cc.page_set_func = cc._generic_page_set
-        cc.write_policy = "write_through"
-        cc.start_writing = lambda: device.start_writing(cc, merge)  # the D2H (device side)
-        cache.is_write_back = False
-        self.world.register(_WritePart(cache))
+        self._writer(rank)
+        self.world.register(_WritePart(rank.cache))
         return rank
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         self.free_at_round: dict[int, int] = {}  # rank -> its free host slots when its last round started
-        label_writes(modules)
         super().__init__(modules, config, holder, roots)
-
-    def _spawn(self, rank: Rank) -> None:
-        super()._spawn(rank)
-        self.baton.spawn(f"B{rank.index}", rank.index, "backup", rank.cc.backup_thread_func)
 
     def round_begins(self, rank: Rank) -> None:
         super().round_begins(rank)
         if rank.rounds == COMPUTED_ROUND:
             self._insert_computed(rank)
-
-    def _insert_computed(self, rank: Rank) -> None:
-        """SCH's cache_unfinished_req after the computed request's prefill: its KV rows, written by
-        the forward pass into device slots it took, inserted into the tree."""
-        cfg, w = self.config, self.config.requests
-        n, page = cfg.pages * cfg.page_size, cfg.page_size
-        slots = rank.tree.device.take(n, f"req{w}", [f"q{w}p{t // page}" for t in range(n)])
-        self.baton.observe(f"computed req{w} on device slots {slots}")
-        rank.cache.insert(InsertParams(key=RadixKey([w * 1000 + t for t in range(n)]), value=Tensor(slots)))
 
     # ---- the round gate (write_gate.py): a write ack or a storage ack on every rank opens a round
     # (MIN > 0), and so does a hit parked for staging once host slots were freed since the rank's round started: the

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from prefetch_check.model.code.stand_ins.radix import RadixKey
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
-from prefetch_check.model.code.stand_ins.tree import _Lock
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import ROOT, DeviceTree, node_of, request_of_node
+from prefetch_check.model.code.worlds.ack_drain.device_side import DeviceLocks
 from prefetch_check.model.code.worlds.ack_drain.buffer.params import BackupKV, BufferBackupSnapshot, BufferBackupState
 
 
-class BackupDeviceTree(DeviceTree):
+class BackupDeviceTree(DeviceLocks, DeviceTree):
     _pc_what = "tree_core (device, write path)"
 
     def __init__(self, world, rank: int, pool, page_size: int, device):
@@ -83,27 +83,7 @@ class BackupDeviceTree(DeviceTree):
     def buffer_backup_pool_keys(self, node_id, hash_values) -> dict:
         return {}
 
-    # ---- the pipeline's lock on a node from its D2H launch to the D2H ack
-    def inc_lock_ref(self, node_id, skip_lock_components=()):
-        self.world.baton.point(f"lock device node {node_id} (rank {self.rank})")
-        self.world.baton.touch(self._pc_name)
-        self.locked[node_id] = self.locked.get(node_id, 0) + 1
-        return _Lock(node_id)
-
-    def dec_lock_ref(self, node_id, params=None, skip_swa: bool = False):
-        self.world.baton.point(f"unlock device node {node_id} (rank {self.rank})")
-        self.world.baton.touch(self._pc_name)
-        left = self.locked.get(node_id, 0) - 1
-        if left < 0:
-            site = self.world.baton.current().point.site if self.world.baton.current() else "?"
-            self.world.fault("anchor_release", f"rank {self.rank}: device node {node_id} unlocked more often than "
-                             "locked", "a device span another write still reads becomes evictable under it: the "
-                             "D2H copy reads freed KV", site)
-        if left > 0:
-            self.locked[node_id] = left
-        else:
-            self.locked.pop(node_id, None)
-
+    # ---- the pipeline's lock on a node from its D2H launch to the D2H ack: DeviceLocks (device_side.py)
     def pinned_tokens(self, request: int) -> int:
         """A FULL pin's tokens, or a locked node's: eviction keeps both."""
         locked = max((request_of_node(n)[1] for n in self.locked if request_of_node(n)[0] == request), default=0)

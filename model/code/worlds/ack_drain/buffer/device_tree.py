@@ -8,11 +8,11 @@ read it; a pin, an unpin, an eviction and an insert write it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 from prefetch_check.model.code.stand_ins.tree import InsertResult, TreeCore
 from prefetch_check.model.code.worlds.ack_drain.buffer.params import MatchResult
+from prefetch_check.model.code.worlds.ack_drain.device_side import InsertStep, InsertWalk
 
 ROOT = 0
 
@@ -26,16 +26,7 @@ def request_of_node(node: int) -> tuple[int, int]:
     return (node - 1) // 1000, (node - 1) % 1000
 
 
-@dataclass
-class _Step:
-    """One step of the resumable insert (unified_tree_core begin_insert/resume_insert): no
-    actions, the result at once."""
-
-    result: InsertResult
-    actions: list = field(default_factory=list)
-
-
-class DeviceTree(TreeCore):
+class DeviceTree(InsertWalk, TreeCore):
     _pc_what = "tree_core (device)"
 
     def __init__(self, world, rank: int, pool, page_size: int, device):
@@ -132,12 +123,8 @@ class DeviceTree(TreeCore):
                 self.resident[request] = slots[:keep]
                 self.world.baton.observe(f"evicted req{request} down to {keep}")
 
-    # ---- insert (the loaded span published)
-    def has_ongoing_insert(self) -> bool:
-        self.world.baton.touch(self._pc_name, write=False)
-        return self._inserting
-
-    def begin_insert(self, params) -> _Step:
+    # ---- insert (the loaded span published; the walk around it: device_side.py)
+    def begin_insert(self, params) -> InsertStep:
         self.world.baton.point(f"insert {len(params.key)} tokens into device tree (rank {self.rank})")
         self.world.baton.touch(self._pc_name)
         self._inserting = True
@@ -151,15 +138,7 @@ class DeviceTree(TreeCore):
         self.resident[request] = have[:prefix] + value[prefix:len(tokens)]
         self.device.own(value[prefix:len(tokens)], f"req{request}")
         self.world.baton.observe(f"device insert prefix {prefix}")
-        return _Step(InsertResult(prefix_len=prefix, total_len=len(tokens)))
-
-    def resume_insert(self):
-        raise AssertionError("the insert stand-in finishes in begin_insert")
-
-    def end_insert(self) -> list:
-        self.world.baton.touch(self._pc_name)
-        self._inserting = False
-        return []
+        return InsertStep(InsertResult(prefix_len=prefix, total_len=len(tokens)))
 
     def snapshot(self) -> tuple:
         return super().snapshot() + (tuple(sorted((q, tuple(s)) for q, s in self.resident.items())),

@@ -73,15 +73,10 @@ class BufferRun(NumberedFromZero, Run):
         self.settle_numbers()
 
     def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
-        cfg, page = self.config, self.config.page_size
-        pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
-        storage = self.STORAGE(self.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page,
-                               cfg.raising_reads_of(i))
+        cfg = self.config
         # the write path's computed request takes device room too
         room = cfg.device_room if cfg.device_room is not None else 2 * cfg.pages * (cfg.requests + cfg.backup)
-        device = DevicePool(self.world, i, room * page, pool,
-                            lambda q, pos: f"q{q}p{pos // page}")
-        return pool, self.TREE(self.world, i, pool, page, device), storage
+        return device_rank_world(self, i, pool_cls, self.STORAGE, self.TREE, room)
 
     def _build(self, i: int) -> Rank:
         rank = super()._build(i)
@@ -207,3 +202,12 @@ class BufferRun(NumberedFromZero, Run):
                 or any(self._idle(rank, q) for q in rank.waiting))
 
 
+def device_rank_world(run, i: int, pool_cls, storage_cls, tree_cls, room_pages: int) -> tuple:
+    """Rank i's host pool, tree stand-in with a device KV pool of `room_pages` pages, and storage
+    backend (a world with a device side: buffer_only, cache mode's write path)."""
+    cfg, page = run.config, run.config.page_size
+    pool = pool_cls(run.world, i, cfg.pool_pages() * page, page)
+    storage = storage_cls(run.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page,
+                          cfg.raising_reads_of(i))
+    device = DevicePool(run.world, i, room_pages * page, pool, lambda q, pos: f"q{q}p{pos // page}")
+    return pool, tree_cls(run.world, i, pool, page, device), storage

@@ -15,24 +15,16 @@ leaves whose device value is gone: its slots go back through the FULL component'
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
-from prefetch_check.model.code.stand_ins.tree import DriveHostEvictionResult, InsertResult, TreeCore, _Lock
+from prefetch_check.model.code.stand_ins.tree import DriveHostEvictionResult, InsertResult, TreeCore
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import node_of, request_of_node
 from prefetch_check.model.code.worlds.ack_drain.buffer.params import BackupKV
+from prefetch_check.model.code.worlds.ack_drain.device_side import DeviceLocks, InsertStep, InsertWalk
 
 
-@dataclass
-class _Step:
-    """One step of the resumable insert (begin_insert / resume_insert): its actions, the result."""
-
-    result: InsertResult
-    actions: list = field(default_factory=list)
-
-
-class WriteThroughTree(TreeCore):
+class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
     _pc_what = "tree_core (write-through)"
 
     def __init__(self, world, rank: int, pool, page_size: int, device):
@@ -47,11 +39,7 @@ class WriteThroughTree(TreeCore):
         self._inserting = False
 
     # ---- the insert of the computed request (SCH's cache_unfinished_req after its prefill)
-    def has_ongoing_insert(self) -> bool:
-        self.world.baton.touch(self._pc_name, write=False)
-        return self._inserting
-
-    def begin_insert(self, params) -> _Step:
+    def begin_insert(self, params) -> InsertStep:
         self.world.baton.point(f"insert {len(params.key)} tokens into device tree (rank {self.rank})")
         self.world.baton.touch(self._pc_name)
         self._inserting = True
@@ -60,15 +48,7 @@ class WriteThroughTree(TreeCore):
         node = node_of(request, len(tokens))
         self.resident[node] = list(params.value.data)
         self.device.own(self.resident[node], f"req{request}")
-        return _Step(InsertResult(prefix_len=0, total_len=len(tokens)), [BackupKV([node])])
-
-    def resume_insert(self):
-        raise AssertionError("the insert stand-in finishes in begin_insert")
-
-    def end_insert(self) -> list:
-        self.world.baton.touch(self._pc_name)
-        self._inserting = False
-        return []
+        return InsertStep(InsertResult(prefix_len=0, total_len=len(tokens)), [BackupKV([node])])
 
     # ---- the host backup (D2H)
     def build_backup_spec(self, node_id):
@@ -87,26 +67,6 @@ class WriteThroughTree(TreeCore):
         slots = list(host_indices.data)
         self.host_value[node_id] = tuple(slots)
         self.pool.hand_to_tree(slots)
-
-    def inc_lock_ref(self, node_id, skip_lock_components=()):
-        self.world.baton.point(f"lock device node {node_id} (rank {self.rank})")
-        self.world.baton.touch(self._pc_name)
-        self.locked[node_id] = self.locked.get(node_id, 0) + 1
-        return _Lock(node_id)
-
-    def dec_lock_ref(self, node_id, params=None, skip_swa: bool = False):
-        self.world.baton.point(f"unlock device node {node_id} (rank {self.rank})")
-        self.world.baton.touch(self._pc_name)
-        left = self.locked.get(node_id, 0) - 1
-        if left < 0:
-            site = self.world.baton.current().point.site if self.world.baton.current() else "?"
-            self.world.fault("anchor_release", f"rank {self.rank}: device node {node_id} unlocked more often than "
-                             "locked", "a device span another write still reads becomes evictable under it: the "
-                             "D2H copy reads freed KV", site)
-        if left > 0:
-            self.locked[node_id] = left
-        else:
-            self.locked.pop(node_id, None)
 
     def evict_unlocked(self) -> None:
         """Eviction under device pressure (CodeConfig.evict_device_round): every node the write's

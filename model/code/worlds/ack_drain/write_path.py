@@ -1,0 +1,80 @@
+"""What the write path under hicache write_through shares in buffer_only (buffer/backup_run.py) and
+cache mode (write_through/run.py): the request the scheduler computed itself, inserted in round 1
+(SCH's cache_unfinished_req after its prefill: request `requests`, of `pages` pages, not
+prefetched), the backup thread B, and the controller as a rank that writes its own KV (the real
+`write_storage`, the generic page set, the D2H of device_pool.py's `start_writing`)."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code.stand_ins.context import Strict
+from prefetch_check.model.code.stand_ins.radix import RadixKey
+from prefetch_check.model.code.stand_ins.torch_stub import Tensor
+from prefetch_check.model.code.worlds.ack_drain.buffer.params import InsertParams
+from prefetch_check.model.code.worlds.ack_drain.harness import CONTROLLER, HYBRID
+from prefetch_check.model.code.worlds.common import Rank
+
+COMPUTED_ROUND = 1  # the round whose start inserts the computed request
+
+
+class _StorageConfig(Strict):
+    """The controller's storage_config as the write path reads it: this rank writes its own KV
+    (`backup_skip` is `not is_storage_writer`; no MLA shard writer)."""
+
+    _pc_what = "storage_config"
+
+    def __init__(self, world):
+        self.world, self.is_storage_writer = world, True
+
+
+class WritePath:
+    """A run mix-in: per rank one more thread, B (the backup thread); `_writer(rank)` in `_build`,
+    `_insert_computed(rank)` as round COMPUTED_ROUND starts."""
+
+    PER_RANK = 5  # S, P, IO, Y, B
+
+    def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
+        _label_writes(modules)
+        super().__init__(modules, config, holder, roots)
+
+    def _writer(self, rank: Rank) -> None:
+        """The controller of a rank that writes its own KV: its storage_config (0.5.23's
+        `backup_skip` property reads it) or, before, the `backup_skip` flag __init__ sets (unset,
+        the backup thread's AttributeError is swallowed by `_page_backup_or_log` and nothing is
+        stored: 0.5.22's buffer write cases stored nothing so), the generic page set, and the D2H."""
+        cc, device = rank.cc, rank.tree.device
+        merge = self.modules[CONTROLLER].CacheOperation.merge_ops
+        cc.storage_config = _StorageConfig(self.world)
+        if not isinstance(getattr(type(cc), "backup_skip", None), property):
+            cc.backup_skip = False
+        cc.page_set_func = cc._generic_page_set
+        cc.write_policy = "write_through"
+        cc.start_writing = lambda: device.start_writing(cc, merge)  # the D2H (device side)
+        rank.cache.is_write_back = False
+
+    def _spawn(self, rank: Rank) -> None:
+        super()._spawn(rank)
+        self.baton.spawn(f"B{rank.index}", rank.index, "backup", rank.cc.backup_thread_func)
+
+    def _insert_computed(self, rank: Rank) -> None:
+        """SCH's cache_unfinished_req after the computed request's prefill: its KV rows, written by
+        the forward pass into device slots it took, inserted into the tree."""
+        cfg, w = self.config, self.config.requests
+        n, page = cfg.pages * cfg.page_size, cfg.page_size
+        slots = rank.tree.device.take(n, f"req{w}", [f"q{w}p{t // page}" for t in range(n)])
+        self.baton.observe(f"computed req{w} on device slots {slots}")
+        rank.cache.insert(InsertParams(key=RadixKey([w * 1000 + t for t in range(n)]), value=Tensor(slots)))
+
+
+def _describe_write(cls, op, world) -> str:
+    """A storage write in a queue (the backup queue, the storage ack queue): its number, which every
+    run counts from 0 (numbering.py), and the pages it stores; the prefetch operations are named
+    when made (rt/hooks.py), which `World.label` asks first."""
+    return f"write{op.id}{list(op.hash_value)}"
+
+
+def _label_writes(modules: dict) -> None:
+    """The write's operation labelled by what it stores in the queues' part of the state key."""
+    for mod in (modules.get(HYBRID), modules[CONTROLLER]):
+        cls = getattr(mod, "StorageOperation", None)
+        if cls is not None and "_pc_describe" not in cls.__dict__:
+            type.__setattr__(cls, "_pc_describe", classmethod(_describe_write))
