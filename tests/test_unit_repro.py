@@ -20,8 +20,9 @@ from tests.test_code_executor import edited
 REPRO = Path(__file__).parents[1] / "docs" / "repro"
 STALE_HIT = REPRO / "stale_hit_revokes_new_prefetch.py"
 # the fix docs/findings.md gives: the hit drain skips a hit whose operation is not the request's current one
-HIT_DRAIN = "                info = self.ongoing_prefetch.get(request)\n                if info is None:\n"
-HIT_DRAIN_FIXED = ("                info = self.ongoing_prefetch.get(request)\n"
+# (0.5.19 looks the entry up by the request's rid, 0.5.20 on by its handle)
+HIT_DRAIN = "                info = self.ongoing_prefetch.get({key})\n                if info is None:\n"
+HIT_DRAIN_FIXED = ("                info = self.ongoing_prefetch.get({key})\n"
                    "                if info is not None and info.operation is not operation:\n"
                    "                    continue\n"
                    "                if info is None:\n")
@@ -34,7 +35,7 @@ def release(version: str) -> Path:
         pytest.skip(f"package index not reachable and {version} not cached: {exc}")
 
 
-@pytest.mark.parametrize("version", ["0.5.20", "0.5.23"])
+@pytest.mark.parametrize("version", ["0.5.19", "0.5.20", "0.5.23"])
 def test_a_stale_hit_revokes_the_readmitted_requests_new_prefetch(version):
     answer = run_unit_script(release(version), STALE_HIT)
     assert answer["exit"] == 1 and not answer["error"], answer
@@ -42,8 +43,10 @@ def test_a_stale_hit_revokes_the_readmitted_requests_new_prefetch(version):
     assert "with 0 token(s) loaded; B then found 1 token(s) in storage" in answer["stdout"]
 
 
-def test_the_stale_hit_is_not_reproduced_once_the_hit_drain_checks_the_operation(tmp_path):
-    fixed = edited(tmp_path, release("0.5.23"), "mem_cache/unified_radix_cache.py", HIT_DRAIN, HIT_DRAIN_FIXED)
+@pytest.mark.parametrize("version,key", [("0.5.19", "req_id"), ("0.5.23", "request")])
+def test_the_stale_hit_is_not_reproduced_once_the_hit_drain_checks_the_operation(tmp_path, version, key):
+    fixed = edited(tmp_path, release(version), "mem_cache/unified_radix_cache.py", HIT_DRAIN.format(key=key),
+                   HIT_DRAIN_FIXED.format(key=key))
     answer = run_unit_script(fixed, STALE_HIT)
     assert answer == {"exit": 0, "error": "",
                       "stdout": "not reproduced: the request's new prefetch survived the old operation's hit\n"}
@@ -155,5 +158,7 @@ def test_a_violation_of_an_unmodified_release_says_where_its_reproduction_is_and
     edited_row = SimpleNamespace(label="/work/my-sglang", path_differs=["mem_cache/unified_radix_cache.py"],
                                  srt=Path("/work/my-sglang/sglang/srt"))
     assert code_verdict(edited_row, "operation_identity", v).cases[0].reproduction == ""
-    assert code_verdict(SimpleNamespace(label="0.5.19", path_differs=[], srt=Path("/r")), "operation_identity",
-                        v).cases[0].reproduction == ""  # 0.5.19's is another finding's (no_crash)
+    assert code_verdict(SimpleNamespace(label="0.5.18", path_differs=[], srt=Path("/r")), "operation_identity",
+                        v).cases[0].reproduction == ""  # no reproduction for a release the script was not run on
+    v.case = "1 rank, best_effort"
+    assert code_verdict(release_row, "operation_identity", v).cases[0].reproduction == ""  # nor in another case

@@ -1,6 +1,6 @@
 """A request's new storage prefetch is revoked by the late hit of its old one.
 
-SGLang 0.5.20 to 0.5.23, `--hicache-storage-prefetch-policy best_effort`, one rank, no GPU needed:
+SGLang 0.5.19 to 0.5.23, `--hicache-storage-prefetch-policy best_effort`, one rank, no GPU needed:
 
     pip install sglang==0.5.23      # torch on the CPU is enough
     python docs/repro/stale_hit_revokes_new_prefetch.py   # stand_ins.py beside it
@@ -10,7 +10,7 @@ the way SGLang's own unit tests build them (`__new__` and the attributes the pat
 method called on the prefetch path is the release's own, in the order of the schedule
 prefetch-check found (docs/findings.md):
 
-  scheduler  prefetch_from_storage(h)         operation A on prefetch_queue
+  scheduler  prefetch_from_storage(h)         operation A on prefetch_queue (h: its handle; 0.5.19: its rid)
   scheduler  check_prefetch_progress(h)       best_effort: A terminated, the request admitted
   prefetch   prefetch_thread_func()           A is terminated: its hit (0 tokens) on prefetch_hit_queue
   scheduler  prefetch_from_storage(h)         retracted, prefetched again: operation B, same handle
@@ -18,6 +18,7 @@ prefetch-check found (docs/findings.md):
                                               so revoke_pending_prefetch(h) retires B
 """
 
+import inspect
 import sys
 import threading
 from array import array
@@ -25,15 +26,23 @@ from collections import Counter
 from queue import Queue
 from types import SimpleNamespace
 
-from sglang.srt.mem_cache.base_prefix_cache import CacheRequestHandle
 from sglang.srt.mem_cache.hybrid_cache.hybrid_cache_controller import HybridCacheController
-from sglang.srt.mem_cache.storage_prefetch import StoragePrefetchRetries
 from sglang.srt.mem_cache.unified_cache.component_type import ComponentType
 from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
 
-from stand_ins import PAGE, Storage, built
+from stand_ins import PAGE, Storage, built, page_hashes
 
 TOKENS = array("q", [7])  # the request's uncached tokens, as the scheduler passes them: 1 page
+# 0.5.20 on: a request is named by a handle and the scheduler's retries have their own class;
+# 0.5.19 names it by its rid and keeps the rids to retry in a set
+BY_RID = "req_id" in inspect.signature(UnifiedRadixCache.prefetch_from_storage).parameters
+if BY_RID:
+    RETRIES = dict(_storage_prefetch_missed_rids=set())
+else:
+    from sglang.srt.mem_cache.base_prefix_cache import CacheRequestHandle
+    from sglang.srt.mem_cache.storage_prefetch import StoragePrefetchRetries
+
+    RETRIES = dict(storage_prefetch_retries=StoragePrefetchRetries())
 
 
 def controller():
@@ -44,6 +53,7 @@ def controller():
     cc.extra_host_mem_release_queues = {}
     cc.storage_stop_event = threading.Event()
     cc.storage_backend = Storage()
+    cc.get_hash_str = page_hashes  # 0.5.19 binds the page keys' function at attach time
     cc.page_size = PAGE
     cc.prefetch_hits_sync_groups = []
     cc._all_reduce = lambda *args, **kwargs: None  # one rank: the MIN over the ranks is the rank's own
@@ -70,14 +80,14 @@ def cache(cc):
         prefetch_loaded_tokens_by_reqid={}, prefetch_loaded_storage_start_by_reqid={},
         storage_existence_cache=None, enable_storage_metrics=False, storage_metrics_collector=None,
         pp_rank=0, pp_size=1, _prefetch_outcome_stats=Counter(),
-        storage_prefetch_retries=StoragePrefetchRetries(),
+        **RETRIES,
     )
 
 
 def main() -> int:
     cc = controller()
     tree = cache(cc)
-    handle = CacheRequestHandle("req0", 0)
+    handle = "req0" if BY_RID else CacheRequestHandle("req0", 0)
     cc.storage_stop_event.set()  # prefetch_thread_func then serves what is queued and returns
 
     tree.prefetch_from_storage(handle, "root", TOKENS)  # round 1: operation A

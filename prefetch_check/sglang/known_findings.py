@@ -34,7 +34,8 @@ _THRESHOLD_ZERO = ("at-a-prefetch-threshold-of-0-a-request-storage-does-not-hold
                    "threshold_zero_never_admits.py")
 
 KNOWN: tuple[KnownFinding, ...] = (
-    KnownFinding("1 rank, prefetched again, best_effort", "operation_identity", ("0.5.20", "0.5.21", "0.5.22", "0.5.23"),
+    KnownFinding("1 rank, prefetched again, best_effort", "operation_identity",
+                 ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"),
                  *_STALE_HIT),
     KnownFinding("1 rank, prefetched again, best_effort", "no_crash", ("0.5.19",), *_STALE_ACK),
     # the crash's consequences in the same schedule: the scheduler thread dead (unified_radix_cache.py:1932)
