@@ -7,7 +7,7 @@ from pathlib import Path
 
 from prefetch_check.model.code.config import CodeConfig
 from prefetch_check.model.code.pack import ConformanceKit, WorldPack
-from prefetch_check.model.code.rt import hooks, loader
+from prefetch_check.model.code.rt import hooks, loader, unset_fields
 from prefetch_check.model.code.worlds.ack_drain import conformance_configs as conformance
 from prefetch_check.model.code.worlds.ack_drain import identity, transfer_hooks
 from prefetch_check.model.code.worlds.ack_drain import judge
@@ -46,6 +46,10 @@ def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
     if hasattr(modules.get(hiradix.HIRADIX), "HiRadixCache"):  # 0.5.19-0.5.20: its controller's own operation
         hooks.install(ctrl.PrefetchOperation, ctrl.PrefetchAck, holder)
         identity.install(modules[hiradix.HIRADIX].HiRadixCache, ctrl.PrefetchOperation, holder)
+    # the objects the worlds build with __new__: a field they never set is not modelled where read
+    for rel, name in ((CACHE, "UnifiedRadixCache"), (HYBRID, "HybridCacheController"), (CONTROLLER, "HiCacheController"),
+                      (hiradix.HIRADIX, "HiRadixCache"), (buffer.PIPELINE, "BufferModePipeline")):
+        unset_fields.guard(getattr(modules.get(rel), name, None), roots)
     return modules
 
 

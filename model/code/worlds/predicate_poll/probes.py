@@ -6,14 +6,13 @@ class bodies stay as written:
   operation whose page list is still empty, that the prefetch thread has not revoked and whose
   request no other rank has terminated (then the vote ended it, not this rank's predicate), the
   scheduler terminates a prefetch that has not started: a prefetch lost. Under timeout the same,
-  before the deadline fires: while the rank's clock has not fired since the operation's issue;
-- strict attributes: an attribute of the cache or the controller the world did not set is "not
-  modelled" at the reading line, never an AttributeError the path could turn into a crash finding.
+  before the deadline fires: while the rank's clock has not fired since the operation's issue.
+(A field of the cache or the controller the world did not set: rt/unset_fields.py.)
 """
 
 from __future__ import annotations
 
-from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
+from prefetch_check.model.code.stand_ins.errors import caller_site
 
 BEFORE = {"timeout": ", its deadline not yet fired"}
 EARLY = "a prefetch lost: the scheduler accepts it before any page was listed, so nothing is loaded (slower, correct output)"
@@ -49,16 +48,3 @@ def install_acceptance(cache_cls, holder, revoked, expired, peer_terminated) -> 
     probed.__name__ = "can_terminate_prefetch"
     cache_cls.can_terminate_prefetch = probed
     cache_cls._pc_acceptance = True
-
-
-def install_strict(cls, what: str, roots: tuple[str, ...]) -> None:
-    """A missing attribute of `cls`'s instances is not modelled (the world builds them with __new__)."""
-    if "__getattr__" in cls.__dict__:
-        return
-
-    def __getattr__(self, name):
-        if name.startswith("__") or name.startswith("_pc"):
-            raise AttributeError(name)
-        raise NotModelled(f"{what}.{name} (an attribute the executor's world does not set)", caller_site(roots))
-
-    cls.__getattr__ = __getattr__
