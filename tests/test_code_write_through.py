@@ -43,7 +43,7 @@ NO_SYNC = ("            ack = cc.ack_write_queue.pop(0)\n            ack.finish_
 
 
 def test_the_cases_run_0_5_19_on():
-    assert len(WRITE_THROUGH_CASES) == 8
+    assert len(WRITE_THROUGH_CASES) == 10
     assert {case.skip(release("0.5.23")) for case in WRITE_THROUGH_CASES} == {""}
     assert {case.skip(release("0.5.19")) for case in WRITE_THROUGH_CASES} == {""}
 
@@ -86,6 +86,22 @@ def test_a_one_place_edit_of_the_write_path_is_caught(tmp_path, edit, config, pr
     assert message in result.violations[prop].message, result.violations[prop].message
 
 
+# 0.5.23's _execute_kv_backup: the host room short, evict_host for what is missing, the write given up
+# when eviction frees too little; _execute_and_commit_kv_backup's stop at that failed backup
+ROOM, EVICTED, GIVEN_UP = 1747, 1748, (1749, 1705)
+
+
+def test_the_writes_host_backup_evicts_the_trees_pages_for_its_room_or_gives_up():
+    srt = release("0.5.23")
+    evicts = check_tree(srt, write(host_pages=2, host_held_pages=2), LIMITS, coverage={})
+    gives_up = check_tree(srt, write(host_pages=2, host_held_pages=2, host_locked_pages=1), LIMITS, coverage={})
+    for result in (evicts, gives_up):
+        assert result.exhaustive and not result.not_modelled and clean(result), result.verdicts
+        assert "wait_complete_delivers" in result.not_judged  # the write takes the room a fetch was to get
+    assert {ROOM, EVICTED} <= set(evicts.coverage["lines"][CACHE]) and not set(GIVEN_UP) & set(evicts.coverage["lines"][CACHE])
+    assert {ROOM, EVICTED, *GIVEN_UP} <= set(gives_up.coverage["lines"][CACHE])
+
+
 # a behaviour-keeping refactor: the storage write's extra pools gathered in a loop
 REFACTOR = ("        aux_xfers = [x for xfers in spec.comp_xfers.values() for x in xfers]\n"
             "        aux_xfers.extend(sidecar_xfers)\n\n        operation_id",
@@ -102,7 +118,8 @@ def test_a_behaviour_keeping_refactor_of_the_write_path_keeps_every_figure(tmp_p
 
 
 def test_cache_modes_write_path_refuses_what_its_world_does_not_model():
-    for kwargs in (dict(retries=True), dict(reissue=True), dict(sidecars=("swa",)), dict(host_held_pages=1, host_pages=3)):
+    for kwargs in (dict(retries=True), dict(reissue=True), dict(sidecars=("swa",)),
+                   dict(host_held_pages=1, host_pages=3, host_anchored=True)):
         with pytest.raises(ValueError, match="backup in host_memory_mode cache"):
             CodeConfig(backup=True, **kwargs)
     with pytest.raises(ValueError, match="evict_device_round: or the write path"):

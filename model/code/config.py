@@ -111,10 +111,10 @@ class CodeConfig:
         if self.backup and (self.pp_size > 1 or self.world != "ack-drain"):
             raise ValueError("backup (the write path) runs in the ack-drain world without PP")
         if self.backup and self.host_memory_mode == "cache" and (
-                self.retries or self.sidecars or self.host_held_pages or self.cache_class != "UnifiedRadixCache"
+                self.retries or self.sidecars or self.host_anchored or self.cache_class != "UnifiedRadixCache"
                 or self.reissue):
             raise ValueError("backup in host_memory_mode cache (worlds/ack_drain/write_through/): UnifiedRadixCache "
-                             "without retries, reissue, sidecars or host_held_pages")
+                             "without retries, reissue, sidecars or host_anchored")
         if not 0 <= self.device_pages < self.pages:
             raise ValueError(f"device_pages {self.device_pages}: between 0 and pages - 1 ({self.pages - 1})")
         if not 0 <= self.host_locked_pages <= self.host_held_pages:
@@ -221,10 +221,11 @@ class CodeConfig:
         """wait_complete_delivers applies: wait_complete, nothing disturbing the request, and room
         in the host pool for every fetch; or, with pages the tree holds (host_held_pages), one
         request fetched once, which must get what the room left by the locked pages allows
-        (`delivered_tokens`)."""
+        (`delivered_tokens`), unless the write path's host backup takes that room first (backup)."""
         if self.policy != "wait_complete" or not self.undisturbed() or self.sidecar_pool_pages is not None:
             return False
-        pressured = (self.host_held_pages or self.shared_arena is not None) and self.requests == 1 and self.fetches() == 1
+        pressured = ((self.host_held_pages or self.shared_arena is not None) and self.requests == 1
+                     and self.fetches() == 1 and not self.backup)
         return self.room_pages() >= self.needed_pages() or bool(pressured)
 
     def arena_pages(self, agreed_pages: int) -> int:

@@ -29,7 +29,7 @@ def _write(**kwargs) -> CodeConfig:
     return CodeConfig(world=PROTOCOL, backup=True, **{"ranks": 1, **kwargs})
 
 
-# 0.5.23 (untraced, one core): 152, 152, 10, 100, 544, 202, 340 and 6,551 runs, exhaustive, clean
+# 0.5.23 (untraced, one core): 152, 152, 10, 100, 10, 25, 544, 202, 340 and 6,551 runs, exhaustive, clean
 WRITE_THROUGH_CASES: tuple[Case, ...] = (
     Case(f"1 rank, {WRITE} (a computed request written to host and storage)", _write(), skip=skip),
     # eviction at the insert's round: the node's device lock keeps its rows until the D2H ack
@@ -42,6 +42,13 @@ WRITE_THROUGH_CASES: tuple[Case, ...] = (
     Case(f"1 rank x 2 requests x 1 page, {WRITE}, host pool of 1 page, device eviction in round 2 (host "
          "eviction waits for the storage write's host lock)",
          _write(requests=2, pages=1, host_pages=1, evict_device_round=2), skip=skip),
+    # host pressure at the write: the tree holds an earlier request's 2 pages in a pool of 2, and the
+    # write's host backup evicts them for its room (_execute_kv_backup -> evict_host); with one locked
+    # it frees 1 page of the 2 it needs and gives the write up (the node is not backed up)
+    Case(f"1 rank, {WRITE}, host pool of 2 pages, both held by the tree (the write evicts them)",
+         _write(host_pages=2, host_held_pages=2), skip=skip),
+    Case(f"1 rank, {WRITE}, host pool of 2 pages, both held by the tree, 1 locked (the write gives up)",
+         _write(host_pages=2, host_held_pages=2, host_locked_pages=1), skip=skip),
     Case(f"1 rank, {WRITE}, best_effort", _write(policy="best_effort"), skip=skip),
     Case(f"1 rank, {WRITE}, aborted by its client in round 2", _write(abort_round=2), skip=skip),
     # the write and storage acks drained at their MIN over the ranks (with the prefetch fetching

@@ -14,6 +14,7 @@ written_storage.py). What its runs are judged for at the end: judge.py."""
 from __future__ import annotations
 
 from prefetch_check.model.code.stand_ins.components import FullComponent
+from prefetch_check.model.code.stand_ins.host_held import HostHeldPages
 from prefetch_check.model.code.stand_ins.written_storage import WrittenStorage
 from prefetch_check.model.code.worlds.ack_drain.buffer.harness import Session, device_rank_world
 from prefetch_check.model.code.worlds.ack_drain.harness import Run
@@ -47,8 +48,16 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
         self.settle_numbers()
 
     def _rank_world(self, i: int, pool_cls=HostPool) -> tuple:
-        """The device pool holds the computed request (no held pages: host_anchored is refused)."""
-        return device_rank_world(self, i, pool_cls, WrittenStorage, WriteThroughTree, self.config.pages)
+        """The device pool holds the computed request; with host_held_pages the host tree also holds
+        an earlier request's host-only pages (stand_ins/host_held.py), numbered after the computed
+        request, which the write's host backup evicts for its room (`_execute_kv_backup` ->
+        `evict_host`) as a prefetch's allocation does."""
+        cfg = self.config
+        pool, tree, storage = device_rank_world(self, i, pool_cls, WrittenStorage, WriteThroughTree, cfg.pages)
+        if cfg.host_held_pages:
+            tree.host_only = HostHeldPages(self.world, i, pool, cfg.page_size, cfg.host_held_pages,
+                                           cfg.host_locked_pages, cfg.requests + 1)
+        return pool, tree, storage
 
     def _build(self, i: int) -> Rank:
         rank = super()._build(i)
