@@ -42,8 +42,36 @@ NO_SYNC = ("            ack = cc.ack_write_queue.pop(0)\n            ack.finish_
            "            ack = cc.ack_write_queue.pop(0)\n")
 
 
+# a split's publish list: not moved to the fragments, the prefix fragment dropped, or the ack storing only
+# the node it locked (after a split it holds the suffix only)
+SPLIT_NOT_MOVED = ("                self._replace_pending_write_through_node(\n"
+                   "                    action.ack_id, action.old_node_id, node_ids\n                )\n", "                pass\n")
+CHILD_ONLY = ("                updated_node_ids.extend(new_node_ids)\n",
+              "                updated_node_ids.append(new_node_ids[-1])\n")
+LOCK_NODE_ONLY = ("            for node_id in publish_node_ids:\n                self.write_backup_storage(node_id)\n",
+                  "            self.write_backup_storage(lock_node_id)\n")
+
+
+def test_the_stored_lock_node_alone_is_enough_without_a_split_and_not_with_one(tmp_path):
+    """The ack's storage loop over the publish list matters only once a split made it two nodes."""
+    edit = edited(tmp_path, release("0.5.23"), CACHE, *LOCK_NODE_ONLY)
+    assert clean(check_tree(edit, write(), LIMITS))
+    assert check_tree(edit, write(split_round=1), LIMITS).verdicts["progress"] == "VIOLATED"
+
+
+def test_a_split_while_the_write_through_is_pending_runs_the_releases_own_replacement():
+    """0.5.23 routes the split's action through _apply_cache_action to _replace_pending_write_through_node;
+    0.5.19 has a cache action of its own for it: both run, clean, and a split after the ack moves nothing."""
+    for version, lines in (("0.5.23", {1393, 1394, 1797}), ("0.5.19", {1069, 1414})):
+        result = check_tree(release(version), write(split_round=1), LIMITS, coverage={})
+        assert result.exhaustive and clean(result), result.verdicts
+        assert lines <= set(result.coverage["lines"][CACHE]), sorted(lines - set(result.coverage["lines"][CACHE]))
+    after = check_tree(release("0.5.23"), write(split_round=2), LIMITS, coverage={})
+    assert after.exhaustive and clean(after) and not {1393, 1797} & set(after.coverage["lines"][CACHE])
+
+
 def test_the_cases_run_0_5_19_on():
-    assert len(WRITE_THROUGH_CASES) == 10
+    assert len(WRITE_THROUGH_CASES) == 12
     assert {case.skip(release("0.5.23")) for case in WRITE_THROUGH_CASES} == {""}
     assert {case.skip(release("0.5.19")) for case in WRITE_THROUGH_CASES} == {""}
 
@@ -56,7 +84,8 @@ def test_0_5_23s_write_path_is_exhaustive_and_clean(case):
     assert result.verdicts["anchor_release"] == "VERIFIED" and result.verdicts["host_memory"] == "VERIFIED"
 
 
-@pytest.mark.parametrize("kwargs", [dict(), dict(evict_device_round=1)], ids=["1x1", "evicted"])
+@pytest.mark.parametrize("kwargs", [dict(), dict(evict_device_round=1), dict(split_round=1)],
+                         ids=["1x1", "evicted", "split"])
 def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwargs):
     """Sleep sets prune transitions, never states: a footprint the write path missed (the tree's
     write-through marks, the host value the backup thread reads, the write ack list) would show."""
@@ -78,8 +107,14 @@ def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwa
     (NO_DEVICE_UNLOCK, write(), "anchor_release", "device nodes [1003] still locked by the write path"),
     (NO_DEVICE_LOCK, write(evict_device_round=1), "data_integrity", "reads device slot 0, which is free"),
     (NO_SYNC, write(), "data_integrity", "the backup stores nothing under key q1p0"),
+    # a node split while its write-through is pending: the prefix fragment must be published and stored too
+    (SPLIT_NOT_MOVED, write(split_round=1), "progress", "node 1002 written through to host, its pages ['q1p0'] never"),
+    (CHILD_ONLY, write(split_round=1), "progress", "node 1002 written through to host, its pages ['q1p0'] never"),
+    (LOCK_NODE_ONLY, write(split_round=1), "progress", "node 1002 written through to host, its pages ['q1p0'] never"),
+    (NO_DEVICE_UNLOCK, write(split_round=1), "anchor_release", "device nodes [1002, 1003] still locked"),
 ], ids=["no storage write", "host lock kept", "host lock not taken", "host lock not taken, evicted", "device lock kept", "device lock not taken",
-        "ack not synchronised"])
+        "ack not synchronised", "split not moved", "split keeps the child only", "stores the lock node only",
+        "device lock kept across a split"])
 def test_a_one_place_edit_of_the_write_path_is_caught(tmp_path, edit, config, prop, message):
     result = check_tree(edited(tmp_path, release("0.5.23"), CACHE, *edit), config, LIMITS)
     assert result.exhaustive and result.verdicts[prop] == "VIOLATED", result.verdicts
@@ -121,6 +156,9 @@ def test_cache_modes_write_path_refuses_what_its_world_does_not_model():
     for kwargs in (dict(retries=True), dict(reissue=True), dict(sidecars=("swa",)),
                    dict(host_held_pages=1, host_pages=3, host_anchored=True)):
         with pytest.raises(ValueError, match="backup in host_memory_mode cache"):
+            CodeConfig(backup=True, **kwargs)
+    for kwargs in (dict(split_round=1, pages=1), dict(split_round=1, evict_device_round=1), dict(split_round=0)):
+        with pytest.raises(ValueError, match="split_round"):
             CodeConfig(backup=True, **kwargs)
     with pytest.raises(ValueError, match="evict_device_round: or the write path"):
         CodeConfig(evict_device_round=1)

@@ -56,6 +56,9 @@ class CodeConfig:
     # tree backs its new node up to host and storage, and in round 1 the scheduler inserts a request
     # it computed itself (its prefill), `pages` pages
     backup: bool = False
+    # cache mode's write path: in this round a second computed request sharing the first's first page is
+    # inserted, splitting the first's node (write_through/tree.py); None: no second request
+    split_round: Optional[int] = None
     # host memory pressure: host-only pages the tree holds from an earlier request (evictable by the
     # release's evict_host when a prefetch's host allocation fails), the leading ones locked
     host_held_pages: int = 0  # pages of the host pool (host_pages) the tree holds at the start
@@ -115,6 +118,11 @@ class CodeConfig:
                 or self.reissue):
             raise ValueError("backup in host_memory_mode cache (worlds/ack_drain/write_through/): UnifiedRadixCache "
                              "without retries, reissue, sidecars or host_anchored")
+        if self.split_round is not None and (not self.backup or self.host_memory_mode != "cache" or self.pages < 2
+                                             or self.evict_device_round is not None or self.host_held_pages
+                                             or self.split_round < 1):
+            raise ValueError("split_round: cache mode's write path (backup=True) of 2 pages or more, from round 1, "
+                             "without evict_device_round or host_held_pages")
         if not 0 <= self.device_pages < self.pages:
             raise ValueError(f"device_pages {self.device_pages}: between 0 and pages - 1 ({self.pages - 1})")
         if not 0 <= self.host_locked_pages <= self.host_held_pages:
@@ -199,7 +207,8 @@ class CodeConfig:
 
     def needed_pages(self) -> int:
         """Every fetch's pages, and the write path's staging of its computed request (backup)."""
-        return self.pages * (self.requests * self.fetches() + self.backup)
+        return self.pages * (self.requests * self.fetches() + self.backup) + (
+            self.pages - 1 if self.split_round is not None else 0)
 
     def fetches(self) -> int:
         """How many times one request's pages may be fetched (each fetch stays in the host tree)."""
@@ -263,7 +272,7 @@ class CodeConfig:
 
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
-                      "backup": False,
+                      "backup": False, "split_round": None,
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
                       "cache_class": "UnifiedRadixCache", "sidecars": (),
                       "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,

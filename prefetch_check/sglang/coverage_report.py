@@ -355,7 +355,8 @@ WHY_NOT_RUN = {
     "evict": ("eviction: only the ack-drain host-pressure and write-through cases evict (UnifiedRadixCache.evict_host: "
               "an earlier request's host pages, a written node's); the tree's device eviction and the poll world's "
               "are not run"),
-    "replace_pending_write_through": "cache mode's write path: a node split while its write-through is pending (no case splits)",
+    "replace_pending_write_through": ("cache mode's write path: its split cases (0.5.19 on) split a node of one "
+                                      "page's prefix while its write-through is pending; other shapes are not run"),
     "write_back": "the write_back policy (the write cases run write_through, the default)",
     "abort": "aborts: only the buffer_only and retry cases abort a request (0.5.22 on)",
     "__init__": "the executor builds the objects with __new__ and the attributes the path reads",

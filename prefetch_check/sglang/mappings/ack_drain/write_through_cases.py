@@ -29,7 +29,8 @@ def _write(**kwargs) -> CodeConfig:
     return CodeConfig(world=PROTOCOL, backup=True, **{"ranks": 1, **kwargs})
 
 
-# 0.5.23 (untraced, one core): 152, 152, 10, 100, 10, 25, 544, 202, 340 and 6,551 runs, exhaustive, clean
+# 0.5.23 (untraced, one core): 152, 152, 10, 100, 10, 25, 511, 152, 544, 202, 340 and 6,551 runs, exhaustive,
+# clean
 WRITE_THROUGH_CASES: tuple[Case, ...] = (
     Case(f"1 rank, {WRITE} (a computed request written to host and storage)", _write(), skip=skip),
     # eviction at the insert's round: the node's device lock keeps its rows until the D2H ack
@@ -49,6 +50,12 @@ WRITE_THROUGH_CASES: tuple[Case, ...] = (
          _write(host_pages=2, host_held_pages=2), skip=skip),
     Case(f"1 rank, {WRITE}, host pool of 2 pages, both held by the tree, 1 locked (the write gives up)",
          _write(host_pages=2, host_held_pages=2, host_locked_pages=1), skip=skip),
+    # a second computed request sharing the first page splits the node: in round 1 while its write-through
+    # is pending (the ack's publish list moves to both fragments, each stored), in round 2 after its ack
+    Case(f"1 rank, {WRITE}, a second request splits the node in round 1 (its write-through pending)",
+         _write(split_round=1), skip=skip),
+    Case(f"1 rank, {WRITE}, a second request splits the node in round 2 (after its write-through)",
+         _write(split_round=2), skip=skip),
     Case(f"1 rank, {WRITE}, best_effort", _write(policy="best_effort"), skip=skip),
     Case(f"1 rank, {WRITE}, aborted by its client in round 2", _write(abort_round=2), skip=skip),
     # the write and storage acks drained at their MIN over the ranks (with the prefetch fetching

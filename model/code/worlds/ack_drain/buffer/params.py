@@ -1,6 +1,6 @@
 """The parameter records of mem_cache/base_prefix_cache.py the buffer pipeline builds (plain
 dataclasses upstream; only the fields the path reads and writes), the write path's records of the
-tree core and the insert (BufferBackupSnapshot, BufferBackupState, BackupKV), and `envs` with the two
+tree core and the insert (BufferBackupSnapshot, BufferBackupState, BackupKV, a split's action), and `envs` with the two
 variables BufferModePipeline reads at construction, at their upstream defaults. Any other
 environment variable is a placeholder, as the stub module's names are."""
 
@@ -67,6 +67,33 @@ class BackupKV:
 
 
 @dataclasses.dataclass(frozen=True)
+class ComponentAction:
+    """cache_action.py's base of the actions the cache routes to a component (0.5.23)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdatePendingBackupOnNodeSplit(ComponentAction):
+    """0.5.23's split of a node: the cache moves its pending write-through's publish list to the two
+    fragments (ack_id set), then routes the action to the FULL component."""
+
+    ack_id: Optional[int]
+    old_node_id: int
+    new_node_id: int
+    new_child_node_id: int
+    component_type: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplaceWriteThroughOnNodeSplit:
+    """0.5.19-0.5.22's split of a node with a write-through pending (a cache action of its own)."""
+
+    ack_id: int
+    old_node_id: int
+    new_node_id: int
+    new_child_node_id: int
+
+
+@dataclasses.dataclass(frozen=True)
 class BufferBackupSnapshot:
     """unified_tree_core_interface.py's record of a node at enqueue time."""
 
@@ -130,4 +157,7 @@ def known(roots) -> dict[str, dict[str, object]]:
     interface = {"BufferBackupSnapshot": BufferBackupSnapshot, "BufferBackupState": BufferBackupState}
     return {"sglang.srt.mem_cache.base_prefix_cache": names, "sglang.srt.environ": {"envs": Envs(roots)},
             "sglang.srt.mem_cache.unified_cache.unified_tree_core_interface": interface,
-            "sglang.srt.mem_cache.unified_cache.cache_action": {"BackupKV": BackupKV}}
+            "sglang.srt.mem_cache.unified_cache.cache_action": {
+                "BackupKV": BackupKV, "ComponentAction": ComponentAction,
+                "UpdatePendingBackupOnNodeSplit": UpdatePendingBackupOnNodeSplit,
+                "ReplaceWriteThroughOnNodeSplit": ReplaceWriteThroughOnNodeSplit}}

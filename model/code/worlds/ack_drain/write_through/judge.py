@@ -1,8 +1,8 @@
 """What a run of cache mode's write path (CodeConfig.backup, run.py) is judged for at its end,
 beyond the cache world's properties: every write-through acked and every storage backup acked
 (`ongoing_write_through`, `ongoing_backup` empty: each holds a device or host lock), and each node
-the D2H ack published stored in full (`_finish_write_through_ack` stores every published node under
-write_through). The device lock left held is buffer/backup_judge.py's (the same `tree.locked`)."""
+the D2H ack published, and each node holding a host value (a fragment of a split node too), stored
+in full (`_finish_write_through_ack` stores every published node under write_through). The device lock left held is buffer/backup_judge.py's (the same `tree.locked`)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
         if cache.ongoing_write_through or cache.ongoing_backup:
             continue
         stored = r.cc.storage_backend.stored
-        for node in sorted(tree.written):
+        for node in sorted(tree.written | set(tree.host_value)):  # a split fragment's host value too
             missing = [k for k in tree.storage_keys(node) if k not in stored]
             if missing:
                 out.append(Finding("progress", f"rank {r.index}: node {node} written through to host, its pages "

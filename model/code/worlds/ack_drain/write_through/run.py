@@ -21,6 +21,10 @@ from prefetch_check.model.code.worlds.ack_drain.harness import Run
 from prefetch_check.model.code.worlds.ack_drain.numbering import NumberedFromZero
 from prefetch_check.model.code.worlds.ack_drain.write_gate import WriteAcksGate
 from prefetch_check.model.code.worlds.ack_drain.write_path import COMPUTED_ROUND, WritePath
+from prefetch_check.model.code.stand_ins.radix import RadixKey
+from prefetch_check.model.code.stand_ins.torch_stub import Tensor
+from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import node_of
+from prefetch_check.model.code.worlds.ack_drain.buffer.params import InsertParams
 from prefetch_check.model.code.worlds.ack_drain.write_through.tree import WriteThroughTree
 from prefetch_check.model.code.stand_ins.host_pool import HostPool
 from prefetch_check.model.code.worlds.common import Rank
@@ -57,7 +61,18 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
         if cfg.host_held_pages:
             tree.host_only = HostHeldPages(self.world, i, pool, cfg.page_size, cfg.host_held_pages,
                                            cfg.host_locked_pages, cfg.requests + 1)
+        tree.split_action = self._split_action
         return pool, tree, storage
+
+    def _split_action(self, ack: int, old: int, new: int, child: int):
+        """The split's action as the release's tree core makes it: 0.5.23 routes it to FULL with the
+        pending ack; 0.5.19-0.5.22 have a cache action of its own."""
+        actions = self.modules["mem_cache/unified_radix_cache.py"].__dict__
+        if "UpdatePendingBackupOnNodeSplit" in actions:
+            return actions["UpdatePendingBackupOnNodeSplit"](ack_id=ack, old_node_id=old, new_node_id=new,
+                                                             new_child_node_id=child, component_type=self._component("FULL"))
+        return actions["ReplaceWriteThroughOnNodeSplit"](ack_id=ack, old_node_id=old, new_node_id=new,
+                                                         new_child_node_id=child)
 
     def _build(self, i: int) -> Rank:
         rank = super()._build(i)
@@ -71,12 +86,30 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
         if self.config.evict_device_round is not None:  # a node evicted from the device is host-only:
             # host eviction frees it through the FULL component (only then, as the cache world's)
             cache.components = {self._component("FULL"): FullComponent(self.world, rank.pool)}
+        if self.config.split_round is not None:  # 0.5.23 routes a split's action to FULL
+            cache.components = {self._component("FULL"): FullComponent(self.world, rank.pool)}
         self.world.register(_WritePart(cache))
         return rank
+
+    def _insert_sharing(self, rank: Rank) -> None:
+        """A second computed request (number `requests + 1`) that shares the first's first page: its
+        prefill reused that page's rows (its prefix match) and computed the rest into slots it took;
+        its insert splits the first request's node at the page (tree.py)."""
+        cfg, w = self.config, self.config.requests
+        n, page = cfg.pages * cfg.page_size, cfg.page_size
+        shared = [w * 1000 + t for t in range(page)]
+        own = rank.tree.device.take(n - page, f"req{w + 1}", [f"q{w + 1}p{t // page}" for t in range(page, n)])
+        prefix_rows = rank.tree.resident[node_of(w, n)][:page] if node_of(w, n) in rank.tree.resident else []
+        prefix_rows = prefix_rows or rank.tree.resident[node_of(w, page)]
+        self.baton.observe(f"computed req{w + 1} on device slots {own} after req{w}'s first page")
+        key = shared + [(w + 1) * 1000 + t for t in range(page, n)]
+        rank.cache.insert(InsertParams(key=RadixKey(key), value=Tensor(list(prefix_rows) + own)))
 
     def enter_round(self, rank: Rank) -> None:
         super().enter_round(rank)
         if rank.rounds == COMPUTED_ROUND:
             self._insert_computed(rank)
+        if rank.rounds == self.config.split_round:
+            self._insert_sharing(rank)
         if rank.rounds == self.config.evict_device_round:
             rank.tree.evict_unlocked()

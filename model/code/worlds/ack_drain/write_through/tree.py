@@ -7,7 +7,13 @@ the node's host value), the pending-write marks, the node's device lock from the
 to its D2H ack, and `build_storage_backup_spec` (the node's host value and page hashes for
 `write_backup_storage`).
 
-A node is the computed request's whole key (no split: the only insert of the device side). Device
+A node is the computed request's whole key, unless a second computed request sharing its first
+page is inserted (CodeConfig.split_round): its insert splits the node at that page as upstream's
+`_split_node` does (the prefix a new node, the suffix keeping the id; rows, host value, device and
+host locks, the pending write-through mark and the written mark carried to both), and where the
+node's write-through is pending it hands the cache the split's action (0.5.23
+UpdatePendingBackupOnNodeSplit, before ReplaceWriteThroughOnNodeSplit: `split_action`), which moves
+the pending ack's publish list to the two fragments. A lock holds a node and its ancestors. Device
 eviction (CodeConfig.evict_device_round) takes a node the write's device lock does not hold; the
 node is host-only from then on, and host eviction (`drive_host_eviction`, when an allocation finds
 the host pool short) takes a host-only node no host lock holds, as upstream's takes unlocked host
@@ -36,19 +42,77 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
         self.pending: dict[int, tuple] = {}  # ack id -> nodes whose write-through is in flight
         self.written: set = set()  # nodes whose host value the D2H ack published
         self.locked: dict[int, int] = {}  # node -> the write's device lock count (inc_lock_ref)
+        self.start: dict[int, int] = {}  # node -> its first token (0 unless a split cut the node before it)
+        self.parent: dict[int, int] = {}  # node -> its parent (the root unless a split put one above it)
+        self.marks: dict[int, int] = {}  # node -> the ack of its pending write-through (write_through_pending_id)
+        self.split_action = None  # (ack, old, new, child) -> the release's split action (run.py)
         self._inserting = False
 
     # ---- the insert of the computed request (SCH's cache_unfinished_req after its prefill)
     def begin_insert(self, params) -> InsertStep:
+        """The insert of a computed request: a new node for what the tree does not hold; a request
+        sharing a node's leading page splits the node there (`_split`) and hangs below the prefix."""
         self.world.baton.point(f"insert {len(params.key)} tokens into device tree (rank {self.rank})")
         self.world.baton.touch(self._pc_name)
         self._inserting = True
-        tokens = params.key.token_ids
-        request = tokens[0] // 1000
+        tokens = list(params.key.token_ids)
+        request = tokens[-1] // 1000  # a shared prefix's tokens are the first request's
+        matched, parent, actions = self._match(tokens)
         node = node_of(request, len(tokens))
-        self.resident[node] = list(params.value.data)
+        if matched:
+            self.start[node], self.parent[node] = matched, parent
+        self.resident[node] = list(params.value.data)[matched:]
         self.device.own(self.resident[node], f"req{request}")
-        return InsertStep(InsertResult(prefix_len=0, total_len=len(tokens)), [BackupKV([node])])
+        return InsertStep(InsertResult(prefix_len=matched, total_len=len(tokens)), actions + [BackupKV([node])])
+
+    def _match(self, tokens: list) -> tuple[int, int, list]:
+        """The tokens a resident node's request shares with `tokens` (whole pages), the node they
+        end at, and the split's action where they end inside a node."""
+        for node in sorted(self.resident):
+            request, end = request_of_node(node)
+            first = self.start.get(node, 0)
+            shared = 0
+            while shared < min(end, len(tokens)) and tokens[shared] == request * 1000 + shared:
+                shared += 1
+            shared -= shared % self.page_size
+            if first < shared < end:
+                return shared, *self._split(node, request, shared)
+            if shared == end and shared < len(tokens):
+                return shared, node, []
+        return 0, 0, []
+
+    def _split(self, node: int, request: int, at: int) -> tuple[int, list]:
+        """upstream's `_split_node`: the node's first `at - start` tokens become a new parent node,
+        the node keeps its id for the rest; its action where a write-through is pending."""
+        first = self.start.get(node, 0)
+        prefix = node_of(request, at)
+        cut = at - first
+        self.parent[prefix], self.parent[node] = self.parent.get(node, 0), prefix
+        if first:
+            self.start[prefix] = first
+        self.start[node] = at
+        rows = self.resident[node]
+        self.resident[prefix], self.resident[node] = rows[:cut], rows[cut:]
+        if node in self.host_value:
+            value = self.host_value[node]
+            self.host_value[prefix], self.host_value[node] = value[:cut], value[cut:]
+        for counts in (self.locked, self.host_locks):
+            if counts.get(node):
+                counts[prefix] = counts[node]
+        if node in self.written:
+            self.written.add(prefix)
+        self.world.baton.observe(f"split node {node} at token {at}: node {prefix} above it")
+        ack = self.marks.get(node)
+        if ack is None:
+            return prefix, []
+        self.marks[prefix] = ack
+        return prefix, [self.split_action(ack, node, prefix, node)]
+
+    def lock_path(self, node_id) -> tuple:
+        path = [node_id]
+        while self.parent.get(path[-1], 0):
+            path.append(self.parent[path[-1]])
+        return tuple(path)
 
     # ---- the host backup (D2H)
     def build_backup_spec(self, node_id):
@@ -80,16 +144,18 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
     # ---- the node's host lock (write_backup_storage to the storage ack), and host eviction
     def inc_host_lock_ref(self, node_id):
         lock = super().inc_host_lock_ref(node_id)
-        if node_id in self.host_value:
-            self.host_locks[node_id] = self.host_locks.get(node_id, 0) + 1
+        for node in self.lock_path(node_id):
+            if node in self.host_value:
+                self.host_locks[node] = self.host_locks.get(node, 0) + 1
         return lock
 
     def dec_host_lock_ref(self, node_id, params=None):
         super().dec_host_lock_ref(node_id, params)
-        if node_id in self.host_value or node_id in self.host_locks:
-            self.host_locks[node_id] = self.host_locks.get(node_id, 0) - 1
-            if not self.host_locks[node_id]:
-                del self.host_locks[node_id]
+        for node in self.lock_path(node_id):
+            if node in self.host_value or node in self.host_locks:
+                self.host_locks[node] = self.host_locks.get(node, 0) - 1
+                if not self.host_locks[node]:
+                    del self.host_locks[node]
 
     def drive_host_eviction(self, component_type, num_tokens: int) -> DriveHostEvictionResult:
         """Host-only nodes no host lock holds go first, their slots handed back for the cache to
@@ -115,12 +181,18 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
         """0.5.20 on: the nodes the ack publishes, under its ack id; 0.5.19: one node, its own ack."""
         self.world.baton.touch(self._pc_name)
         ids = [node_ids] if isinstance(node_ids, int) else list(node_ids)
-        self.pending[ids[0] if ack_id is None else ack_id] = tuple(ids)
+        ack = ids[0] if ack_id is None else ack_id
+        self.pending[ack] = tuple(ids)
+        self.marks.update((node, ack) for node in ids)
         return ids
 
     def finish_write_through(self, node_ids, ack_id=None) -> None:
+        """The marks of the acked nodes cleared (where they are this ack's), the nodes written."""
         self.world.baton.touch(self._pc_name)
         self.pending.pop(ack_id, None)
+        for node in node_ids:
+            if self.marks.get(node) == ack_id:
+                del self.marks[node]
         self.written.update(node_ids)
 
     # ---- the storage backup (host -> storage)
@@ -132,17 +204,19 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
         if not slots:
             return None
         request, tokens = request_of_node(node_id)
-        return SimpleNamespace(host_value=Tensor(list(slots)), token_ids=[request * 1000 + t for t in range(tokens)],
+        first = self.start.get(node_id, 0)
+        return SimpleNamespace(host_value=Tensor(list(slots)), token_ids=[request * 1000 + t for t in range(first, tokens)],
                                hash_value=self.storage_keys(node_id),
                                prefix_keys=[] if pass_prefix_keys else None, comp_xfers={})
 
     def storage_keys(self, node_id) -> list[str]:
         """The node's pages' storage hashes (they name their page: stand_ins/radix.py)."""
         request, tokens = request_of_node(node_id)
-        return [f"q{request}p{p}" for p in range(tokens // self.page_size)]
+        return [f"q{request}p{p}" for p in range(self.start.get(node_id, 0) // self.page_size, tokens // self.page_size)]
 
     def snapshot(self) -> tuple:
         return super().snapshot() + (tuple(sorted((n, tuple(s)) for n, s in self.resident.items())),
                                      tuple(sorted(self.host_value.items())), tuple(sorted(self.pending.items())),
                                      tuple(sorted(self.written)), tuple(sorted(self.locked.items())),
-                                     tuple(sorted(self.host_locks.items())))
+                                     tuple(sorted(self.host_locks.items())), tuple(sorted(self.start.items())),
+                                     tuple(sorted(self.parent.items())), tuple(sorted(self.marks.items())))
