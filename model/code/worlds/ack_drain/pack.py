@@ -137,6 +137,9 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("1x2 write_through", dict(ranks=1, requests=2, backup=True)),
     ("2x1 write_through", dict(ranks=2, backup=True)),
     ("1x1 write_through timeout", dict(ranks=1, backup=True, policy="timeout")),
+    # a second computed request splits the node while its write-through is pending (write_through/tree.py)
+    ("1x1 write_through split", dict(ranks=1, backup=True, split_round=1)),
+    ("2x1 write_through split, nothing stored", dict(ranks=2, backup=True, split_round=1, hits=(0, 0))),
     # the PP tickets (buffer/tickets.py, 0.5.23's shape)
     ("PP=2 buffer_only tickets, 1 page", dict(ranks=2, pp_size=2, pages=1, host_memory_mode="buffer_only")),
     ("PP=2 buffer_only tickets, stage 1 cannot read page 1", dict(ranks=2, pp_size=2, host_memory_mode="buffer_only",
