@@ -18,7 +18,7 @@ CACHE = "mem_cache/unified_radix_cache.py"
 
 
 def write(**kwargs) -> CodeConfig:
-    return CodeConfig(ranks=1, backup=True, **kwargs)
+    return CodeConfig(backup=True, **{"ranks": 1, **kwargs})
 
 
 # _finish_write_through_ack never stores the published nodes
@@ -57,6 +57,19 @@ def test_the_stored_lock_node_alone_is_enough_without_a_split_and_not_with_one(t
     edit = edited(tmp_path, release("0.5.23"), CACHE, *LOCK_NODE_ONLY)
     assert clean(check_tree(edit, write(), LIMITS))
     assert check_tree(edit, write(split_round=1), LIMITS).verdicts["progress"] == "VIOLATED"
+
+
+@pytest.mark.parametrize("kwargs", [dict(policy="best_effort"), dict(abort_round=1), dict(ranks=2, hits=(0, 0))],
+                         ids=["best_effort", "aborted in round 1", "2 ranks, nothing stored"])
+def test_a_split_beside_other_settings_is_clean_and_its_replacement_still_matters(tmp_path, kwargs):
+    """0.5.23: 1,749, 1,330 and 804 runs clean; at two ranks (the acks drained at their MIN) the
+    replacement dropped still leaves the prefix fragment unstored."""
+    config = write(split_round=1, **kwargs)
+    result = check_tree(release("0.5.23"), config, LIMITS)
+    assert result.exhaustive and clean(result), {k: v.message for k, v in result.violations.items()}
+    if kwargs.get("ranks") == 2:
+        found = check_tree(edited(tmp_path, release("0.5.23"), CACHE, *SPLIT_NOT_MOVED), config, LIMITS)
+        assert "its pages ['q1p0'] never stored" in found.violations["progress"].message
 
 
 def test_a_split_while_the_write_through_is_pending_runs_the_releases_own_replacement():
