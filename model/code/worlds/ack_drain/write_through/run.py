@@ -99,8 +99,7 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
         n, page = cfg.pages * cfg.page_size, cfg.page_size
         shared = [w * 1000 + t for t in range(page)]
         own = rank.tree.device.take(n - page, f"req{w + 1}", [f"q{w + 1}p{t // page}" for t in range(page, n)])
-        prefix_rows = rank.tree.resident[node_of(w, n)][:page] if node_of(w, n) in rank.tree.resident else []
-        prefix_rows = prefix_rows or rank.tree.resident[node_of(w, page)]
+        prefix_rows = rank.tree.resident[node_of(w, n)][:page]  # not split yet: this insert splits it
         self.baton.observe(f"computed req{w + 1} on device slots {own} after req{w}'s first page")
         key = shared + [(w + 1) * 1000 + t for t in range(page, n)]
         rank.cache.insert(InsertParams(key=RadixKey(key), value=Tensor(list(prefix_rows) + own)))
