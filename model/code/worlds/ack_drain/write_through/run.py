@@ -17,7 +17,7 @@ from prefetch_check.model.code.stand_ins.components import FullComponent
 from prefetch_check.model.code.stand_ins.host_held import HostHeldPages
 from prefetch_check.model.code.stand_ins.written_storage import WrittenStorage
 from prefetch_check.model.code.worlds.ack_drain.buffer.harness import Session, device_rank_world
-from prefetch_check.model.code.worlds.ack_drain.harness import Run
+from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, Run
 from prefetch_check.model.code.worlds.ack_drain.numbering import NumberedFromZero
 from prefetch_check.model.code.worlds.ack_drain.write_gate import WriteAcksGate
 from prefetch_check.model.code.worlds.ack_drain.write_path import COMPUTED_ROUND, WritePath
@@ -67,7 +67,7 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
     def _split_action(self, ack: int, old: int, new: int, child: int):
         """The split's action as the release's tree core makes it: 0.5.23 routes it to FULL with the
         pending ack; 0.5.19-0.5.22 have a cache action of its own."""
-        actions = self.modules["mem_cache/unified_radix_cache.py"].__dict__
+        actions = self.modules[CACHE].__dict__
         if "UpdatePendingBackupOnNodeSplit" in actions:
             return actions["UpdatePendingBackupOnNodeSplit"](ack_id=ack, old_node_id=old, new_node_id=new,
                                                              new_child_node_id=child, component_type=self._component("FULL"))

@@ -39,7 +39,6 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
         self.resident: dict[int, list[int]] = {}  # node -> its device slots
         self.host_value: dict[int, tuple] = {}  # node -> the host slots commit_backup gave it
         self.host_locks: dict[int, int] = {}  # node -> its host lock count (the storage write's)
-        self.pending: dict[int, tuple] = {}  # ack id -> nodes whose write-through is in flight
         self.written: set = set()  # nodes whose host value the D2H ack published
         self.locked: dict[int, int] = {}  # node -> the write's device lock count (inc_lock_ref)
         self.start: dict[int, int] = {}  # node -> its first token (0 unless a split cut the node before it)
@@ -182,14 +181,12 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
         self.world.baton.touch(self._pc_name)
         ids = [node_ids] if isinstance(node_ids, int) else list(node_ids)
         ack = ids[0] if ack_id is None else ack_id
-        self.pending[ack] = tuple(ids)
         self.marks.update((node, ack) for node in ids)
         return ids
 
     def finish_write_through(self, node_ids, ack_id=None) -> None:
         """The marks of the acked nodes cleared (where they are this ack's), the nodes written."""
         self.world.baton.touch(self._pc_name)
-        self.pending.pop(ack_id, None)
         for node in node_ids:
             if self.marks.get(node) == ack_id:
                 del self.marks[node]
@@ -216,7 +213,7 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
 
     def snapshot(self) -> tuple:
         return super().snapshot() + (tuple(sorted((n, tuple(s)) for n, s in self.resident.items())),
-                                     tuple(sorted(self.host_value.items())), tuple(sorted(self.pending.items())),
+                                     tuple(sorted(self.host_value.items())),
                                      tuple(sorted(self.written)), tuple(sorted(self.locked.items())),
                                      tuple(sorted(self.host_locks.items())), tuple(sorted(self.start.items())),
                                      tuple(sorted(self.parent.items())), tuple(sorted(self.marks.items())))
