@@ -41,7 +41,13 @@ class CacheRequestHandle:
 
 
 class BasePrefixCache:
-    """The base class of the cache, empty: the methods on the path are the cache's own."""
+    """The base class of the cache: the methods on the path are the cache's own, but for the
+    eviction metrics, which upstream's base records only with a metrics collector (the worlds run
+    without one)."""
+
+    def update_eviction_metrics(self, num_evicted: int, start_time: float) -> None:
+        if self.metrics_collector is not None:
+            raise NotImplementedError("update_eviction_metrics with a metrics collector")
 
 
 class CacheTransferPhase(str, enum.Enum):

@@ -33,6 +33,24 @@ class DriveHostEvictionResult:
     tracker: dict = field(default_factory=dict)
 
 
+@dataclass
+class EvictionStep(DriveHostEvictionResult):
+    """One step of the device-eviction walk (upstream's EvictDeviceNextNodeResult,
+    EvictDeviceLeafResult, DemoteResult, DropSubtreeNoHostResult, one shape for all): the leaf the
+    walk chose (`node_id`, None when it is done) and whether it moved, the tokens freed without a
+    host backup, the write-back victim's BackupKV, whether a dropped subtree went. No component
+    here pauses the walk for an internal state backup (the Mamba and SWA fields stay empty)."""
+
+    node_id: object = None
+    made_progress: bool = False
+    unbacked_tokens: int = 0
+    backup_kv: object = None
+    is_dropped: bool = False
+    mamba_backup_node_id: object = None
+    swa_backup_node_id: object = None
+    swa_backup_num_tokens: int = 0
+
+
 class _Lock:
     """inc_host_lock_ref's receipt. Its dec params are never None, as upstream's DecLockRefParams:
     the release paths test `anchor_lock_params is not None` before giving the lock back."""

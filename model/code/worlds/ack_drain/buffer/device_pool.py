@@ -64,6 +64,13 @@ class DevicePool:
     def full_available_size(self) -> int:
         return self.available_size()
 
+    def free_segment(self, indices, start_pos: int = 0) -> None:
+        """A page-exact segment of a tree value freed (the FULL component's device free)."""
+        self.give_back(indices.data)
+
+    def mamba_full_cache_donor(self):
+        return None  # no Mamba pool borrows FULL's bytes (upstream: only a hybrid allocator's does)
+
     # ---- what the device tree does with slots
     def take(self, n: int, owner: str, data=None) -> list[int]:
         self.world.baton.touch(self._pc_name)

@@ -84,6 +84,24 @@ class UpdatePendingBackupOnNodeSplit(ComponentAction):
 
 
 @dataclasses.dataclass(frozen=True)
+class FreeComponentDeviceSlot(ComponentAction):
+    """cache_action.py's free of one component's device slots (the eviction walk's device frees,
+    drained by `_drain_device_frees` to the component)."""
+
+    indices: list
+    component_type: Any = None
+
+
+@dataclasses.dataclass
+class EvictResult:
+    """base_prefix_cache.py's EvictResult: what an eviction freed, per component."""
+
+    num_tokens_evicted: int = 0
+    swa_num_tokens_evicted: int = 0
+    mamba_num_evicted: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
 class ReplaceWriteThroughOnNodeSplit:
     """0.5.19-0.5.22's split of a node with a write-through pending (a cache action of its own)."""
 
@@ -152,7 +170,7 @@ class Envs:
 def known(roots) -> dict[str, dict[str, object]]:
     """The stub modules' extra names for this configuration (rt/loader.load_tree's known_extra)."""
     names = {"MatchPrefixParams": MatchPrefixParams, "InsertParams": InsertParams, "EvictParams": EvictParams,
-             "DecLockRefParams": DecLockRefParams, "InitLoadBackParams": InitLoadBackParams}
+             "EvictResult": EvictResult, "DecLockRefParams": DecLockRefParams, "InitLoadBackParams": InitLoadBackParams}
     # the write path's records (CodeConfig.backup): the tree core's backup snapshot and the insert's action
     interface = {"BufferBackupSnapshot": BufferBackupSnapshot, "BufferBackupState": BufferBackupState}
     return {"sglang.srt.mem_cache.base_prefix_cache": names, "sglang.srt.environ": {"envs": Envs(roots)},
@@ -160,4 +178,5 @@ def known(roots) -> dict[str, dict[str, object]]:
             "sglang.srt.mem_cache.unified_cache.cache_action": {
                 "BackupKV": BackupKV, "ComponentAction": ComponentAction,
                 "UpdatePendingBackupOnNodeSplit": UpdatePendingBackupOnNodeSplit,
+                "FreeComponentDeviceSlot": FreeComponentDeviceSlot,
                 "ReplaceWriteThroughOnNodeSplit": ReplaceWriteThroughOnNodeSplit}}

@@ -24,7 +24,7 @@ from prefetch_check.model.code.worlds.ack_drain.write_path import COMPUTED_ROUND
 from prefetch_check.model.code.stand_ins.radix import RadixKey
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import node_of
-from prefetch_check.model.code.worlds.ack_drain.buffer.params import InsertParams
+from prefetch_check.model.code.worlds.ack_drain.buffer.params import EvictParams, InsertParams
 from prefetch_check.model.code.worlds.ack_drain.write_through.tree import WriteThroughTree
 from prefetch_check.model.code.stand_ins.host_pool import HostPool
 from prefetch_check.model.code.worlds.common import Rank
@@ -83,11 +83,13 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
         # _execute_kv_backup's host room check: no shared page-envelope arena, no reclaim function
         rank.pool.__dict__["shared_allocation_domain"] = None
         rank.pool.anchor_entry.host_evict_fn = None
-        if self.config.evict_device_round is not None:  # a node evicted from the device is host-only:
-            # host eviction frees it through the FULL component (only then, as the cache world's)
-            cache.components = {self._component("FULL"): FullComponent(self.world, rank.pool)}
-        if self.config.split_round is not None:  # 0.5.23 routes a split's action to FULL
-            cache.components = {self._component("FULL"): FullComponent(self.world, rank.pool)}
+        rank.tree.component = self._component("FULL")
+        if self.config.evict_device_round is not None or self.config.split_round is not None:
+            # the device eviction's frees and a host-only node's host eviction go through the FULL
+            # component; 0.5.23 routes a split's action to it (only then, as the cache world's)
+            cache.components = {rank.tree.component: FullComponent(self.world, rank.pool, rank.tree.device)}
+        cache.token_to_kv_pool_allocator = rank.tree.device  # what the eviction's room checks read
+        cache.is_swa_enabled = False
         self.world.register(_WritePart(cache))
         return rank
 
@@ -104,6 +106,12 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
         key = shared + [(w + 1) * 1000 + t for t in range(page, n)]
         rank.cache.insert(InsertParams(key=RadixKey(key), value=Tensor(list(prefix_rows) + own)))
 
+    def _allocate_short(self, rank: Rank) -> None:
+        """Another request's allocation of the whole device pool finds it short by that much: the
+        allocator asks the cache to evict (`evict_for_alloc`, as allocator/base.py does), whose
+        walk (`_evict_components`) takes every device leaf no lock holds (tree.py)."""
+        rank.cache.evict_for_alloc(EvictParams(num_tokens=len(rank.tree.device.owner)))
+
     def enter_round(self, rank: Rank) -> None:
         super().enter_round(rank)
         if rank.rounds == COMPUTED_ROUND:
@@ -111,4 +119,4 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
         if rank.rounds == self.config.split_round:
             self._insert_sharing(rank)
         if rank.rounds == self.config.evict_device_round:
-            rank.tree.evict_unlocked()
+            self._allocate_short(rank)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
-from prefetch_check.model.code.stand_ins.tree import DriveHostEvictionResult, InsertResult, TreeCore
+from prefetch_check.model.code.stand_ins.tree import DriveHostEvictionResult, EvictionStep, InsertResult, TreeCore
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import node_of, request_of_node
 from prefetch_check.model.code.worlds.ack_drain.buffer.params import BackupKV
 from prefetch_check.model.code.worlds.ack_drain.device_side import DeviceLocks, InsertStep, InsertWalk
@@ -45,6 +45,8 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
         self.parent: dict[int, int] = {}  # node -> its parent (the root unless a split put one above it)
         self.marks: dict[int, int] = {}  # node -> the ack of its pending write-through (write_through_pending_id)
         self.split_action = None  # (ack, old, new, child) -> the release's split action (run.py)
+        self.component = "FULL"  # ComponentType.FULL of the release (run.py): the key of its frees
+        self._walked: set = set()  # the eviction walk's leaves so far (its LRU cursor)
         self._inserting = False
 
     # ---- the insert of the computed request (SCH's cache_unfinished_req after its prefill)
@@ -131,14 +133,62 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
         self.host_value[node_id] = tuple(slots)
         self.pool.hand_to_tree(slots)
 
-    def evict_unlocked(self) -> None:
-        """Eviction under device pressure (CodeConfig.evict_device_round): every node the write's
-        lock does not hold gives its device rows back (upstream's evict keeps locked nodes)."""
+    # ---- the device-eviction walk the cache's `_evict_components` drives (evict_for_alloc)
+    def evict_device_start(self, component_type, request_cnt: int) -> None:
+        """An allocation short of device room starts the walk (CodeConfig.evict_device_round)."""
         self.world.baton.point(f"device eviction (rank {self.rank})")
         self.world.baton.touch(self._pc_name)
-        for node in [n for n in self.resident if n not in self.locked]:
-            self.device.give_back(self.resident.pop(node))
-            self.world.baton.observe(f"evicted node {node} from the device")
+        self._walked = set()
+
+    def evict_device_next_node(self, component_type, tracker) -> EvictionStep:
+        """The next device leaf no device lock holds (upstream's walk skips locked nodes), in node
+        order; None when none is left."""
+        self.world.baton.touch(self._pc_name, write=False)
+        below = {self.parent.get(n, 0) for n in self.resident}
+        for node in sorted(self.resident):
+            if node not in self._walked and node not in below and not self.locked.get(node):
+                self._walked.add(node)
+                return EvictionStep(node_id=node, made_progress=True)
+        return EvictionStep()
+
+    def evict_device_leaf(self, node_id, is_write_back: bool) -> EvictionStep:
+        """A leaf backed up on host is demoted (its rows freed, the node host-only); one that is not
+        is, under write_back, handed back as the BackupKV to run first, and under write_through
+        deleted with its rows (tokens freed without a backup)."""
+        if node_id in self.host_value:
+            return self.demote(node_id)
+        if is_write_back:
+            return EvictionStep(backup_kv=BackupKV([node_id]))
+        step = self._free_rows(node_id)
+        step.unbacked_tokens = sum(step.tracker.values())
+        return step
+
+    def demote(self, node_id) -> EvictionStep:
+        return self._free_rows(node_id)
+
+    def drop_subtree_no_host(self, node_id) -> EvictionStep:
+        """write_back's fallback when the victim's backup failed: the node and its rows dropped,
+        unless a device or host lock holds it (upstream declines then)."""
+        self.world.baton.touch(self._pc_name, write=False)
+        if self.locked.get(node_id) or self.host_locks.get(node_id):
+            return EvictionStep()
+        step = self._free_rows(node_id)
+        step.is_dropped = True
+        return step
+
+    def evict_device_end(self, component_type) -> None:
+        self._walked = set()
+
+    def full_evictable_size(self) -> int:
+        self.world.baton.touch(self._pc_name, write=False)
+        return sum(len(rows) for node, rows in self.resident.items() if not self.locked.get(node))
+
+    def _free_rows(self, node_id) -> EvictionStep:
+        """The node leaves the device: its rows returned for the cache to free (`_free_values`)."""
+        self.world.baton.touch(self._pc_name)
+        rows = self.resident.pop(node_id)
+        self.world.baton.observe(f"evicted node {node_id} from the device")
+        return EvictionStep(device_frees={self.component: [Tensor(rows)]}, tracker={self.component: len(rows)})
 
     # ---- the node's host lock (write_backup_storage to the storage ack), and host eviction
     def inc_host_lock_ref(self, node_id):
@@ -216,4 +266,5 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
                                      tuple(sorted(self.host_value.items())),
                                      tuple(sorted(self.written)), tuple(sorted(self.locked.items())),
                                      tuple(sorted(self.host_locks.items())), tuple(sorted(self.start.items())),
-                                     tuple(sorted(self.parent.items())), tuple(sorted(self.marks.items())))
+                                     tuple(sorted(self.parent.items())), tuple(sorted(self.marks.items())),
+                                     tuple(sorted(self._walked)))
