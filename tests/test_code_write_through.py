@@ -12,6 +12,7 @@ import pytest
 from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
 from prefetch_check.sglang.mappings.ack_drain.write_through_cases import WRITE_THROUGH_CASES
 from test_code_executor import clean, edited, release
+from test_code_poll import line_of
 
 LIMITS = CodeLimits(max_seconds=120)
 CACHE = "mem_cache/unified_radix_cache.py"
@@ -40,6 +41,13 @@ NO_DEVICE_LOCK = ("                lock_params = self.inc_lock_ref(node_id).to_d
 # writing_check finishes a write ack without waiting for its D2H copy
 NO_SYNC = ("            ack = cc.ack_write_queue.pop(0)\n            ack.finish_event.synchronize()\n",
            "            ack = cc.ack_write_queue.pop(0)\n")
+
+# write_back's deferred demote: without waiting for the write-back's ack (the D2H reads freed rows),
+# or whether or not the write-back was written (an unwritten node demoted: the tree core's assertion)
+NO_WAIT = ("                        if written > 0:\n                            self.writing_check(write_back=True)\n"
+           "                            self._demote(node_id, tracker)\n",
+           "                        if written > 0:\n                            self._demote(node_id, tracker)\n")
+DEMOTE_UNWRITTEN = ("                        if written > 0:\n", "                        if True:\n")
 
 
 # a split's publish list: not moved to the fragments, the prefix fragment dropped, or the ack storing only
@@ -84,7 +92,7 @@ def test_a_split_while_the_write_through_is_pending_runs_the_releases_own_replac
 
 
 def test_the_cases_run_0_5_19_on():
-    assert len(WRITE_THROUGH_CASES) == 12
+    assert len(WRITE_THROUGH_CASES) == 16
     assert {case.skip(release("0.5.23")) for case in WRITE_THROUGH_CASES} == {""}
     assert {case.skip(release("0.5.19")) for case in WRITE_THROUGH_CASES} == {""}
 
@@ -125,9 +133,18 @@ def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwa
     (CHILD_ONLY, write(split_round=1), "progress", "node 1002 written through to host, its pages ['q1p0'] never"),
     (LOCK_NODE_ONLY, write(split_round=1), "progress", "node 1002 written through to host, its pages ['q1p0'] never"),
     (NO_DEVICE_UNLOCK, write(split_round=1), "anchor_release", "device nodes [1002, 1003] still locked"),
+    # write_back: the eviction's write-back is stored, its ack awaited before the rows go, and only a
+    # written node demoted
+    (NO_STORAGE, write(write_policy="write_back", evict_device_round=1), "progress",
+     "written through to host, its pages ['q1p0', 'q1p1'] never stored"),
+    (NO_WAIT, write(write_policy="write_back", evict_device_round=1), "data_integrity",
+     "reads device slot 0, which is free"),
+    (DEMOTE_UNWRITTEN, write(write_policy="write_back", host_pages=2, host_held_pages=2, host_locked_pages=2,
+                             evict_device_round=1), "no_crash", "demote of node 1003, which has no host backup"),
 ], ids=["no storage write", "host lock kept", "host lock not taken", "host lock not taken, evicted", "device lock kept", "device lock not taken",
         "ack not synchronised", "split not moved", "split keeps the child only", "stores the lock node only",
-        "device lock kept across a split"])
+        "device lock kept across a split", "write_back: no storage write", "write_back: demoted before its ack",
+        "write_back: demoted unwritten"])
 def test_a_one_place_edit_of_the_write_path_is_caught(tmp_path, edit, config, prop, message):
     result = check_tree(edited(tmp_path, release("0.5.23"), CACHE, *edit), config, LIMITS)
     assert result.exhaustive and result.verdicts[prop] == "VIOLATED", result.verdicts
@@ -148,6 +165,30 @@ def test_the_writes_host_backup_evicts_the_trees_pages_for_its_room_or_gives_up(
         assert "wait_complete_delivers" in result.not_judged  # the write takes the room a fetch was to get
     assert {ROOM, EVICTED} <= set(evicts.coverage["lines"][CACHE]) and not set(GIVEN_UP) & set(evicts.coverage["lines"][CACHE])
     assert {ROOM, EVICTED, *GIVEN_UP} <= set(gives_up.coverage["lines"][CACHE])
+
+
+def test_device_eviction_runs_the_caches_own_walk_under_either_policy():
+    """The allocator's evict_for_alloc walks the tree core's leaves (_evict_components): under
+    write_through a leaf the write's device lock holds is skipped, a written one demoted; under write_back
+    the walk writes a leaf back first and demotes it, or drops it when the write-back fails."""
+    srt = release("0.5.23")
+
+    def ran(config, *texts):
+        result = check_tree(srt, config, LIMITS, coverage={})
+        assert result.exhaustive and not result.not_modelled and clean(result), result.verdicts
+        return {text for text in texts if line_of(srt, CACHE, text) in result.coverage["lines"][CACHE]}
+
+    walk = "node_id, made_progress = self._evict_device_next_node(ct, tracker)"
+    leaf = "backup_kv = self._evict_device_leaf(node_id, tracker)"
+    written_back = "backup_kv, write_back=True"
+    demoted = "                            self._demote(node_id, tracker)"
+    dropped = "elif self._drop_subtree_no_host(node_id, tracker):"
+    everything = (walk, leaf, written_back, demoted, dropped)
+    assert ran(write(evict_device_round=1), *everything) == {walk}  # the D2H's device lock holds the only leaf
+    assert ran(write(requests=2, pages=1, host_pages=1, evict_device_round=2), *everything) == {walk, leaf}
+    assert ran(write(write_policy="write_back", evict_device_round=1), *everything) == {walk, leaf, written_back, demoted}
+    assert ran(write(write_policy="write_back", host_pages=2, host_held_pages=2, host_locked_pages=2,
+                     evict_device_round=1), *everything) == {walk, leaf, written_back, dropped}
 
 
 # a behaviour-keeping refactor: the storage write's extra pools gathered in a loop
@@ -175,3 +216,7 @@ def test_cache_modes_write_path_refuses_what_its_world_does_not_model():
             CodeConfig(backup=True, **kwargs)
     with pytest.raises(ValueError, match="evict_device_round: or the write path"):
         CodeConfig(evict_device_round=1)
+    for kwargs in (dict(), dict(backup=True), dict(backup=True, evict_device_round=1, split_round=1),
+                   dict(backup=True, evict_device_round=1, host_memory_mode="buffer_only")):
+        with pytest.raises(ValueError, match="write_policy write_back"):
+            CodeConfig(write_policy="write_back", **kwargs)

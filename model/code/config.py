@@ -56,6 +56,10 @@ class CodeConfig:
     # tree backs its new node up to host and storage, and in round 1 the scheduler inserts a request
     # it computed itself (its prefill), `pages` pages
     backup: bool = False
+    # hicache_write_policy of the write path: write_through (the default), or in cache mode write_back,
+    # where the insert writes nothing and device eviction backs an unwritten leaf up first (needs
+    # evict_device_round: nothing is written before)
+    write_policy: str = "write_through"
     # cache mode's write path: in this round a second computed request sharing the first's first page is
     # inserted, splitting the first's node (write_through/tree.py); None: no second request
     split_round: Optional[int] = None
@@ -123,6 +127,12 @@ class CodeConfig:
                                              or self.split_round < 1):
             raise ValueError("split_round: cache mode's write path (backup=True) of 2 pages or more, from round 1, "
                              "without evict_device_round or host_held_pages")
+        if self.write_policy not in ("write_through", "write_back"):
+            raise ValueError(f"write_policy {self.write_policy!r}: the executor runs write_through, write_back")
+        if self.write_policy == "write_back" and (not self.backup or self.host_memory_mode != "cache"
+                                                  or self.evict_device_round is None or self.split_round is not None):
+            raise ValueError("write_policy write_back: cache mode's write path (backup=True) with evict_device_round "
+                             "(under write_back only the eviction writes), without split_round")
         if not 0 <= self.device_pages < self.pages:
             raise ValueError(f"device_pages {self.device_pages}: between 0 and pages - 1 ({self.pages - 1})")
         if not 0 <= self.host_locked_pages <= self.host_held_pages:
@@ -272,7 +282,7 @@ class CodeConfig:
 
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
-                      "backup": False, "split_round": None,
+                      "backup": False, "split_round": None, "write_policy": "write_through",
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
                       "cache_class": "UnifiedRadixCache", "sidecars": (),
                       "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,

@@ -352,12 +352,13 @@ WHY_NOT_RUN = {
     "mamba": "sidecar pools: a SWA/Mamba path the sidecar cases do not reach (device-side, write-back or buffer_only)",
     "swa": "sidecar pools: a SWA/Mamba path the sidecar cases do not reach (device-side, write-back or buffer_only)",
     "trailing": "sidecar pools: a trailing-window path the sidecar cases do not reach (write-back or buffer_only)",
-    "evict": ("eviction: only the ack-drain host-pressure and write-through cases evict (UnifiedRadixCache.evict_host: "
-              "an earlier request's host pages, a written node's); the tree's device eviction and the poll world's "
-              "are not run"),
+    "evict": ("eviction: the write path's cases evict from the device through the cache's own walk (evict_for_alloc, "
+              "_evict_components) and the host-pressure and write cases from host (evict_host); a Mamba or SWA "
+              "state's eviction, buffer_only's and the poll world's are not run"),
     "replace_pending_write_through": ("cache mode's write path: its split cases (0.5.19 on) split a node of one "
                                       "page's prefix while its write-through is pending; other shapes are not run"),
-    "write_back": "the write_back policy (the write cases run write_through, the default)",
+    "write_back": ("the write_back policy: its cases (cache mode) write a leaf back as the device eviction takes it; "
+                   "a sidecar state's write-back (Mamba, SWA) is not run"),
     "abort": "aborts: only the buffer_only and retry cases abort a request (0.5.22 on)",
     "__init__": "the executor builds the objects with __new__ and the attributes the path reads",
     "attach_storage_backend": "the executor builds the objects with __new__ and the attributes the path reads",

@@ -47,9 +47,10 @@ class WritePath:
         if not isinstance(getattr(type(cc), "backup_skip", None), property):
             cc.backup_skip = False
         cc.page_set_func = cc._generic_page_set
-        cc.write_policy = "write_through"
+        cc.write_policy = self.config.write_policy
         cc.start_writing = lambda: device.start_writing(cc, merge)  # the D2H (device side)
-        rank.cache.is_write_back = False
+        rank.tree.is_write_back = cc.write_policy == "write_back"  # where the cache's property keeps it
+        rank.cache.is_write_back = rank.tree.is_write_back
 
     def _spawn(self, rank: Rank) -> None:
         super()._spawn(rank)

@@ -13,6 +13,7 @@ from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
 
 CACHE = "mem_cache/unified_radix_cache.py"
 WRITE = "write_through"
+BACK = "write_back"
 # the write path the world's tree stand-in answers (0.5.19-0.5.23): the backup's host write through
 # `_execute_kv_backup`, the storage write from the tree's storage spec
 _host_write = needs(CACHE, "def _execute_kv_backup(", "its host backup is not `_execute_kv_backup`, as the "
@@ -29,8 +30,8 @@ def _write(**kwargs) -> CodeConfig:
     return CodeConfig(world=PROTOCOL, backup=True, **{"ranks": 1, **kwargs})
 
 
-# 0.5.23 (untraced, one core): 152, 152, 10, 100, 10, 25, 511, 152, 544, 202, 340 and 6,551 runs, exhaustive,
-# clean
+# 0.5.23 (untraced, one core): 152, 152, 10, 100, 10, 25, 511, 152, 544, 202, 340, 25, 160, 5, 684 and
+# 6,551 runs, exhaustive, clean
 WRITE_THROUGH_CASES: tuple[Case, ...] = (
     Case(f"1 rank, {WRITE} (a computed request written to host and storage)", _write(), skip=skip),
     # eviction at the insert's round: the node's device lock keeps its rows until the D2H ack
@@ -62,6 +63,22 @@ WRITE_THROUGH_CASES: tuple[Case, ...] = (
     # too: 9,008 runs, 33 s untraced, a bench row)
     Case(f"2 ranks x 1 page, {WRITE}, nothing stored (the acks drained across ranks)",
          _write(ranks=2, pages=1, hits=(0, 0)), skip=skip),
+    # the cache's own device eviction (evict_for_alloc's walk) of a node the write gave up on: under
+    # write_through an unwritten leaf is deleted with its rows (tokens dropped without a backup)
+    Case(f"1 rank, {WRITE}, host pool of 2 pages, both held by the tree, 1 locked, device eviction in round 2 "
+         "(the unwritten node deleted)",
+         _write(host_pages=2, host_held_pages=2, host_locked_pages=1, evict_device_round=2), skip=skip),
+    # hicache_write_policy write_back: the insert writes nothing; the eviction walk backs the leaf up
+    # first (the deferred demote: the D2H, its ack awaited, then the storage write), or with the host
+    # pool held and locked fails to and drops the node (drop_subtree_no_host)
+    Case(f"1 rank, {BACK}, device eviction in round 1 (the node written back first)",
+         _write(write_policy=BACK, evict_device_round=1), skip=skip),
+    Case(f"1 rank, {BACK}, host pool of 2 pages, both held by the tree and locked, device eviction in round 1 "
+         "(the write-back fails: the node dropped)",
+         _write(write_policy=BACK, host_pages=2, host_held_pages=2, host_locked_pages=2, evict_device_round=1),
+         skip=skip),
+    Case(f"2 ranks x 1 page, {BACK}, nothing stored, device eviction in round 1",
+         _write(write_policy=BACK, ranks=2, pages=1, hits=(0, 0), evict_device_round=1), skip=skip),
     # SGLang's default stop policy: the deadlines fire as the search's choices
     Case(f"1 rank x 1 page, {WRITE}, timeout (deadlines fire as choices)", _write(pages=1, policy="timeout"),
          skip=skip),

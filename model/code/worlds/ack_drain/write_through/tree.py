@@ -23,11 +23,17 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from prefetch_check.model.code.stand_ins.errors import WorldFault
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 from prefetch_check.model.code.stand_ins.tree import DriveHostEvictionResult, EvictionStep, InsertResult, TreeCore
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import node_of, request_of_node
 from prefetch_check.model.code.worlds.ack_drain.buffer.params import BackupKV
 from prefetch_check.model.code.worlds.ack_drain.device_side import DeviceLocks, InsertStep, InsertWalk
+
+
+class NotBackedUp(AssertionError, WorldFault):
+    """The tree core's own assertion (upstream's `_demote` asserts the node is backed up): the
+    caller's bug, not ours; the scheduler thread dies of it."""
 
 
 class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
@@ -47,6 +53,7 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
         self.split_action = None  # (ack, old, new, child) -> the release's split action (run.py)
         self.component = "FULL"  # ComponentType.FULL of the release (run.py): the key of its frees
         self._walked: set = set()  # the eviction walk's leaves so far (its LRU cursor)
+        self.is_write_back = False  # the cache's is_write_back (write_path.py sets it from the policy)
         self._inserting = False
 
     # ---- the insert of the computed request (SCH's cache_unfinished_req after its prefill)
@@ -64,7 +71,8 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
             self.start[node], self.parent[node] = matched, parent
         self.resident[node] = list(params.value.data)[matched:]
         self.device.own(self.resident[node], f"req{request}")
-        return InsertStep(InsertResult(prefix_len=matched, total_len=len(tokens)), actions + [BackupKV([node])])
+        backup = [] if self.is_write_back else [BackupKV([node])]  # write_back: eviction writes it (evict_device_leaf)
+        return InsertStep(InsertResult(prefix_len=matched, total_len=len(tokens)), actions + backup)
 
     def _match(self, tokens: list) -> tuple[int, int, list]:
         """The tokens a resident node's request shares with `tokens` (whole pages), the node they
@@ -164,6 +172,9 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
         return step
 
     def demote(self, node_id) -> EvictionStep:
+        """A backed-up node leaves the device; upstream's tree core asserts the backup."""
+        if node_id not in self.host_value:
+            raise NotBackedUp(f"demote of node {node_id}, which has no host backup")
         return self._free_rows(node_id)
 
     def drop_subtree_no_host(self, node_id) -> EvictionStep:
