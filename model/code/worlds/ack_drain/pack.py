@@ -140,6 +140,9 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     # a second computed request splits the node while its write-through is pending (write_through/tree.py)
     ("1x1 write_through split", dict(ranks=1, backup=True, split_round=1)),
     ("2x1 write_through split, nothing stored", dict(ranks=2, backup=True, split_round=1, hits=(0, 0))),
+    # write_back: the device eviction's walk writes the leaf back first (write_through/tree.py)
+    ("1x1 write_back evicted", dict(ranks=1, backup=True, write_policy="write_back", evict_device_round=1)),
+    ("2x1 write_back evicted", dict(ranks=2, backup=True, write_policy="write_back", evict_device_round=1)),
     # the PP tickets (buffer/tickets.py, 0.5.23's shape)
     ("PP=2 buffer_only tickets, 1 page", dict(ranks=2, pp_size=2, pages=1, host_memory_mode="buffer_only")),
     ("PP=2 buffer_only tickets, stage 1 cannot read page 1", dict(ranks=2, pp_size=2, host_memory_mode="buffer_only",
