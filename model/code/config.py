@@ -47,6 +47,10 @@ class CodeConfig:
     capacity_pages: Optional[int] = None  # prefetch_capacity_limit in pages (None: every request's; rate limit)
     rid_reuse: bool = False  # after an abort the client reuses the rid for a new request (retries only)
     driven_clock: bool = False  # the conformance check moves the clock; else under timeout the search fires it
+    # the storage backend: the stand-in (stand_ins/storage.py, written_storage.py) or the tree's own
+    # HiCacheFile and its LRU file evictor on a fresh directory of each run (stand_ins/file_storage.py)
+    storage: str = "stand-in"
+    file_pages: Optional[int] = None  # storage="file": the file evictor's cap (max_size) in pages (None: no cap)
     host_memory_mode: str = "cache"  # buffer_only: the tree's BufferModePipeline stages fetches (worlds/ack_drain/buffer/)
     device_pages: int = 0  # buffer_only: leading pages of each request already on the device (the splice anchor)
     evict_device_round: Optional[int] = None  # buffer_only, backup: in this round the device tree evicts every unpinned page
@@ -127,6 +131,16 @@ class CodeConfig:
                                              or self.split_round < 1):
             raise ValueError("split_round: cache mode's write path (backup=True) of 2 pages or more, from round 1, "
                              "without evict_device_round or host_held_pages")
+        if self.storage not in ("stand-in", "file"):
+            raise ValueError(f"storage {self.storage!r}: the executor runs stand-in, file")
+        if self.storage == "file" and (self.host_memory_mode != "cache" or self.world != "ack-drain" or self.sidecars
+                                       or self.pp_size > 1 or self.cache_class != "UnifiedRadixCache"
+                                       or self.failing is not None or self.query_raises is not None
+                                       or self.raising_reads is not None):
+            raise ValueError("storage file: the ack-drain world's UnifiedRadixCache in host_memory_mode cache, without "
+                             "sidecars, PP, failing, query_raises or raising_reads (HiCacheFile reads what is on disk)")
+        if self.file_pages is not None and (self.storage != "file" or self.file_pages < 1):
+            raise ValueError(f"file_pages {self.file_pages}: a cap of 1 page or more on storage='file'")
         if self.write_policy not in ("write_through", "write_back"):
             raise ValueError(f"write_policy {self.write_policy!r}: the executor runs write_through, write_back")
         if self.write_policy == "write_back" and (not self.backup or self.host_memory_mode != "cache"
@@ -226,11 +240,13 @@ class CodeConfig:
         return (2 if self.reissue else 1) + more
 
     def undisturbed(self) -> bool:
-        """No short read, no exception, no abort, no device eviction, no rate limit (0.5.23 admits a
+        """No short read, no exception, no abort, no device eviction, no capped file storage (its
+        evictor may take a page a query found), no rate limit (0.5.23 admits a
         rate-limited queue head without storage: storage_prefetch.py pop_ready), no device match lost
         with no re-issue left (past the cap the scheduler admits the shorter match as is):
         wait_complete must then deliver the agreed hits."""
         return (self.abort_round is None and self.evict_device_round is None and self.capacity_pages is None
+                and self.file_pages is None
                 and self.sidecar_failing is None
                 and not (self.lost_device_pages and self.retry_attempts < 1)
                 and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
@@ -282,7 +298,7 @@ class CodeConfig:
 
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
-                      "backup": False, "split_round": None, "write_policy": "write_through",
+                      "backup": False, "split_round": None, "write_policy": "write_through", "storage": "stand-in", "file_pages": None,
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
                       "cache_class": "UnifiedRadixCache", "sidecars": (),
                       "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,

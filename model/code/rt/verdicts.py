@@ -137,6 +137,9 @@ def _terminal(run, steps: int) -> list[Finding]:
             if short:
                 room = f" (the host pool has room for {want})" if want < agreed else ""
                 where = getattr(run, "HELD_WHERE", "in the host tree")  # buffer_only: on the device
+                # with the tree's own file backend what the ranks agree on is its answer: judged against
+                # what the storage held before the run
+                held = "the storage held" if getattr(cfg, "storage", "") == "file" else "the ranks agreed on"
                 out.append(Finding("wait_complete_delivers", f"req{q}: admitted with {short} (rank, tokens) {where}, "
-                                   f"the ranks agreed on {agreed}{room}", LOST, "", steps))
+                                   f"{held} {agreed}{room}", LOST, "", steps))
     return out

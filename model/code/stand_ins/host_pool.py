@@ -10,6 +10,7 @@ from prefetch_check.model.code.stand_ins.context import Strict
 import contextlib
 
 from prefetch_check.model.code.stand_ins.errors import WorldFault
+from prefetch_check.model.code.stand_ins.flat_page import FlatPage, page_name
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 
 FREE, HELD, TREE, EVICTED = "free", "held", "tree", "evicted"
@@ -39,6 +40,7 @@ class HostPool(Strict):
         self.entries: list = []
         self.storage_format_tag = None
         self._pc_name = f"r{rank}.host_pool"  # its name in a step's footprint (rt/baton.py)
+        self.flat_pages = False  # a backend of raw bytes (storage="file") reads and writes FlatPages
         world.register(self)
 
     # ---- the pool API: alloc and free are points (IO writes into the same slots), the size is not
@@ -99,9 +101,10 @@ class HostPool(Strict):
 
     # ---- what IO does (another thread: a scheduling point)
     def get_dummy_flat_data_page(self):
-        return None
+        return FlatPage() if self.flat_pages else None
 
     def set_from_flat_data_page(self, index, data) -> None:
+        data = page_name(data)
         first = index.item() if isinstance(index, Tensor) else int(index)
         self.world.baton.point(f"write page {data} into host slot {first}")
         self.world.baton.touch(self._pc_name)
@@ -116,7 +119,8 @@ class HostPool(Strict):
         first = int(index)
         self.world.baton.point(f"read host slot {first} to store it (rank {self.rank})")
         self.world.baton.touch(self._pc_name, write=False)
-        return self.written.get(first) if self.status[first] in (HELD, TREE) else None
+        value = self.written.get(first) if self.status[first] in (HELD, TREE) else None
+        return FlatPage(value) if self.flat_pages else value
 
     # ---- what the tree stand-in does when it takes slots
     def hand_to_tree(self, slots: list[int]) -> None:

@@ -15,7 +15,7 @@ class dtype:  # noqa: N801 - torch's spelling
         return f"torch.{self.name}"
 
 
-int32, int64, bool_ = dtype("int32"), dtype("int64"), dtype("bool")
+int32, int64, bool_, uint8 = dtype("int32"), dtype("int64"), dtype("bool"), dtype("uint8")
 
 
 class Tensor:
@@ -131,7 +131,8 @@ def make_torch(collective_ops, not_modelled) -> types.ModuleType:
     dist.recv = collective_ops.recv
     dist.__getattr__ = lambda name: not_modelled(f"torch.distributed.{name}")
     for name, value in dict(Tensor=Tensor, tensor=tensor, empty=empty, zeros=zeros, cat=cat, equal=equal, dtype=dtype,
-                            int=int32, int32=int32, int64=int64, long=int64, bool=bool_, distributed=dist).items():
+                            int=int32, int32=int32, int64=int64, long=int64, bool=bool_, uint8=uint8,
+                            distributed=dist).items():
         setattr(torch, name, value)
     torch.__getattr__ = lambda name: not_modelled(f"torch.{name}")
     return torch

@@ -5,6 +5,9 @@ world's harness (worlds/<protocol>/harness.py) subclasses `WorldRun` with how it
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import weakref
 from dataclasses import dataclass, field
 
 from prefetch_check.model.code.config import CodeConfig
@@ -14,6 +17,7 @@ from prefetch_check.model.code.stand_ins import clock as clocks
 from prefetch_check.model.code.stand_ins.clock import Clock, make_time
 from prefetch_check.model.code.stand_ins.collectives import Collectives, Group
 from prefetch_check.model.code.stand_ins.context import World
+from prefetch_check.model.code.stand_ins.file_storage import file_storage
 from prefetch_check.model.code.stand_ins.host_held import HostHeldPages
 from prefetch_check.model.code.stand_ins.host_pool import HostPool
 from prefetch_check.model.code.stand_ins.p2p import LABEL as P2P
@@ -98,12 +102,31 @@ class WorldRun:
         the request continues them)."""
         cfg, page = self.config, self.config.page_size
         pool = pool_cls(self.world, i, cfg.pool_pages() * page, page)
-        storage = StorageBackend(self.world, i, cfg.first_page() + cfg.hits_of(i), cfg.failing_of(i),
-                                 cfg.raises_of(i), page, cfg.raising_reads_of(i))
+        storage = self.storage_backend(i, pool, StorageBackend)
         earlier = 0 if cfg.host_anchored else cfg.requests  # anchored: request 0's own leading pages
         held = (HostHeldPages(self.world, i, pool, page, cfg.host_held_pages, cfg.host_locked_pages, earlier)
                 if cfg.host_held_pages else None)
         return pool, TreeCore(self.world, i, pool, page, held), storage
+
+    def storage_backend(self, i: int, pool, stand_in=StorageBackend):
+        """Rank i's storage backend: the stand-in (`stand_in`, what the configuration says is stored
+        and fails), or with `storage="file"` the tree's own HiCacheFile on this run's directory,
+        holding the same pages before the run (stand_ins/file_storage.py)."""
+        cfg = self.config
+        hits = cfg.first_page() + cfg.hits_of(i)
+        if cfg.storage != "file":
+            return stand_in(self.world, i, hits, cfg.failing_of(i), cfg.raises_of(i), cfg.page_size,
+                            cfg.raising_reads_of(i))
+        module = self.modules.get("mem_cache/hicache_storage.py")
+        if not hasattr(module, "HiCacheFile"):
+            raise self.world.not_modelled("storage file: the tree has no HiCacheFile")
+        directory = self.__dict__.get("_file_storage_dir")
+        if directory is None:  # one per run, shared by its ranks; gone with the run
+            directory = self._file_storage_dir = tempfile.mkdtemp(prefix="prefetch-check-hicache-file-")
+            weakref.finalize(self, shutil.rmtree, directory, ignore_errors=True)
+        pool.flat_pages = True
+        stored = [f"q{q}p{p}" for q in range(cfg.requests) for p in range(hits)]
+        return file_storage(self.world, module, i, cfg.ranks, directory, stored, cfg.file_pages)
 
     def _queues(self, cc, i: int, names: tuple[str, ...]) -> None:
         for q in names:

@@ -21,7 +21,7 @@ COMPONENT_TYPES = "mem_cache/unified_cache/component_type.py"
 CACHE, CONTROLLER = "mem_cache/unified_radix_cache.py", "managers/cache_controller.py"
 HYBRID = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
 FILES = (COMPONENT_TYPES, "utils/poll_timer.py", "mem_cache/storage_prefetch.py", "mem_cache/hicache_storage.py",
-         CONTROLLER, HYBRID, CACHE)
+         CONTROLLER, HYBRID, CACHE, "mem_cache/storage/file/lru_file_evictor.py")  # the last: storage="file"
 S_QUEUES = ("prefetch_hit_queue", "ack_prefetch_queue", "host_mem_release_queue")  # what the drain pops
 QUEUES = ("prefetch_queue", "prefetch_buffer", "prefetch_sync_queue", "backup_queue", "ack_backup_queue",
           "pp_prefetch_command_queue") + S_QUEUES

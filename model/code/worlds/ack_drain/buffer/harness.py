@@ -207,7 +207,6 @@ def device_rank_world(run, i: int, pool_cls, storage_cls, tree_cls, room_pages: 
     backend (a world with a device side: buffer_only, cache mode's write path)."""
     cfg, page = run.config, run.config.page_size
     pool = pool_cls(run.world, i, cfg.pool_pages() * page, page)
-    storage = storage_cls(run.world, i, cfg.hits_of(i), cfg.failing_of(i), cfg.raises_of(i), page,
-                          cfg.raising_reads_of(i))
+    storage = run.storage_backend(i, pool, storage_cls)
     device = DevicePool(run.world, i, room_pages * page, pool, lambda q, pos: f"q{q}p{pos // page}")
     return pool, tree_cls(run.world, i, pool, page, device), storage

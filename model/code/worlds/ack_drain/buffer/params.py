@@ -153,10 +153,19 @@ class _Var:
 
 class Envs:
     """`sglang.srt.environ.envs`: the buffer pipeline's two variables at upstream's defaults
-    (environ.py: SGLANG_HICACHE_BUFFER_ANCHOR_LOCK_CAP 0.5, SGLANG_ENABLE_HICACHE_SWA_TAIL_ONLY_BACKUP False)."""
+    (environ.py: SGLANG_HICACHE_BUFFER_ANCHOR_LOCK_CAP 0.5, SGLANG_ENABLE_HICACHE_SWA_TAIL_ONLY_BACKUP False),
+    and the file backend's."""
 
     SGLANG_HICACHE_BUFFER_ANCHOR_LOCK_CAP = _Var(0.5)
     SGLANG_ENABLE_HICACHE_SWA_TAIL_ONLY_BACKUP = _Var(False)
+    # HiCacheFile and its LRU file evictor (storage="file"), at environ.py's defaults: no directory
+    # override (the run's own is passed), no size cap or free-space floor, no metadata cache
+    SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR = _Var(None)
+    SGLANG_HICACHE_FILE_BACKEND_MAX_SIZE = _Var(None)
+    SGLANG_HICACHE_FILE_BACKEND_EVICTION_RATIO = _Var(0.9)
+    SGLANG_HICACHE_FILE_BACKEND_MIN_FREE_SPACE = _Var("0")
+    SGLANG_HICACHE_FILE_BACKEND_ENABLE_METADATA_CACHE = _Var(False)
+    SGLANG_HICACHE_FILE_BACKEND_METADATA_TTL = _Var(5.0)
 
     def __init__(self, roots):
         self._pc_roots = roots

@@ -2,7 +2,8 @@
 beyond the cache world's properties: every write-through acked and every storage backup acked
 (`ongoing_write_through`, `ongoing_backup` empty: each holds a device or host lock), and each node
 the D2H ack published, and each node holding a host value (a fragment of a split node too), stored
-in full (`_finish_write_through_ack` stores every published node under write_through). The device lock left held is buffer/backup_judge.py's (the same `tree.locked`)."""
+in full (`_finish_write_through_ack` stores every published node under write_through), unless the
+storage is a capped file storage (CodeConfig.file_pages: its evictor refuses or evicts by design). The device lock left held is buffer/backup_judge.py's (the same `tree.locked`)."""
 
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
         if cache.ongoing_backup:
             out.append(Finding("progress", f"rank {r.index}: storage backups {sorted(cache.ongoing_backup)} never acked "
                                "when every thread is idle", UNSTORED, "", steps))
-        if cache.ongoing_write_through or cache.ongoing_backup:
-            continue
+        if cache.ongoing_write_through or cache.ongoing_backup or run.config.file_pages is not None:
+            continue  # a capped file storage may refuse a write or evict a stored page, by design
         stored = r.cc.storage_backend.stored
         for node in sorted(tree.written | set(tree.host_value)):  # a split fragment's host value too
             missing = [k for k in tree.storage_keys(node) if k not in stored]

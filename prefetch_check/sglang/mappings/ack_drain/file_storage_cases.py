@@ -1,0 +1,40 @@
+"""The ack-drain cases on the tree's own file backend (0.5.19 on; CodeConfig(storage="file")):
+HiCacheFile and its LRU file evictor run as written on a fresh directory of each run
+(model/code/stand_ins/file_storage.py), under the prefetch's existence queries and reads and the
+write path's stores; capped, its evictor takes the least recently used pages for a write's room,
+a page a prefetch found among them. Each names what it sets."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code import CodeConfig
+from prefetch_check.sglang.code_checks import Case, needs
+from prefetch_check.sglang.mappings.ack_drain import write_through_cases
+from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
+
+STORAGE = "mem_cache/hicache_storage.py"
+# the backend the world builds (0.5.19-0.5.23): HiCacheFile's evictor, from the storage config
+_file = needs(STORAGE, "self._evictor = LRUFileEvictor(", "its HiCacheFile keeps no LRUFileEvictor, as the "
+              "file-storage world builds it")
+
+
+def _files(**kwargs) -> CodeConfig:
+    return CodeConfig(world=PROTOCOL, storage="file", **{"ranks": 1, **kwargs})
+
+
+def _writes(srt) -> str:
+    return _file(srt) or write_through_cases.skip(srt)
+
+
+# 0.5.23 (untraced, one core): 21, 408, 152, 385 and 378 runs, exhaustive, clean
+FILE_STORAGE_CASES: tuple[Case, ...] = (
+    Case("1 rank, storage=file (HiCacheFile as written)", _files(), skip=_file),
+    Case("2 ranks, storage=file", _files(ranks=2), skip=_file),
+    # the computed request's pages stored through HiCacheFile.set (its temporary file and rename)
+    Case("1 rank, write_through, storage=file", _files(backup=True), skip=_writes),
+    # the evictor capped: the write's pages evict the least recently used ones, the prefetch's read
+    # pages (a read moves them to the front) or the write's own; a query's page may be gone by its read
+    Case("1 rank, write_through, storage=file of 3 pages (the evictor takes pages for the write)",
+         _files(backup=True, file_pages=3), skip=_writes),
+    Case("1 rank x 2 requests x 1 page, write_through, storage=file of 1 page",
+         _files(backup=True, requests=2, pages=1, file_pages=1), skip=_writes),
+)

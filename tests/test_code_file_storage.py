@@ -1,0 +1,82 @@
+"""The tree's own file backend (CodeConfig(storage="file"), model/code/stand_ins/file_storage.py):
+HiCacheFile and its LRU file evictor run as written on a fresh directory of each run. Uncapped it
+adds no scheduling point, so the searches are the stand-in's run for run; capped, its evictor
+takes pages for a write's room; one-place edits of the backend are caught with their consequence."""
+
+from __future__ import annotations
+
+import pytest
+
+from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
+from prefetch_check.sglang.mappings.ack_drain.file_storage_cases import FILE_STORAGE_CASES
+from test_code_executor import clean, edited, release
+from test_code_poll import line_of
+
+LIMITS = CodeLimits(max_seconds=120)
+STORAGE = "mem_cache/hicache_storage.py"
+EVICTOR = "mem_cache/storage/file/lru_file_evictor.py"
+
+# HiCacheFile.get hands the page back without reading the file into it
+NO_READ = ("                if f.readinto(buf) != expected:\n                    raise IOError(f\"Short read for {suffixed}\")\n",
+           "                pass\n")
+# exists looks for the unsuffixed key: every page reads as missing
+UNSUFFIXED = ("    def exists(self, key: str) -> bool:\n        key = self._get_suffixed_key(key)\n",
+              "    def exists(self, key: str) -> bool:\n")
+# set leaves the page in its temporary file
+NO_RENAME = ("            os.replace(tmp_path, tensor_path)\n", "            pass\n")
+# set writes an empty page
+EMPTY_WRITE = ("            value.contiguous().view(dtype=torch.uint8).numpy().tofile(tmp_path)\n",
+               "            open(tmp_path, \"wb\").close()\n")
+
+
+def files(**kwargs) -> CodeConfig:
+    return CodeConfig(storage="file", **{"ranks": 1, **kwargs})
+
+
+@pytest.mark.parametrize("case", FILE_STORAGE_CASES, ids=[case.name for case in FILE_STORAGE_CASES])
+def test_0_5_23s_file_backend_cases_are_exhaustive_and_clean(case):
+    result = check_tree(release("0.5.23"), case.config, LIMITS)
+    assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
+    assert clean(result), {k: v.message for k, v in result.violations.items()}
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(ranks=2), dict(backup=True)], ids=["1x1", "2x1", "write_through"])
+def test_uncapped_the_file_backend_searches_what_the_stand_in_does(kwargs):
+    """Its reads and writes are where the stand-in's are: the same runs, states and verdicts."""
+    stand_in = check_tree(release("0.5.23"), CodeConfig(**{"ranks": 1, **kwargs}), LIMITS)
+    on_disk = check_tree(release("0.5.23"), files(**kwargs), LIMITS)
+    assert (on_disk.runs, on_disk.states, on_disk.verdicts) == (stand_in.runs, stand_in.states, stand_in.verdicts)
+
+
+def test_the_backend_and_its_evictor_run_as_written():
+    srt = release("0.5.23")
+    result = check_tree(srt, files(backup=True, file_pages=3), LIMITS, coverage={})
+    assert result.exhaustive and clean(result), result.verdicts
+    ran = result.coverage["lines"]
+    for text in ("with open(tensor_path, \"rb\", buffering=0) as f:", "os.replace(tmp_path, tensor_path)",
+                 "self._evictor = LRUFileEvictor("):
+        assert line_of(srt, STORAGE, text) in ran[STORAGE], text
+    assert line_of(srt, EVICTOR, "evict_stem, evict_size = self._lru.popitem(last=False)  # oldest") in ran[EVICTOR]
+
+
+@pytest.mark.parametrize("edit, config, prop, message", [
+    (NO_READ, files(), "data_integrity", "handed to the tree for page q0p0 holds nothing written"),
+    (UNSUFFIXED, files(), "wait_complete_delivers", "the storage held 2"),
+    (NO_RENAME, files(backup=True), "progress", "its pages ['q1p0', 'q1p1'] never stored"),
+    (EMPTY_WRITE, files(backup=True), "data_integrity", "the backup stores nothing under key q1p0"),
+], ids=["get reads nothing", "exists unsuffixed", "set never renames", "set writes an empty page"])
+def test_a_one_place_edit_of_the_file_backend_is_caught(tmp_path, edit, config, prop, message):
+    result = check_tree(edited(tmp_path, release("0.5.23"), STORAGE, *edit), config, LIMITS)
+    assert result.verdicts[prop] == "VIOLATED", result.verdicts
+    assert message in result.violations[prop].message, result.violations[prop].message
+
+
+def test_the_file_backend_refuses_what_it_does_not_model():
+    for kwargs in (dict(host_memory_mode="buffer_only"), dict(sidecars=("swa",)), dict(failing=((1,),)),
+                   dict(pp_size=2, ranks=2)):
+        with pytest.raises(ValueError, match="storage file"):
+            CodeConfig(storage="file", **kwargs)
+    with pytest.raises(ValueError, match="file_pages"):
+        CodeConfig(file_pages=2)
+    with pytest.raises(ValueError, match="storage 'disk'"):
+        CodeConfig(storage="disk")
