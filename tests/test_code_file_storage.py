@@ -48,6 +48,15 @@ def test_uncapped_the_file_backend_searches_what_the_stand_in_does(kwargs):
     assert (on_disk.runs, on_disk.states, on_disk.verdicts) == (stand_in.runs, stand_in.states, stand_in.verdicts)
 
 
+def test_the_backends_locks_inside_its_loops_are_told_apart():
+    """The metadata cache's lock is a point inside a batch query's loop: without each page's query
+    observed, the second page's point would be the first's state and the search would stop there
+    (15 runs, 30 states, before the recording observed them)."""
+    result = check_tree(release("0.5.23"), files(file_metadata_cache=True), LIMITS)
+    assert result.exhaustive and clean(result), result.verdicts
+    assert result.states > check_tree(release("0.5.23"), files(), LIMITS).states
+
+
 def test_the_backend_and_its_evictor_run_as_written():
     srt = release("0.5.23")
     result = check_tree(srt, files(backup=True, file_pages=3), LIMITS, coverage={})
@@ -78,5 +87,7 @@ def test_the_file_backend_refuses_what_it_does_not_model():
             CodeConfig(storage="file", **kwargs)
     with pytest.raises(ValueError, match="file_pages"):
         CodeConfig(file_pages=2)
+    with pytest.raises(ValueError, match="file_metadata_cache"):
+        CodeConfig(file_metadata_cache=True)
     with pytest.raises(ValueError, match="storage 'disk'"):
         CodeConfig(storage="disk")

@@ -216,7 +216,7 @@ def test_cache_modes_write_path_refuses_what_its_world_does_not_model():
             CodeConfig(backup=True, **kwargs)
     with pytest.raises(ValueError, match="evict_device_round: or the write path"):
         CodeConfig(evict_device_round=1)
-    for kwargs in (dict(), dict(backup=True), dict(backup=True, evict_device_round=1, split_round=1),
+    for kwargs in (dict(), dict(backup=True), dict(backup=True, split_round=1),
                    dict(backup=True, evict_device_round=1, host_memory_mode="buffer_only")):
         with pytest.raises(ValueError, match="write_policy write_back"):
             CodeConfig(write_policy="write_back", **kwargs)

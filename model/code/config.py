@@ -51,6 +51,7 @@ class CodeConfig:
     # HiCacheFile and its LRU file evictor on a fresh directory of each run (stand_ins/file_storage.py)
     storage: str = "stand-in"
     file_pages: Optional[int] = None  # storage="file": the file evictor's cap (max_size) in pages (None: no cap)
+    file_metadata_cache: bool = False  # storage="file": HiCacheFile's positive-lookup metadata cache on
     host_memory_mode: str = "cache"  # buffer_only: the tree's BufferModePipeline stages fetches (worlds/ack_drain/buffer/)
     device_pages: int = 0  # buffer_only: leading pages of each request already on the device (the splice anchor)
     evict_device_round: Optional[int] = None  # buffer_only, backup: in this round the device tree evicts every unpinned page
@@ -141,6 +142,8 @@ class CodeConfig:
                              "sidecars, PP, failing, query_raises or raising_reads (HiCacheFile reads what is on disk)")
         if self.file_pages is not None and (self.storage != "file" or self.file_pages < 1):
             raise ValueError(f"file_pages {self.file_pages}: a cap of 1 page or more on storage='file'")
+        if self.file_metadata_cache and self.storage != "file":
+            raise ValueError("file_metadata_cache: HiCacheFile's metadata cache, on storage='file'")
         if self.write_policy not in ("write_through", "write_back"):
             raise ValueError(f"write_policy {self.write_policy!r}: the executor runs write_through, write_back")
         if self.write_policy == "write_back" and (not self.backup or self.host_memory_mode != "cache"
@@ -299,6 +302,7 @@ class CodeConfig:
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
                       "backup": False, "split_round": None, "write_policy": "write_through", "storage": "stand-in", "file_pages": None,
+                      "file_metadata_cache": False,
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
                       "cache_class": "UnifiedRadixCache", "sidecars": (),
                       "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,

@@ -7,7 +7,8 @@ back and judged.
 
 What the stand-in adds is recording only, in a subclass made of the release's class: each
 existence query and read enters the step's footprint as a read of `r<rank>.storage`, a batch
-write is a scheduling point and a write of it, and after the write the files it wrote are read
+write is a scheduling point and a write of it, each page's query, read and write is observed (the
+backend's locks are points inside its loops: the thread's digest tells one page's from the next), and after the write the files it wrote are read
 back: a page stored under a key that names another page is data_integrity, as the written storage
 stand-in judges (stand_ins/written_storage.py). What the rank's files hold is kept beside them (the
 state key reads it, never the disk)."""
@@ -26,13 +27,20 @@ _CONFIG = dict(pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1, is_mla_mode
                enable_storage_metrics=False, is_page_first_layout=False, model_name=None)
 
 
-def file_storage(world, module, rank: int, ranks: int, directory: str, stored: list[str], cap_pages=None):
+def file_storage(world, module, rank: int, ranks: int, directory: str, stored: list[str], cap_pages=None,
+                 metadata_cache: bool = False):
     """Rank `rank`'s HiCacheFile on `directory`, built as the release builds it, holding `stored`;
-    with `cap_pages` its evictor keeps at most that many pages (extra_config max_size)."""
+    with `cap_pages` its evictor keeps at most that many pages (extra_config max_size), with
+    `metadata_cache` its positive-lookup cache is on (extra_config enable_metadata_cache)."""
     fields = {f.name for f in dataclasses.fields(module.HiCacheStorageConfig)}
     wanted = dict(_CONFIG, tp_rank=rank, tp_size=ranks)
+    extra = {}
     if cap_pages is not None:
-        wanted["extra_config"] = {"max_size": cap_pages * PAGE_BYTES}
+        extra["max_size"] = cap_pages * PAGE_BYTES
+    if metadata_cache:
+        extra["enable_metadata_cache"] = True
+    if extra:
+        wanted["extra_config"] = extra
     missing = [f.name for f in dataclasses.fields(module.HiCacheStorageConfig)
                if f.name not in wanted and f.default is dataclasses.MISSING
                and f.default_factory is dataclasses.MISSING]
@@ -64,12 +72,25 @@ def _recording(base: type) -> type:
         def holds(self, key) -> bool:
             return key in self._pc_files
 
-        def _pc_read(self) -> None:
-            self._pc_world.baton.touch(self._pc_name, write=False)
+        def _pc_read(self, what: str = "") -> None:
+            """A read of the rank's storage; `what`, folded into the thread's digest, tells one call
+            of a loop from the next (the backend's own locks are points inside them)."""
+            baton = self._pc_world.baton
+            baton.touch(self._pc_name, write=False)
+            if what:
+                baton.observe(what)
 
         def exists(self, key):
-            self._pc_read()
+            self._pc_read(f"exists {key}")
             return super().exists(key)
+
+        def get(self, key, target_location=None, target_sizes=None):
+            self._pc_read(f"read {key}")
+            return super().get(key, target_location, target_sizes)
+
+        def set(self, key, value=None, target_location=None, target_sizes=None):
+            self._pc_world.baton.observe(f"store {key}")
+            return super().set(key, value, target_location, target_sizes)
 
         def batch_exists(self, keys, extra_info=None):
             self._pc_read()
@@ -114,10 +135,12 @@ def _recording(base: type) -> type:
             return os.path.join(self.file_path, f"{self._get_suffixed_key(key)}.bin")
 
         def snapshot(self) -> tuple:
-            """The rank's files, and its evictor's recency order and reservations (what it takes next)."""
+            """The rank's files, its evictor's recency order and reservations (what it takes next),
+            and the keys its metadata cache believes stored (the clock stands still: no entry ages)."""
             evictor = getattr(self, "_evictor", None)
             order = tuple(getattr(evictor, "_lru", {}).items())
             pending = tuple(sorted(getattr(evictor, "_pending_writes", ())))
-            return ("file storage", self._pc_rank, tuple(sorted(self._pc_files.items())), order, pending)
+            believed = tuple(sorted(getattr(getattr(self, "metadata_cache", None), "cache", None) or ()))
+            return ("file storage", self._pc_rank, tuple(sorted(self._pc_files.items())), order, pending, believed)
 
     return RecordingHiCacheFile

@@ -126,7 +126,8 @@ class WorldRun:
             weakref.finalize(self, shutil.rmtree, directory, ignore_errors=True)
         pool.flat_pages = True
         stored = [f"q{q}p{p}" for q in range(cfg.requests) for p in range(hits)]
-        return file_storage(self.world, module, i, cfg.ranks, directory, stored, cfg.file_pages)
+        return file_storage(self.world, module, i, cfg.ranks, directory, stored, cfg.file_pages,
+                            cfg.file_metadata_cache)
 
     def _queues(self, cc, i: int, names: tuple[str, ...]) -> None:
         for q in names:

@@ -2,7 +2,7 @@
 HiCacheFile and its LRU file evictor run as written on a fresh directory of each run
 (model/code/stand_ins/file_storage.py), under the prefetch's existence queries and reads and the
 write path's stores; capped, its evictor takes the least recently used pages for a write's room,
-a page a prefetch found among them. Each names what it sets."""
+a page a prefetch found among them; with its metadata cache, queries answered from what it saw. Each names what it sets."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _writes(srt) -> str:
     return _file(srt) or write_through_cases.skip(srt)
 
 
-# 0.5.23 (untraced, one core): 21, 408, 152, 385 and 378 runs, exhaustive, clean
+# 0.5.23 (untraced, one core): 21, 408, 152, 387, 378, 25 and 1,023 runs, exhaustive, clean
 FILE_STORAGE_CASES: tuple[Case, ...] = (
     Case("1 rank, storage=file (HiCacheFile as written)", _files(), skip=_file),
     Case("2 ranks, storage=file", _files(ranks=2), skip=_file),
@@ -37,4 +37,8 @@ FILE_STORAGE_CASES: tuple[Case, ...] = (
          _files(backup=True, file_pages=3), skip=_writes),
     Case("1 rank x 2 requests x 1 page, write_through, storage=file of 1 page",
          _files(backup=True, requests=2, pages=1, file_pages=1), skip=_writes),
+    # the positive-lookup metadata cache on: a query answered from it, an evicted page dropped from it
+    Case("1 rank, storage=file, its metadata cache on", _files(file_metadata_cache=True), skip=_file),
+    Case("1 rank, write_through, storage=file of 3 pages, its metadata cache on",
+         _files(backup=True, file_pages=3, file_metadata_cache=True), skip=_writes),
 )
