@@ -15,6 +15,7 @@ from test_code_poll import line_of
 LIMITS = CodeLimits(max_seconds=120)
 STORAGE = "mem_cache/hicache_storage.py"
 EVICTOR = "mem_cache/storage/file/lru_file_evictor.py"
+CONTROLLER = "managers/cache_controller.py"
 
 # HiCacheFile.get hands the page back without reading the file into it
 NO_READ = ("                if f.readinto(buf) != expected:\n                    raise IOError(f\"Short read for {suffixed}\")\n",
@@ -68,6 +69,22 @@ def test_the_backend_and_its_evictor_run_as_written():
     assert line_of(srt, EVICTOR, "evict_stem, evict_size = self._lru.popitem(last=False)  # oldest") in ran[EVICTOR]
 
 
+# _generic_page_get stores a page the backend did not return (no break at the first None)
+NO_BREAK = ("            if page_data[i] is None:\n                logger.warning(\n", "            if False:\n                logger.warning(\n")
+
+
+def test_a_page_another_server_deletes_is_a_short_read_the_release_handles(tmp_path):
+    """Deleted between the query and the read, the page reads as None (FileNotFoundError), and the
+    IO stops at it; without that stop the tree is handed a page nothing was read into."""
+    srt = release("0.5.23")
+    result = check_tree(srt, files(file_lost=(1,)), LIMITS, coverage={})
+    assert result.exhaustive and clean(result), result.verdicts
+    assert line_of(srt, STORAGE, 'logger.warning(f"Failed to fetch {key} from HiCacheFile storage.")') in \
+        result.coverage["lines"][STORAGE]
+    found = check_tree(edited(tmp_path, srt, CONTROLLER, *NO_BREAK), files(file_lost=(1,)), LIMITS)
+    assert "holds nothing written" in found.violations["data_integrity"].message
+
+
 @pytest.mark.parametrize("edit, config, prop, message", [
     (NO_READ, files(), "data_integrity", "handed to the tree for page q0p0 holds nothing written"),
     (UNSUFFIXED, files(), "wait_complete_delivers", "the storage held 2"),
@@ -89,5 +106,8 @@ def test_the_file_backend_refuses_what_it_does_not_model():
         CodeConfig(file_pages=2)
     with pytest.raises(ValueError, match="file_metadata_cache"):
         CodeConfig(file_metadata_cache=True)
+    for kwargs in (dict(file_lost=(1,)), dict(storage="file", file_lost=(2,))):
+        with pytest.raises(ValueError, match="file_lost"):
+            CodeConfig(**kwargs)
     with pytest.raises(ValueError, match="storage 'disk'"):
         CodeConfig(storage="disk")

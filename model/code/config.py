@@ -52,6 +52,9 @@ class CodeConfig:
     storage: str = "stand-in"
     file_pages: Optional[int] = None  # storage="file": the file evictor's cap (max_size) in pages (None: no cap)
     file_metadata_cache: bool = False  # storage="file": HiCacheFile's positive-lookup metadata cache on
+    # storage="file": pages (of every request) another server sharing the storage deletes, on each
+    # rank at a moment the search chooses (its LRU evicting them: a query may find a page its read misses)
+    file_lost: tuple[int, ...] = ()
     host_memory_mode: str = "cache"  # buffer_only: the tree's BufferModePipeline stages fetches (worlds/ack_drain/buffer/)
     device_pages: int = 0  # buffer_only: leading pages of each request already on the device (the splice anchor)
     evict_device_round: Optional[int] = None  # buffer_only, backup: in this round the device tree evicts every unpinned page
@@ -144,6 +147,8 @@ class CodeConfig:
             raise ValueError(f"file_pages {self.file_pages}: a cap of 1 page or more on storage='file'")
         if self.file_metadata_cache and self.storage != "file":
             raise ValueError("file_metadata_cache: HiCacheFile's metadata cache, on storage='file'")
+        if self.file_lost and (self.storage != "file" or not all(0 <= p < self.pages for p in self.file_lost)):
+            raise ValueError(f"file_lost {self.file_lost!r}: pages 0..{self.pages - 1} of storage='file'")
         if self.write_policy not in ("write_through", "write_back"):
             raise ValueError(f"write_policy {self.write_policy!r}: the executor runs write_through, write_back")
         if self.write_policy == "write_back" and (not self.backup or self.host_memory_mode != "cache"
@@ -249,7 +254,7 @@ class CodeConfig:
         with no re-issue left (past the cap the scheduler admits the shorter match as is):
         wait_complete must then deliver the agreed hits."""
         return (self.abort_round is None and self.evict_device_round is None and self.capacity_pages is None
-                and self.file_pages is None
+                and self.file_pages is None and not self.file_lost
                 and self.sidecar_failing is None
                 and not (self.lost_device_pages and self.retry_attempts < 1)
                 and not any(self.failing_of(r) or self.raises_of(r) or self.raising_reads_of(r)
@@ -302,7 +307,7 @@ class CodeConfig:
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
                       "backup": False, "split_round": None, "write_policy": "write_through", "storage": "stand-in", "file_pages": None,
-                      "file_metadata_cache": False,
+                      "file_metadata_cache": False, "file_lost": (),
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
                       "cache_class": "UnifiedRadixCache", "sidecars": (),
                       "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,

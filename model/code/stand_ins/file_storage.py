@@ -131,6 +131,19 @@ def _recording(base: type) -> type:
                     out.append((key, page))
             return out
 
+        def _pc_lose(self, pages, requests) -> None:
+            """Another server sharing the storage deletes these pages' files (its LRU evicting them),
+            at the moment the search chooses; this rank's evictor and metadata cache are not told."""
+            baton = self._pc_world.baton
+            keys = [f"q{q}p{p}" for q in requests for p in pages]
+            baton.point(f"another server deletes {keys} (rank {self._pc_rank}'s files)")
+            baton.touch(self._pc_name)
+            for key in keys:
+                if os.path.exists(self._pc_path(key)):
+                    os.remove(self._pc_path(key))
+                self._pc_files.pop(key, None)
+            baton.observe(f"deleted {keys}")
+
         def _pc_path(self, key) -> str:
             return os.path.join(self.file_path, f"{self._get_suffixed_key(key)}.bin")
 

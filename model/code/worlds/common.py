@@ -90,6 +90,10 @@ class WorldRun:
         self.ranks = [self._build(i) for i in range(r)]
         for rank in self.ranks:
             self._spawn(rank)
+        for rank in self.ranks if config.file_lost else ():  # after every rank's own threads
+            storage = rank.cc.storage_backend
+            self.baton.spawn(f"X{rank.index}", rank.index, "external", lambda s=storage: s._pc_lose(
+                config.file_lost, range(config.requests)), starts=False)
 
     # ---- building (a world's own: _build(i) -> Rank, and these helpers)
     def _point_to_point(self):

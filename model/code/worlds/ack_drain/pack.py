@@ -143,6 +143,12 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     # write_back: the device eviction's walk writes the leaf back first (write_through/tree.py)
     ("1x1 write_back evicted", dict(ranks=1, backup=True, write_policy="write_back", evict_device_round=1)),
     ("2x1 write_back evicted", dict(ranks=2, backup=True, write_policy="write_back", evict_device_round=1)),
+    # the tree's own file backend (stand_ins/file_storage.py): uncapped, and capped with its metadata cache
+    ("1x1 storage=file", dict(ranks=1, storage="file")),
+    ("2x1 storage=file", dict(ranks=2, storage="file")),
+    ("2x1 write_through storage=file", dict(ranks=2, backup=True, storage="file")),
+    ("1x1 write_through storage=file of 3 pages, metadata cache", dict(ranks=1, backup=True, storage="file", file_pages=3,
+                                                                        file_metadata_cache=True)),
     # the PP tickets (buffer/tickets.py, 0.5.23's shape)
     ("PP=2 buffer_only tickets, 1 page", dict(ranks=2, pp_size=2, pages=1, host_memory_mode="buffer_only")),
     ("PP=2 buffer_only tickets, stage 1 cannot read page 1", dict(ranks=2, pp_size=2, host_memory_mode="buffer_only",
