@@ -8,10 +8,10 @@ back and judged.
 What the stand-in adds is recording only, in a subclass made of the release's class: each
 existence query and read enters the step's footprint as a read of `r<rank>.storage`, a batch
 write is a scheduling point and a write of it, each page's query, read and write is observed (the
-backend's locks are points inside its loops: the thread's digest tells one page's from the next), and after the write the files it wrote are read
-back: a page stored under a key that names another page is data_integrity, as the written storage
-stand-in judges (stand_ins/written_storage.py). What the rank's files hold is kept beside them (the
-state key reads it, never the disk)."""
+backend's locks are points inside its loops: the thread's digest tells one page's from the next),
+and after the write the files it wrote are read back: a page stored under a key that names another
+page is data_integrity, as the written storage stand-in judges (stand_ins/written_storage.py). What
+the rank's files hold is kept beside them (the state key reads it, never the disk)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def file_storage(world, module, rank: int, ranks: int, directory: str, stored: l
     """Rank `rank`'s HiCacheFile on `directory`, built as the release builds it, holding `stored`;
     with `cap_pages` its evictor keeps at most that many pages (extra_config max_size), with
     `metadata_cache` its positive-lookup cache is on (extra_config enable_metadata_cache)."""
-    fields = {f.name for f in dataclasses.fields(module.HiCacheStorageConfig)}
+    fields = dataclasses.fields(module.HiCacheStorageConfig)
     wanted = dict(_CONFIG, tp_rank=rank, tp_size=ranks)
     extra = {}
     if cap_pages is not None:
@@ -41,16 +41,15 @@ def file_storage(world, module, rank: int, ranks: int, directory: str, stored: l
         extra["enable_metadata_cache"] = True
     if extra:
         wanted["extra_config"] = extra
-    missing = [f.name for f in dataclasses.fields(module.HiCacheStorageConfig)
-               if f.name not in wanted and f.default is dataclasses.MISSING
+    missing = [f.name for f in fields if f.name not in wanted and f.default is dataclasses.MISSING
                and f.default_factory is dataclasses.MISSING]
     if missing:
         raise world.not_modelled(f"HiCacheStorageConfig({', '.join(missing)})")
-    config = module.HiCacheStorageConfig(**{k: v for k, v in wanted.items() if k in fields})
+    config = module.HiCacheStorageConfig(**{f.name: wanted[f.name] for f in fields if f.name in wanted})
     backend = _recording(module.HiCacheFile)(config, file_path=directory)
     backend._pc_attach(world, rank)
-    for key in stored:
-        module.HiCacheFile.set(backend, key, FlatPage(key))
+    for key in stored:  # no thread runs yet: no point, nothing observed
+        backend.set(key, FlatPage(key))
     backend._pc_read_back(stored)
     world.register(backend)
     return backend
@@ -67,10 +66,8 @@ def _recording(base: type) -> type:
 
         @property
         def stored(self) -> dict:
+            """What the rank's files hold (the write path's judgement reads it)."""
             return self._pc_files
-
-        def holds(self, key) -> bool:
-            return key in self._pc_files
 
         def _pc_read(self, what: str = "") -> None:
             """A read of the rank's storage; `what`, folded into the thread's digest, tells one call
@@ -124,10 +121,10 @@ def _recording(base: type) -> type:
             for key in keys:
                 path = self._pc_path(key)
                 if os.path.exists(path):
+                    page = FlatPage()
                     with open(path, "rb") as f:
-                        raw = f.read(PAGE_BYTES).rstrip(b"\0")
-                    page = raw.decode() if raw else None
-                    self._pc_files[key] = page
+                        f.readinto(page.buf)
+                    self._pc_files[key] = page = page.name()
                     out.append((key, page))
             return out
 
