@@ -85,12 +85,21 @@ def test_a_page_another_server_deletes_is_a_short_read_the_release_handles(tmp_p
     assert "holds nothing written" in found.violations["data_integrity"].message
 
 
+# HiCacheFile._read_page reports a page read without writing it into the pool
+READ_PAGE_UNWRITTEN = ("        host_pool.set_from_flat_data_page(page_offset, data_page)\n        return True\n",
+                       "        return True\n")
+
+
 @pytest.mark.parametrize("edit, config, prop, message", [
     (NO_READ, files(), "data_integrity", "handed to the tree for page q0p0 holds nothing written"),
     (UNSUFFIXED, files(), "wait_complete_delivers", "the storage held 2"),
     (NO_RENAME, files(backup=True), "progress", "its pages ['q1p0', 'q1p1'] never stored"),
     (EMPTY_WRITE, files(backup=True), "data_integrity", "the backup stores nothing under key q1p0"),
-], ids=["get reads nothing", "exists unsuffixed", "set never renames", "set writes an empty page"])
+    # the sidecar pools read through the backend's v2 API (_batch_io_v2 -> _read_page)
+    (READ_PAGE_UNWRITTEN, files(sidecars=("swa", "mamba", "indexer")), "data_integrity",
+     "holds nothing written in its indexer pool"),
+], ids=["get reads nothing", "exists unsuffixed", "set never renames", "set writes an empty page",
+        "a sidecar page read unwritten"])
 def test_a_one_place_edit_of_the_file_backend_is_caught(tmp_path, edit, config, prop, message):
     result = check_tree(edited(tmp_path, release("0.5.23"), STORAGE, *edit), config, LIMITS)
     assert result.verdicts[prop] == "VIOLATED", result.verdicts
@@ -98,7 +107,8 @@ def test_a_one_place_edit_of_the_file_backend_is_caught(tmp_path, edit, config, 
 
 
 def test_the_file_backend_refuses_what_it_does_not_model():
-    for kwargs in (dict(host_memory_mode="buffer_only"), dict(sidecars=("swa",)), dict(failing=((1,),)),
+    for kwargs in (dict(host_memory_mode="buffer_only"), dict(sidecars=("swa",), sidecar_failing=((1,),)),
+                   dict(failing=((1,),)),
                    dict(pp_size=2, ranks=2)):
         with pytest.raises(ValueError, match="storage file"):
             CodeConfig(storage="file", **kwargs)

@@ -137,12 +137,13 @@ class CodeConfig:
                              "without evict_device_round or host_held_pages")
         if self.storage not in ("stand-in", "file"):
             raise ValueError(f"storage {self.storage!r}: the executor runs stand-in, file")
-        if self.storage == "file" and (self.host_memory_mode != "cache" or self.world != "ack-drain" or self.sidecars
+        if self.storage == "file" and (self.host_memory_mode != "cache" or self.world != "ack-drain"
                                        or self.pp_size > 1 or self.cache_class != "UnifiedRadixCache"
                                        or self.failing is not None or self.query_raises is not None
-                                       or self.raising_reads is not None):
+                                       or self.raising_reads is not None or self.sidecar_failing is not None):
             raise ValueError("storage file: the ack-drain world's UnifiedRadixCache in host_memory_mode cache, without "
-                             "sidecars, PP, failing, query_raises or raising_reads (HiCacheFile reads what is on disk)")
+                             "PP, failing, sidecar_failing, query_raises or raising_reads (HiCacheFile reads what is on "
+                             "disk)")
         if self.file_pages is not None and (self.storage != "file" or self.file_pages < 1):
             raise ValueError(f"file_pages {self.file_pages}: a cap of 1 page or more on storage='file'")
         if self.file_metadata_cache and self.storage != "file":

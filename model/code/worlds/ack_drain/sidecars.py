@@ -20,6 +20,7 @@ held by no one, and release entries no drain will free (host_memory)."""
 from __future__ import annotations
 
 from prefetch_check.model.code.rt.verdicts import LEAK, Finding
+from prefetch_check.model.code.stand_ins.flat_page import FlatPage
 from prefetch_check.model.code.stand_ins.shared_arena import SharedArena
 from prefetch_check.model.code.stand_ins.sidecar_components import TrailingComponent
 from prefetch_check.model.code.stand_ins.sidecar_pools import HostPoolGroup, SidecarHostPool
@@ -63,9 +64,12 @@ def attach(run, i: int, cc, cache, pool, tree, component_of) -> None:
         q.name = f"r{i}.extra_host_mem_release_queue.{name}"  # before any step: its name in keys and footprints
     hits = {names[s]: cfg.sidecar_hits_of(i, n) for n, s in enumerate(cfg.sidecars)}
     old = cc.storage_backend
-    cc.storage_backend = SidecarStorageBackend(
-        w, i, old.hits, old.failing, old.query_raises, page, old.raising_reads,
-        sidecar_hits=hits, sidecar_failing=cfg.sidecar_failing_of(i), group=group, classes=storage)
+    if cfg.storage == "file":  # the tree's own HiCacheFile reads and writes the pools (stand_ins/file_storage.py)
+        store_sidecars(old, pools, hits, cfg.requests)
+    else:
+        cc.storage_backend = SidecarStorageBackend(
+            w, i, old.hits, old.failing, old.query_raises, page, old.raising_reads,
+            sidecar_hits=hits, sidecar_failing=cfg.sidecar_failing_of(i), group=group, classes=storage)
     staged_at_hit = hasattr(type(cache), "_alloc_prefetch_aux_staging")
     components = {}
     for s in cfg.sidecars:
@@ -87,6 +91,19 @@ def attach(run, i: int, cc, cache, pool, tree, component_of) -> None:
     beliefs = run.modules.get(BELIEFS)
     if beliefs is not None:  # the release builds one in __init__; its hybrid shortfall heals it
         cache.storage_existence_cache = beliefs.StorageExistenceCache()
+
+
+def store_sidecars(backend, pools: dict, hits: dict, requests: int) -> None:
+    """The file backend with sidecar pools: each pool registered as the release's attach registers
+    it (`register_mem_host_pool_v2`, what `_batch_io_v2` reads into), and its leading `hits` pages
+    of every request stored before the run under the backend's own per-pool key (`_log_key`), each
+    holding the KV page it belongs to, as the stand-in's reads write it."""
+    for name, pool in pools.items():
+        pool.flat_pages = True
+        backend.register_mem_host_pool_v2(pool, name)
+        for q in range(requests):
+            for p in range(hits[name]):
+                backend.set(backend._log_key(name, f"q{q}p{p}"), FlatPage(f"q{q}p{p}"))
 
 
 def release_queues(rank) -> list:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from prefetch_check.model.code import CodeConfig
 from prefetch_check.sglang.code_checks import Case, needs
-from prefetch_check.sglang.mappings.ack_drain import write_through_cases
+from prefetch_check.sglang.mappings.ack_drain import sidecar_cases, write_through_cases
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
 
 STORAGE = "mem_cache/hicache_storage.py"
@@ -25,7 +25,11 @@ def _writes(srt) -> str:
     return _file(srt) or write_through_cases.skip(srt)
 
 
-# 0.5.23 (untraced, one core): 21, 408, 152, 387, 378, 25, 1,023, 57 and 76 runs, exhaustive, clean
+def _sidecars(srt) -> str:
+    return _file(srt) or sidecar_cases.needs_sidecar_read(srt)
+
+
+# 0.5.23 (untraced, one core): 21, 408, 152, 387, 378, 25, 1,023, 57, 76, 48 and 43 runs, exhaustive, clean
 FILE_STORAGE_CASES: tuple[Case, ...] = (
     Case("1 rank, storage=file (HiCacheFile as written)", _files(), skip=_file),
     Case("2 ranks, storage=file", _files(ranks=2), skip=_file),
@@ -47,4 +51,10 @@ FILE_STORAGE_CASES: tuple[Case, ...] = (
     Case("1 rank, storage=file, page 1 deleted by another server", _files(file_lost=(1,)), skip=_file),
     Case("1 rank, storage=file, its metadata cache on, page 0 deleted by another server",
          _files(file_metadata_cache=True, file_lost=(0,)), skip=_file),
+    # sidecar pools on it: each pool registered and read through its v2 API (batch_exists_v2's fold,
+    # _batch_io_v2 into the pool's host slots), with and without a page the SWA pool never stored
+    Case("1 rank, storage=file, sidecars=swa,mamba,indexer", _files(sidecars=("swa", "mamba", "indexer")),
+         skip=_sidecars),
+    Case("1 rank, storage=file, sidecars=swa, its page 1 not in the SWA pool",
+         _files(sidecars=("swa",), sidecar_hits=((1,),)), skip=_sidecars),
 )

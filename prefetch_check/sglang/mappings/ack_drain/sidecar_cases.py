@@ -28,6 +28,7 @@ _arena = needs(HYBRID, "def _shared_prefetch_requests(",
 
 
 _components = _sidecar_read  # the SWA/Mamba cases: every release with the sidecar read (0.5.19 on)
+needs_sidecar_read = _sidecar_read  # what another case file's sidecar cases ask too (file_storage_cases.py)
 
 
 def _arena_components(srt) -> str:
