@@ -121,3 +121,16 @@ def test_the_file_backend_refuses_what_it_does_not_model():
             CodeConfig(**kwargs)
     with pytest.raises(ValueError, match="storage 'disk'"):
         CodeConfig(storage="disk")
+
+
+def test_every_run_removes_its_directory_at_its_end(tmp_path, monkeypatch):
+    """A run's files go when the run is abandoned (every run is, where it ends), not when its
+    objects are collected: the child exits without collecting them."""
+    from prefetch_check.model.code.rt.executor import Executor
+    from prefetch_check.model.code.rt.search import explore
+    from prefetch_check.model.code.worlds import common
+
+    monkeypatch.setattr(common, "_MEMORY_FS", str(tmp_path))
+    result = explore(Executor(release("0.5.23"), files(backup=True)), LIMITS)
+    assert result.runs == 152 and result.exhaustive
+    assert list(tmp_path.iterdir()) == []

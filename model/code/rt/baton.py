@@ -80,6 +80,7 @@ class Baton:
         self.named: dict[str, Managed] = {}  # name -> thread, built on first use (can_run)
         self.by_glet: dict = {}
         self.abandoning = False
+        self.ends: list[Callable[[], None]] = []  # what abandon() runs last (at_end)
         self.steps: list[StepRecord] = []
         self.footprints: list[tuple[frozenset, frozenset]] = []  # per step: (read, written), Baton.touch
         self.recording = False  # footprints wanted (the world declares them complete: WorldRun.FOOTPRINTS)
@@ -192,11 +193,20 @@ class Baton:
         return m is not None and m.status == "parked" and m.point.enabled()
 
     def abandon(self) -> None:
-        """End the run: every parked thread unwinds with Abandon (its `finally` blocks run)."""
+        """End the run: every parked thread unwinds with Abandon (its `finally` blocks run), then
+        what the run's world asked to be done at its end (`at_end`: a directory removed)."""
         self.abandoning = True
-        for m in self.threads:
-            if m.status == "parked" and m.thread is not None and not m.thread.dead:
-                m.thread.switch()
+        try:
+            for m in self.threads:
+                if m.status == "parked" and m.thread is not None and not m.thread.dead:
+                    m.thread.switch()
+        finally:
+            while self.ends:
+                self.ends.pop()()
+
+    def at_end(self, fn: Callable[[], None]) -> None:
+        """Run `fn` when the run is abandoned (every run is, where it ends)."""
+        self.ends.append(fn)
 
     def threads_key(self) -> tuple:
         return tuple((m.name, m.status, m.point.label if m.point and m.status == "parked" else "", m.digest)
