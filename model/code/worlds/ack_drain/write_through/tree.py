@@ -14,8 +14,11 @@ host locks, the pending write-through mark and the written mark carried to both)
 node's write-through is pending it hands the cache the split's action (0.5.23
 UpdatePendingBackupOnNodeSplit, before ReplaceWriteThroughOnNodeSplit: `split_action`), which moves
 the pending ack's publish list to the two fragments. A lock holds a node and its ancestors. Device
-eviction (CodeConfig.evict_device_round) takes a node the write's device lock does not hold; the
-node is host-only from then on, and host eviction (`drive_host_eviction`, when an allocation finds
+eviction (CodeConfig.evict_device_round) is the release's own walk (`_evict_components`) over the
+tree core's steps here: it takes the leaves the write's device lock does not hold, demotes a written
+one (host-only from then on), deletes an unwritten one under write_through and hands it back as a
+BackupKV to write first under write_back (CodeConfig.write_policy, whose insert writes nothing);
+host eviction (`drive_host_eviction`, when an allocation finds
 the host pool short) takes a host-only node no host lock holds, as upstream's takes unlocked host
 leaves whose device value is gone: its slots go back through the FULL component's free."""
 
