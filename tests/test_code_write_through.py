@@ -50,6 +50,26 @@ NO_WAIT = ("                        if written > 0:\n                           
 DEMOTE_UNWRITTEN = ("                        if written > 0:\n", "                        if True:\n")
 
 
+# the load-back of a host hit (CodeConfig.load_back): loading_check without giving the node's host
+# lock or device lock back, or without waiting for the H2D copy, or without clearing write_back's pins;
+# load_back without the host lock, without giving the path's lock back after the load, or the
+# ongoing load tracked without the node's device lock
+LOAD_HOST_KEPT = ("                self.dec_lock_ref(node, lock_params)\n                self.dec_host_lock_ref(node, host_lock_params)\n",
+                  "                self.dec_lock_ref(node, lock_params)\n")
+LOAD_LOCK_KEPT = ("                self.dec_lock_ref(node, lock_params)\n                self.dec_host_lock_ref(node, host_lock_params)\n",
+                  "                self.dec_host_lock_ref(node, host_lock_params)\n")
+LOAD_NOT_SYNCED = ("            ack = cc.ack_load_queue.pop(0)\n            ack.finish_event.synchronize()\n",
+                   "            ack = cc.ack_load_queue.pop(0)\n")
+LOAD_PINS_KEPT = ("                self.tree_core.finish_load_back(node)\n", "")
+LOAD_NO_HOST_LOCK = ("        host_anchor_params = self.inc_host_lock_ref(node_id).to_dec_params()\n",
+                     "        host_anchor_params = None\n")
+LOAD_PATH_KEPT = ("        self.dec_lock_ref(node_id, ancestor_lock_params)\n        if device_indices is None:\n",
+                  "        if device_indices is None:\n")
+LOAD_NO_NODE_LOCK = ("            self.inc_lock_ref(node_id).to_dec_params(),\n            host_anchor_params,\n",
+                     "            None,\n            host_anchor_params,\n")
+LOADED = dict(page_size=5, evict_device_round=2, load_back=True)
+
+
 # a split's publish list: not moved to the fragments, the prefix fragment dropped, or the ack storing only
 # the node it locked (after a split it holds the suffix only)
 SPLIT_NOT_MOVED = ("                self._replace_pending_write_through_node(\n"
@@ -92,7 +112,7 @@ def test_a_split_while_the_write_through_is_pending_runs_the_releases_own_replac
 
 
 def test_the_cases_run_0_5_19_on():
-    assert len(WRITE_THROUGH_CASES) == 16
+    assert len(WRITE_THROUGH_CASES) == 19
     assert {case.skip(release("0.5.23")) for case in WRITE_THROUGH_CASES} == {""}
     assert {case.skip(release("0.5.19")) for case in WRITE_THROUGH_CASES} == {""}
 
@@ -105,8 +125,8 @@ def test_0_5_23s_write_path_is_exhaustive_and_clean(case):
     assert result.verdicts["anchor_release"] == "VERIFIED" and result.verdicts["host_memory"] == "VERIFIED"
 
 
-@pytest.mark.parametrize("kwargs", [dict(), dict(evict_device_round=1), dict(split_round=1)],
-                         ids=["1x1", "evicted", "split"])
+@pytest.mark.parametrize("kwargs", [dict(), dict(evict_device_round=1), dict(split_round=1), LOADED],
+                         ids=["1x1", "evicted", "split", "loaded back"])
 def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwargs):
     """Sleep sets prune transitions, never states: a footprint the write path missed (the tree's
     write-through marks, the host value the backup thread reads, the write ack list) would show."""
@@ -141,10 +161,25 @@ def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwa
      "reads device slot 0, which is free"),
     (DEMOTE_UNWRITTEN, write(write_policy="write_back", host_pages=2, host_held_pages=2, host_locked_pages=2,
                              evict_device_round=1), "no_crash", "demote of node 1003, which has no host backup"),
+    # the load-back: its locks given back at the ack, its H2D awaited, write_back's pins cleared
+    (LOAD_HOST_KEPT, write(**LOADED), "host_memory", "1 host lock(s) on the prefetch's anchor or a node backed up "
+     "to storage or loaded back still held"),
+    (LOAD_LOCK_KEPT, write(**LOADED), "anchor_release", "device nodes [1011] still locked by the write path or a "
+     "load-back"),
+    (LOAD_NOT_SYNCED, write(**LOADED), "data_integrity", "device row 0 of node 1011 holds nothing, not q1p0"),
+    (LOAD_NOT_SYNCED, write(ranks=2, pages=1, page_size=10, hits=(0, 0), evict_device_round=2, load_back=True),
+     "data_integrity", "device row 0 of node 1011 holds nothing, not q1p0"),
+    (LOAD_PINS_KEPT, write(page_size=5, write_policy="write_back", evict_device_round=1, load_back=True),
+     "anchor_release", "nodes [1011] still pinned by a load-back"),
+    (LOAD_NO_HOST_LOCK, write(**LOADED), "host_memory", "given back 1 more time(s) than taken"),
+    (LOAD_PATH_KEPT, write(**LOADED), "anchor_release", "device nodes [1011] still locked"),
+    (LOAD_NO_NODE_LOCK, write(**LOADED), "anchor_release", "device node 1011 unlocked more often than locked"),
 ], ids=["no storage write", "host lock kept", "host lock not taken", "host lock not taken, evicted", "device lock kept", "device lock not taken",
         "ack not synchronised", "split not moved", "split keeps the child only", "stores the lock node only",
         "device lock kept across a split", "write_back: no storage write", "write_back: demoted before its ack",
-        "write_back: demoted unwritten"])
+        "write_back: demoted unwritten", "load-back: host lock kept", "load-back: device lock kept",
+        "load-back: H2D not awaited", "load-back: H2D not awaited, 2 ranks", "load-back: write_back pins kept",
+        "load-back: no host lock", "load-back: the path's lock kept", "load-back: no lock on the loading node"])
 def test_a_one_place_edit_of_the_write_path_is_caught(tmp_path, edit, config, prop, message):
     result = check_tree(edited(tmp_path, release("0.5.23"), CACHE, *edit), config, LIMITS)
     assert result.exhaustive and result.verdicts[prop] == "VIOLATED", result.verdicts
@@ -216,6 +251,9 @@ def test_cache_modes_write_path_refuses_what_its_world_does_not_model():
             CodeConfig(backup=True, **kwargs)
     with pytest.raises(ValueError, match="evict_device_round: or the write path"):
         CodeConfig(evict_device_round=1)
+    for kwargs in (dict(), dict(backup=True), dict(backup=True, evict_device_round=1, host_memory_mode="buffer_only")):
+        with pytest.raises(ValueError, match="load_back: cache mode's write path"):
+            CodeConfig(load_back=True, **kwargs)
     for kwargs in (dict(), dict(backup=True), dict(backup=True, split_round=1),
                    dict(backup=True, evict_device_round=1, host_memory_mode="buffer_only")):
         with pytest.raises(ValueError, match="write_policy write_back"):

@@ -102,7 +102,8 @@ def _terminal(run, steps: int) -> list[Finding]:
                                "thread is idle", LEAK, "", steps))
         # the anchor's host lock (inc_host_lock_ref / protect_host), or a storage backup's, never given
         # back, or given back more often than taken
-        what = "the prefetch's anchor" + (" or a node backed up to storage" if getattr(cfg, "backup", False) else "")
+        what = "the prefetch's anchor" + (" or a node backed up to storage" if getattr(cfg, "backup", False) else "") + (
+            " or loaded back" if getattr(cfg, "load_back", False) else "")
         if r.tree.locks > 0:
             out.append(Finding("host_memory", f"rank {r.index}: {r.tree.locks} host lock(s) on {what} still held when "
                                "every thread is idle", LOCKED, "", steps))

@@ -148,6 +148,7 @@ class Run(WorldRun):
             if self.deadlines is not None:
                 self.deadlines.round_starts(rank)
             cache.check_hicache_events()
+            self.after_events(rank)
             if rank.rounds == self.config.abort_round:
                 self._abort_waiting(rank)
             for q in list(rank.waiting):
@@ -162,6 +163,10 @@ class Run(WorldRun):
                         reissued.add(q)
                         cache.prefetch_from_storage(rank.handles[q], self.anchor(rank), self.tokens(q))
                         rank.waiting.append(q)
+
+    def after_events(self, rank: Rank) -> None:
+        """What the scheduler does after a round's check_hicache_events (cache mode's load-back:
+        write_through/run.py)."""
 
     def round_begins(self, rank: Rank) -> None:
         """What happens outside the prefetch path as a round begins (buffer_only: device eviction)."""

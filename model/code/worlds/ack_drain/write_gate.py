@@ -1,10 +1,10 @@
 """The round gate of a run with the write path (CodeConfig.backup): besides the world's own reasons,
-a D2H write ack or a storage write ack on every rank opens a round (their MIN > 0: writing_check
+a D2H write ack, a storage write ack or (with a load-back) an H2D ack on every rank opens a round (their MIN > 0: writing_check
 and the backup drain pop what the ranks agree on, `_sync_hicache_ready_counts`)."""
 
 from __future__ import annotations
 
-from prefetch_check.model.code.worlds.ack_drain.buffer.device_pool import write_ack_queue_name
+from prefetch_check.model.code.worlds.ack_drain.buffer.device_pool import ack_queue_name, write_ack_queue_name
 
 
 class WriteAcksGate:
@@ -20,11 +20,17 @@ class WriteAcksGate:
 
     def _write_round_due(self) -> bool:
         return (min(len(r.cc.ack_write_queue) for r in self.ranks) > 0
-                or min(r.cc.ack_backup_queue.peek_size() for r in self.ranks) > 0)
+                or min(r.cc.ack_backup_queue.peek_size() for r in self.ranks) > 0
+                or (self._loads() and min(len(r.cc.ack_load_queue) for r in self.ranks) > 0))
+
+    def _loads(self) -> bool:
+        """Whether the run loads host hits back (CodeConfig.load_back): the H2D acks open a round too."""
+        return getattr(self.config, "load_back", False)
 
     def _write_guard(self, rank) -> tuple:
         """What the gate reads of a rank for the write path, as footprint names."""
-        return (write_ack_queue_name(rank.index), f"r{rank.index}.ack_backup_queue")
+        loads = (ack_queue_name(rank.index),) if self._loads() else ()
+        return (write_ack_queue_name(rank.index), f"r{rank.index}.ack_backup_queue") + loads
 
     def gate_guard(self) -> tuple:
         guard = self.__dict__.get("_write_gate_guard")
@@ -35,4 +41,4 @@ class WriteAcksGate:
 
     def _gate_may_open(self, rank) -> bool:
         return (super()._gate_may_open(rank) or bool(rank.cc.ack_write_queue)
-                or rank.cc.ack_backup_queue.peek_size() > 0)
+                or rank.cc.ack_backup_queue.peek_size() > 0 or (self._loads() and bool(rank.cc.ack_load_queue)))

@@ -30,8 +30,8 @@ def _write(**kwargs) -> CodeConfig:
     return CodeConfig(world=PROTOCOL, backup=True, **{"ranks": 1, **kwargs})
 
 
-# 0.5.23 (untraced, one core): 152, 152, 10, 100, 10, 25, 511, 152, 544, 202, 340, 25, 160, 5, 684 and
-# 6,551 runs, exhaustive, clean
+# 0.5.23 (untraced, one core): 152, 152, 10, 100, 10, 25, 511, 152, 544, 202, 340, 25, 160, 5, 684, 234,
+# 340, 446 and 6,551 runs, exhaustive, clean
 WRITE_THROUGH_CASES: tuple[Case, ...] = (
     Case(f"1 rank, {WRITE} (a computed request written to host and storage)", _write(), skip=skip),
     # eviction at the insert's round: the node's device lock keeps its rows until the D2H ack
@@ -79,6 +79,16 @@ WRITE_THROUGH_CASES: tuple[Case, ...] = (
          skip=skip),
     Case(f"2 ranks x 1 page, {BACK}, nothing stored, device eviction in round 1",
          _write(write_policy=BACK, ranks=2, pages=1, hits=(0, 0), evict_device_round=1), skip=skip),
+    # a load-back: the node evicted from the device in round 2, a request of its tokens arrives and
+    # the cache's own init_load_back loads its host hit back (the controller's load, the H2D's ack
+    # reaped by loading_check, the node's device and host locks held until then); page_size 5 or 10
+    # so the node reaches the cache's load_back_threshold of 10 tokens
+    Case(f"1 rank, page_size=5, {WRITE}, device eviction in round 2, its tokens requested again (loaded back)",
+         _write(page_size=5, evict_device_round=2, load_back=True), skip=skip),
+    Case(f"2 ranks x 1 page, page_size=10, {WRITE}, nothing stored, device eviction in round 2, loaded back",
+         _write(ranks=2, pages=1, page_size=10, hits=(0, 0), evict_device_round=2, load_back=True), skip=skip),
+    Case(f"1 rank, page_size=5, {BACK}, device eviction in round 1, loaded back (its host slots pinned to the ack)",
+         _write(page_size=5, write_policy=BACK, evict_device_round=1, load_back=True), skip=skip),
     # SGLang's default stop policy: the deadlines fire as the search's choices
     Case(f"1 rank x 1 page, {WRITE}, timeout (deadlines fire as choices)", _write(pages=1, policy="timeout"),
          skip=skip),

@@ -27,8 +27,9 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
     for r in run.ranks:
         p = r.cache.buffer_pipeline
         if r.tree.locked:
+            by = "the write path" + (" or a load-back" if getattr(run.config, "load_back", False) else "")
             out.append(Finding("anchor_release", f"rank {r.index}: device nodes {sorted(r.tree.locked)} still locked "
-                               "by the write path when every thread is idle", LOCKED, "", steps))
+                               f"by {by} when every thread is idle", LOCKED, "", steps))
         if p is None:
             continue
         staged = sorted(p.ongoing_write_through) + sorted(p.ongoing_backup)

@@ -123,6 +123,51 @@ class DevicePool:
         self.cc_ack_queue.append(LoadAck([node_id], _Event(copy)))
         return Tensor(slots)
 
+    # ---- the allocator's alloc and free, as the controller's own load takes its rows (cache mode's
+    # load-back, CodeConfig.load_back: HybridCacheController.load runs as written)
+    def alloc(self, need_size: int):
+        slots = self.take(need_size, "load")
+        return Tensor(slots) if len(slots) == need_size else None
+
+    def free(self, indices) -> None:
+        self.give_back(indices.data)
+
+    # ---- the controller's start_loading (the H2D of cache mode's load-back): the loads `load` queued,
+    # merged as upstream merges them, one ack on cc.ack_load_queue; the copy happens when loading_check
+    # synchronises the ack's event, the latest the H2D stream may read the host slots (the load's host
+    # lock keeps them until then)
+    def start_loading(self, cc, merge) -> int:
+        if not cc.load_queue:
+            return -1
+        baton = self.world.baton
+        op = merge(cc.load_queue)
+        cc.load_queue.clear()
+        baton.point(f"H2D of {len(op.host_indices)} host slots (rank {self.rank})")
+        baton.touch(self._pc_name)
+        baton.touch(ack_queue_name(self.rank))
+        site = baton.current().point.site if baton.current() else "?"
+        pairs = list(zip(op.host_indices.data, op.device_indices.data))
+
+        def copy() -> None:
+            baton.touch(self._pc_name)
+            baton.touch(self.host._pc_name, write=False)
+            for h, d in pairs:
+                state = self.host.status[h]
+                got = self.host.written.get(h) if state in (HELD, TREE) else None
+                if got is None:
+                    self.world.fault("data_integrity", f"rank {self.rank}: the H2D copy of load-back {op.node_ids} "
+                                     f"reads host slot {h}, which is {state} and holds nothing written",
+                                     "wrong KV data served: the device copy of a host hit read a slot freed or never "
+                                     "written (host eviction under the load)", site)
+                if self.owner[d] is None:
+                    self.world.fault("data_integrity", f"rank {self.rank}: the H2D copy of load-back {op.node_ids} "
+                                     f"lands in device slot {d}, which is free", "the copy overwrites a row the "
+                                     "allocator hands out again: another request's KV corrupted", site)
+                self.data[d] = got
+
+        cc.ack_load_queue.append(LoadAck(list(op.node_ids), _Event(copy)))
+        return 0
+
     # ---- the controller's start_writing (the D2H of the write path, CodeConfig.backup): the ops the
     # pipeline queued with cc.write, merged as upstream merges them, one ack on cc.ack_write_queue;
     # the copy happens when writing_check synchronises the ack's event, the latest the D2H stream may

@@ -3,16 +3,25 @@ beyond the cache world's properties: every write-through acked and every storage
 (`ongoing_write_through`, `ongoing_backup` empty: each holds a device or host lock), and each node
 the D2H ack published, and each node holding a host value (a fragment of a split node too), stored
 in full (`_finish_write_through_ack` stores every published node under write_through), unless the
-storage is a capped file storage (CodeConfig.file_pages: its evictor refuses or evicts by design). The device lock left held is buffer/backup_judge.py's (the same `tree.locked`)."""
+storage is a capped file storage (CodeConfig.file_pages: its evictor refuses or evicts by design).
+With nothing in flight on a rank, every device node's rows hold its pages and no load-back pins
+one; with a load-back (CodeConfig.load_back), it is acked. The device lock left held is
+buffer/backup_judge.py's (the same `tree.locked`)."""
 
 from __future__ import annotations
 
 from prefetch_check.model.code.rt.verdicts import Finding
+from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import request_of_node
 
 UNACKED = ("a write-through never acked: its node's device lock and host slots are held forever, and the "
            "node is never stored")
 UNSTORED = ("a backup never acked: its node's host lock is held forever (never evictable from host), and "
             "whether it was stored is never known")
+UNLOADED = ("a load-back never acked: its node's device and host locks are held forever, and the request "
+            "waiting on its rows never runs")
+PINNED = ("a load-back's pin never cleared: the node's host slots are never reclaimed as duplicates, and every "
+          "other load-back of them backs off forever")
+STALE_ROWS = "wrong KV data served: a request reads device rows that do not hold its pages"
 LOST = ("a node written through to host is never stored: under write_through every server sharing the storage "
         "misses it, and this one never writes it again (it is believed backed up)")
 
@@ -33,6 +42,12 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
         if cache.ongoing_backup:
             out.append(Finding("progress", f"rank {r.index}: storage backups {sorted(cache.ongoing_backup)} never acked "
                                "when every thread is idle", UNSTORED, "", steps))
+        loading = getattr(cache, "ongoing_load_back", None)
+        if loading and run.config.load_back:
+            out.append(Finding("progress", f"rank {r.index}: load-back of nodes {sorted(loading)} never acked when "
+                               "every thread is idle", UNLOADED, "", steps))
+        if not (cache.ongoing_write_through or cache.ongoing_backup or loading):
+            out.extend(_at_rest(r, steps))
         if cache.ongoing_write_through or cache.ongoing_backup or run.config.file_pages is not None:
             continue  # a capped file storage may refuse a write or evict a stored page, by design
         stored = r.cc.storage_backend.stored
@@ -41,4 +56,25 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
             if missing:
                 out.append(Finding("progress", f"rank {r.index}: node {node} written through to host, its pages "
                                    f"{missing} never stored when every thread is idle", LOST, "", steps))
+    return out
+
+
+def _at_rest(r, steps: int) -> list[Finding]:
+    """With nothing in flight on the rank: a device node whose rows do not hold its pages (a
+    computed node's rows hold them from its prefill, a loaded one's from the H2D copy), and under
+    write_back a load-back's pin left on a node (finish_load_back clears them at the ack). A host
+    lock left held is rt/verdicts.py's (the tree's count of them)."""
+    out, tree = [], r.tree
+    if tree.load_pins:
+        out.append(Finding("anchor_release", f"rank {r.index}: nodes {sorted(tree.load_pins)} still pinned by a "
+                           "load-back when every thread is idle", PINNED, "", steps))
+    for node in sorted(tree.resident):
+        request, _ = request_of_node(node)
+        first, page = tree.start.get(node, 0), tree.page_size
+        for k, row in enumerate(tree.resident[node]):
+            want, got = f"q{request}p{(first + k) // page}", tree.device.data.get(row)
+            if got != want:
+                out.append(Finding("data_integrity", f"rank {r.index}: device row {row} of node {node} holds "
+                                   f"{got or 'nothing'}, not {want}", STALE_ROWS, "", steps))
+                break
     return out

@@ -17,14 +17,14 @@ from prefetch_check.model.code.stand_ins.components import FullComponent
 from prefetch_check.model.code.stand_ins.host_held import HostHeldPages
 from prefetch_check.model.code.stand_ins.written_storage import WrittenStorage
 from prefetch_check.model.code.worlds.ack_drain.buffer.harness import Session, device_rank_world
-from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, Run
+from prefetch_check.model.code.worlds.ack_drain.harness import CACHE, CONTROLLER, Run
 from prefetch_check.model.code.worlds.ack_drain.numbering import NumberedFromZero
 from prefetch_check.model.code.worlds.ack_drain.write_gate import WriteAcksGate
 from prefetch_check.model.code.worlds.ack_drain.write_path import COMPUTED_ROUND, WritePath
 from prefetch_check.model.code.stand_ins.radix import RadixKey
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import node_of
-from prefetch_check.model.code.worlds.ack_drain.buffer.params import EvictParams, InsertParams
+from prefetch_check.model.code.worlds.ack_drain.buffer.params import EvictParams, InitLoadBackParams, InsertParams
 from prefetch_check.model.code.worlds.ack_drain.write_through.tree import WriteThroughTree
 from prefetch_check.model.code.stand_ins.host_pool import HostPool
 from prefetch_check.model.code.worlds.common import Rank
@@ -32,15 +32,31 @@ from prefetch_check.model.code.worlds.common import Rank
 
 class _WritePart:
     """The cache's write-through and storage-backup bookkeeping and the controller's queued and
-    acked D2H writes, for the run's state key."""
+    acked D2H writes (with a load-back, its loads and H2D acks too), for the run's state key."""
 
     def __init__(self, cache):
         self.cache = cache
 
     def snapshot(self) -> tuple:
         c, cc = self.cache, self.cache.cache_controller
-        return ("write-through", tuple(sorted(c.ongoing_write_through)), tuple(sorted(c.ongoing_backup)),
+        part = ("write-through", tuple(sorted(c.ongoing_write_through)), tuple(sorted(c.ongoing_backup)),
                 tuple(tuple(op.node_ids) for op in cc.write_queue), tuple(tuple(a.node_ids) for a in cc.ack_write_queue))
+        if "load_queue" not in cc.__dict__:  # no load-back in this run (CodeConfig.load_back)
+            return part
+        return part + (tuple(sorted(c.ongoing_load_back)), tuple(tuple(op.node_ids) for op in cc.load_queue),
+                       tuple(tuple(a.node_ids) for a in cc.ack_load_queue))
+
+
+LOAD_BACK_THRESHOLD = 10  # the cache's load_back_threshold (set in its __init__, 0.5.19-0.5.23): fewer tokens are not loaded
+
+
+class _Request:
+    """The request init_load_back is handed (SCH's Req, as far as the load-back reads it): its device
+    match ends at the root, no sidecar hit."""
+
+    def __init__(self, rid: str):
+        self.rid, self.last_node = rid, 0
+        self.swa_host_hit_length = self.mamba_host_hit_length = 0
 
 
 class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
@@ -87,11 +103,52 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
         if self.config.evict_device_round is not None or self.config.split_round is not None:
             # the device eviction's frees and a host-only node's host eviction go through the FULL
             # component; 0.5.23 routes a split's action to it (only then, as the cache world's)
-            cache.components = {rank.tree.component: FullComponent(self.world, rank.pool, rank.tree.device)}
+            cache.components = {rank.tree.component: FullComponent(self.world, rank.pool, rank.tree.device,
+                                                                          rank.tree.component)}
         cache.token_to_kv_pool_allocator = rank.tree.device  # what the eviction's room checks read
+        if self.config.load_back:
+            self._loader(rank)
         cache.is_swa_enabled = False
         self.world.register(_WritePart(cache))
         return rank
+
+    def _loader(self, rank: Rank) -> None:
+        """A rank that loads host hits back to the device (CodeConfig.load_back): the controller's
+        own `load` allocates the rows from the device pool and queues the op; the H2D is the device
+        side's (device_pool.py `start_loading`); the cache's FULL component and its threshold as the
+        cache's __init__ makes them (10 tokens, the release's constant)."""
+        cc, device, cache = rank.cc, rank.tree.device, rank.cache
+        merge = self.modules[CONTROLLER].CacheOperation.merge_ops
+        cc.mem_pool_device_allocator = device
+        cc.load_queue = []
+        cc.start_loading = lambda: device.start_loading(cc, merge)
+        cache._components_tuple = tuple(cache.components.values())
+        cache.load_back_threshold = LOAD_BACK_THRESHOLD
+
+    def _load_back(self, rank: Rank) -> None:
+        """SCH admitting a request of the computed request's tokens: its match ends at the node; a
+        node evicted from the device but backed up on host is a host hit, loaded back by the
+        cache's `init_load_back` and started by `ready_to_load_host_cache` (the adder's steps and
+        the forward's start); the H2D's ack is reaped by `loading_check` in a later round.
+        Only after the node was evicted from the device (a device hit loads nothing)."""
+        cfg, w, tree = self.config, self.config.requests, rank.tree
+        n = cfg.pages * cfg.page_size
+        node = node_of(w, n)
+        if node in tree.resident or node not in tree.host_value:
+            self.baton.observe(f"req{w}'s tokens requested again: {'a device hit' if node in tree.resident else 'a miss'}")
+            return
+        req = _Request(f"again{w}")
+        got = rank.cache.init_load_back(InitLoadBackParams(best_match_node=node, host_hit_length=n, req=req))
+        self.baton.observe(f"req{w}'s tokens requested again: init_load_back {got}")
+        rank.cache.ready_to_load_host_cache()
+
+    def after_events(self, rank: Rank) -> None:
+        """With a load-back, a request of the computed request's tokens arrives in the device
+        eviction's round: its admission and the forward's start follow the round's
+        check_hicache_events, so the H2D's ack is reaped by the next round's loading_check (SCH's
+        loop: the events, the admission, the batch's run)."""
+        if self.config.load_back and rank.rounds == self.config.evict_device_round:
+            self._load_back(rank)
 
     def _insert_sharing(self, rank: Rank) -> None:
         """A second computed request (number `requests + 1`) that shares the first's first page: its

@@ -24,6 +24,7 @@ leaves whose device value is gone: its slots go back through the FULL component'
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 from prefetch_check.model.code.stand_ins.errors import WorldFault
@@ -32,6 +33,16 @@ from prefetch_check.model.code.stand_ins.tree import DriveHostEvictionResult, Ev
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import node_of, request_of_node
 from prefetch_check.model.code.worlds.ack_drain.buffer.params import BackupKV
 from prefetch_check.model.code.worlds.ack_drain.device_side import DeviceLocks, InsertStep, InsertWalk
+
+
+@dataclass
+class LoadBackTransfer:
+    """build_load_back_spec's KV transfer (upstream's PoolTransfer of PoolName.KV): the host slots to
+    load, the nodes they are the values of (root first), the device rows once committed."""
+
+    host_indices: Tensor
+    nodes_to_load: list
+    device_indices: object = None
 
 
 class NotBackedUp(AssertionError, WorldFault):
@@ -57,6 +68,7 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
         self.component = "FULL"  # ComponentType.FULL of the release (run.py): the key of its frees
         self._walked: set = set()  # the eviction walk's leaves so far (its LRU cursor)
         self.is_write_back = False  # the cache's is_write_back (write_path.py sets it from the policy)
+        self.load_pins: dict[int, int] = {}  # write_back: node -> the load-back anchor pinning its host slots
         self._inserting = False
 
     # ---- the insert of the computed request (SCH's cache_unfinished_req after its prefill)
@@ -204,6 +216,54 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
         self.world.baton.observe(f"evicted node {node_id} from the device")
         return EvictionStep(device_frees={self.component: [Tensor(rows)]}, tracker={self.component: len(rows)})
 
+    # ---- the load-back of a host-only node (CodeConfig.load_back: the cache's init_load_back)
+    def is_full_device_evicted(self, node_id) -> bool:
+        self.world.baton.touch(self._pc_name, write=False)
+        return node_id not in self.resident
+
+    def build_load_back_spec(self, node_id, req=None):
+        """The H2D transfer of the node's path: its host-only nodes, root first, their host values in
+        one KV transfer; an empty one where another load-back's anchor pins one of them (write_back),
+        which makes the cache back off, as upstream's tree core does."""
+        self.world.baton.touch(self._pc_name, write=False)
+        nodes = [n for n in reversed(self.lock_path(node_id)) if n not in self.resident]
+        if any(self.load_pins.get(n, node_id) != node_id for n in nodes):
+            return LoadBackTransfer(Tensor([]), []), {}
+        slots = [h for n in nodes for h in self.host_value.get(n, ())]
+        return LoadBackTransfer(Tensor(slots), nodes), {}
+
+    def commit_load_back(self, node_id, device_indices, kv_xfer, comp_xfers=None) -> list:
+        """The loaded rows become the device values of the path's nodes (in the transfer's order);
+        under write_back their host slots are pinned until the ack (finish_load_back)."""
+        self.world.baton.point(f"commit load-back of node {node_id} (rank {self.rank})")
+        self.world.baton.touch(self._pc_name)
+        rows = list(device_indices.data)
+        for n in kv_xfer.nodes_to_load:
+            size = len(self.host_value.get(n, ()))
+            self.resident[n], rows = rows[:size], rows[size:]
+            self.device.own(self.resident[n], f"req{request_of_node(n)[0]}")
+            if self.is_write_back:
+                self.load_pins[n] = node_id
+        kv_xfer.device_indices = device_indices
+        return []
+
+    def finish_load_back(self, anchor_node_id) -> None:
+        """The ack: write_back's pins of this anchor cleared along the path."""
+        self.world.baton.touch(self._pc_name)
+        for n in self.lock_path(anchor_node_id):
+            if self.load_pins.get(n) == anchor_node_id:
+                del self.load_pins[n]
+
+    def collect_full_device_indices(self, from_node_id, until_node_id=0):
+        """The device rows of the path from `from_node_id` up to `until_node_id` (excluded), root first."""
+        self.world.baton.touch(self._pc_name, write=False)
+        path = []
+        for n in self.lock_path(from_node_id):
+            if n == until_node_id:
+                break
+            path.append(n)
+        return Tensor([row for n in reversed(path) for row in self.resident.get(n, ())])
+
     # ---- the node's host lock (write_backup_storage to the storage ack), and host eviction
     def inc_host_lock_ref(self, node_id):
         lock = super().inc_host_lock_ref(node_id)
@@ -281,4 +341,4 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
                                      tuple(sorted(self.written)), tuple(sorted(self.locked.items())),
                                      tuple(sorted(self.host_locks.items())), tuple(sorted(self.start.items())),
                                      tuple(sorted(self.parent.items())), tuple(sorted(self.marks.items())),
-                                     tuple(sorted(self._walked)))
+                                     tuple(sorted(self._walked)), tuple(sorted(self.load_pins.items())))
