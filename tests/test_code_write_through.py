@@ -67,6 +67,12 @@ LOAD_PATH_KEPT = ("        self.dec_lock_ref(node_id, ancestor_lock_params)\n   
                   "        if device_indices is None:\n")
 LOAD_NO_NODE_LOCK = ("            self.inc_lock_ref(node_id).to_dec_params(),\n            host_anchor_params,\n",
                      "            None,\n            host_anchor_params,\n")
+# init_load_back's answer, which SCH takes as the request's prefix: the loaded node's, not the device
+# match's; its tokens, not a page more
+LOAD_WRONG_NODE = ("                return len(new_indices), best_match_node_id\n",
+                   "                return len(new_indices), last_best_match_device_node_id\n")
+LOAD_WRONG_COUNT = ("                return len(new_indices), best_match_node_id\n",
+                    "                return len(new_indices) + self.page_size, best_match_node_id\n")
 LOADED = dict(page_size=5, evict_device_round=2, load_back=True)
 
 
@@ -174,12 +180,16 @@ def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwa
     (LOAD_NO_HOST_LOCK, write(**LOADED), "host_memory", "given back 1 more time(s) than taken"),
     (LOAD_PATH_KEPT, write(**LOADED), "anchor_release", "device nodes [1011] still locked"),
     (LOAD_NO_NODE_LOCK, write(**LOADED), "anchor_release", "device node 1011 unlocked more often than locked"),
+    (LOAD_WRONG_NODE, write(**LOADED), "data_integrity", "reports 10 tokens loaded up to node 0, whose path holds 0"),
+    (LOAD_WRONG_COUNT, write(**LOADED), "data_integrity", "reports 15 tokens loaded up to node 1011, whose path "
+     "holds 10"),
 ], ids=["no storage write", "host lock kept", "host lock not taken", "host lock not taken, evicted", "device lock kept", "device lock not taken",
         "ack not synchronised", "split not moved", "split keeps the child only", "stores the lock node only",
         "device lock kept across a split", "write_back: no storage write", "write_back: demoted before its ack",
         "write_back: demoted unwritten", "load-back: host lock kept", "load-back: device lock kept",
         "load-back: H2D not awaited", "load-back: H2D not awaited, 2 ranks", "load-back: write_back pins kept",
-        "load-back: no host lock", "load-back: the path's lock kept", "load-back: no lock on the loading node"])
+        "load-back: no host lock", "load-back: the path's lock kept", "load-back: no lock on the loading node",
+        "load-back: answers the device match's node", "load-back: answers a page more"])
 def test_a_one_place_edit_of_the_write_path_is_caught(tmp_path, edit, config, prop, message):
     result = check_tree(edited(tmp_path, release("0.5.23"), CACHE, *edit), config, LIMITS)
     assert result.exhaustive and result.verdicts[prop] == "VIOLATED", result.verdicts

@@ -143,6 +143,12 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     # write_back: the device eviction's walk writes the leaf back first (write_through/tree.py)
     ("1x1 write_back evicted", dict(ranks=1, backup=True, write_policy="write_back", evict_device_round=1)),
     ("2x1 write_back evicted", dict(ranks=2, backup=True, write_policy="write_back", evict_device_round=1)),
+    # the load-back of a host hit: the node evicted from the device, its tokens requested again
+    # (write_through/run.py), with the prefetch fetching its 2 pages beside it
+    ("1x1 write_through loaded back", dict(ranks=1, backup=True, page_size=5, evict_device_round=2, load_back=True)),
+    ("2x1 write_through loaded back", dict(ranks=2, backup=True, page_size=5, evict_device_round=2, load_back=True)),
+    ("1x1 write_back loaded back", dict(ranks=1, backup=True, page_size=5, write_policy="write_back",
+                                        evict_device_round=1, load_back=True)),
     # the tree's own file backend (stand_ins/file_storage.py): uncapped, and capped with its metadata cache
     ("1x1 storage=file", dict(ranks=1, storage="file")),
     ("2x1 storage=file", dict(ranks=2, storage="file")),

@@ -140,7 +140,21 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
         req = _Request(f"again{w}")
         got = rank.cache.init_load_back(InitLoadBackParams(best_match_node=node, host_hit_length=n, req=req))
         self.baton.observe(f"req{w}'s tokens requested again: init_load_back {got}")
+        self._judge_prefix(rank, got)
         rank.cache.ready_to_load_host_cache()
+
+    def _judge_prefix(self, rank: Rank, got) -> None:
+        """SCH takes init_load_back's (loaded tokens, last node) as the request's prefix beyond its
+        device match (the root here): the device rows on the path to that node must be exactly
+        that many, or the forward reads rows that are not the request's (or misses its own)."""
+        loaded, last = got
+        rows = len(rank.tree.collect_full_device_indices(last, 0))
+        if rows != loaded:
+            me = self.baton.current()
+            self.world.fault("data_integrity", f"rank {rank.index}: init_load_back reports {loaded} tokens loaded up to "
+                             f"node {last}, whose path holds {rows} device rows",
+                             "wrong KV data served: the request's prefix is not the rows the load filled",
+                             me.point.site if me else "?")
 
     def after_events(self, rank: Rank) -> None:
         """With a load-back, a request of the computed request's tokens arrives in the device
