@@ -51,15 +51,13 @@ DEMOTE_UNWRITTEN = ("                        if written > 0:\n", "              
 
 
 # the load-back of a host hit (CodeConfig.load_back): loading_check without giving the node's host
-# lock or device lock back, or without waiting for the H2D copy, or without clearing write_back's pins;
+# lock or device lock back, or without clearing write_back's pins;
 # load_back without the host lock, without giving the path's lock back after the load, or the
 # ongoing load tracked without the node's device lock
 LOAD_HOST_KEPT = ("                self.dec_lock_ref(node, lock_params)\n                self.dec_host_lock_ref(node, host_lock_params)\n",
                   "                self.dec_lock_ref(node, lock_params)\n")
 LOAD_LOCK_KEPT = ("                self.dec_lock_ref(node, lock_params)\n                self.dec_host_lock_ref(node, host_lock_params)\n",
                   "                self.dec_host_lock_ref(node, host_lock_params)\n")
-LOAD_NOT_SYNCED = ("            ack = cc.ack_load_queue.pop(0)\n            ack.finish_event.synchronize()\n",
-                   "            ack = cc.ack_load_queue.pop(0)\n")
 LOAD_PINS_KEPT = ("                self.tree_core.finish_load_back(node)\n", "")
 LOAD_NO_HOST_LOCK = ("        host_anchor_params = self.inc_host_lock_ref(node_id).to_dec_params()\n",
                      "        host_anchor_params = None\n")
@@ -172,9 +170,6 @@ def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwa
      "to storage or loaded back still held"),
     (LOAD_LOCK_KEPT, write(**LOADED), "anchor_release", "device nodes [1011] still locked by the write path or a "
      "load-back"),
-    (LOAD_NOT_SYNCED, write(**LOADED), "data_integrity", "device row 0 of node 1011 holds nothing, not q1p0"),
-    (LOAD_NOT_SYNCED, write(ranks=2, pages=1, page_size=10, hits=(0, 0), evict_device_round=2, load_back=True),
-     "data_integrity", "device row 0 of node 1011 holds nothing, not q1p0"),
     (LOAD_PINS_KEPT, write(page_size=5, write_policy="write_back", evict_device_round=1, load_back=True),
      "anchor_release", "nodes [1011] still pinned by a load-back"),
     (LOAD_NO_HOST_LOCK, write(**LOADED), "host_memory", "given back 1 more time(s) than taken"),
@@ -187,7 +182,7 @@ def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwa
         "ack not synchronised", "split not moved", "split keeps the child only", "stores the lock node only",
         "device lock kept across a split", "write_back: no storage write", "write_back: demoted before its ack",
         "write_back: demoted unwritten", "load-back: host lock kept", "load-back: device lock kept",
-        "load-back: H2D not awaited", "load-back: H2D not awaited, 2 ranks", "load-back: write_back pins kept",
+        "load-back: write_back pins kept",
         "load-back: no host lock", "load-back: the path's lock kept", "load-back: no lock on the loading node",
         "load-back: answers the device match's node", "load-back: answers a page more"])
 def test_a_one_place_edit_of_the_write_path_is_caught(tmp_path, edit, config, prop, message):

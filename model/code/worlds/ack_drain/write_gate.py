@@ -21,10 +21,11 @@ class WriteAcksGate:
     def _write_round_due(self) -> bool:
         return (min(len(r.cc.ack_write_queue) for r in self.ranks) > 0
                 or min(r.cc.ack_backup_queue.peek_size() for r in self.ranks) > 0
-                or (self._loads() and min(len(r.cc.ack_load_queue) for r in self.ranks) > 0))
+                or (self._loads() and min(_ready(r.cc.ack_load_queue) for r in self.ranks) > 0))
 
     def _loads(self) -> bool:
-        """Whether the run loads host hits back (CodeConfig.load_back): the H2D acks open a round too."""
+        """Whether the run loads host hits back (CodeConfig.load_back): the H2D acks open a round too,
+        once their copies are done (the acks loading_check counts ready)."""
         return getattr(self.config, "load_back", False)
 
     def _write_guard(self, rank) -> tuple:
@@ -42,3 +43,13 @@ class WriteAcksGate:
     def _gate_may_open(self, rank) -> bool:
         return (super()._gate_may_open(rank) or bool(rank.cc.ack_write_queue)
                 or rank.cc.ack_backup_queue.peek_size() > 0 or (self._loads() and bool(rank.cc.ack_load_queue)))
+
+
+def _ready(acks) -> int:
+    """The leading acks whose H2D copy is done (what `_count_ready_acks` counts)."""
+    n = 0
+    for ack in acks:
+        if not ack.finish_event.done:
+            break
+        n += 1
+    return n

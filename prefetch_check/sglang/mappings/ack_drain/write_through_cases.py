@@ -30,8 +30,8 @@ def _write(**kwargs) -> CodeConfig:
     return CodeConfig(world=PROTOCOL, backup=True, **{"ranks": 1, **kwargs})
 
 
-# 0.5.23 (untraced, one core): 152, 152, 10, 100, 10, 25, 511, 152, 544, 202, 340, 25, 160, 5, 684, 234,
-# 340, 446 and 6,551 runs, exhaustive, clean
+# 0.5.23 (untraced, one core): 152, 152, 10, 100, 10, 25, 511, 152, 544, 202, 340, 25, 160, 5, 684, 492,
+# 1,564, 867 and 6,551 runs, exhaustive, clean
 WRITE_THROUGH_CASES: tuple[Case, ...] = (
     Case(f"1 rank, {WRITE} (a computed request written to host and storage)", _write(), skip=skip),
     # eviction at the insert's round: the node's device lock keeps its rows until the D2H ack

@@ -30,6 +30,29 @@ class _Event:
         self.copy()
 
 
+class _Stream:
+    """The H2D stream's event of cache mode's load-back (start_loading): the copy runs on the device's
+    own thread G at a moment the search chooses (`copy_loop`), so `query` says False until then and
+    `synchronize` waits for it, as the CPU waits for the GPU."""
+
+    def __init__(self, world, rank: int, copy):
+        self.world, self.rank, self.copy, self.done = world, rank, copy, False
+
+    def query(self) -> bool:
+        """What the caller found enters its digest: it acts on it later (the ready count)."""
+        self.world.baton.touch(ack_queue_name(self.rank), write=False)
+        self.world.baton.observe(f"H2D {'done' if self.done else 'not done'}")
+        return self.done
+
+    def synchronize(self) -> None:
+        self.world.baton.point(f"synchronize the H2D (rank {self.rank})", lambda: self.done,
+                               (ack_queue_name(self.rank),))
+
+    def run(self) -> None:
+        self.copy()
+        self.done = True
+
+
 @dataclass
 class LoadAck:
     """cache_controller's ack of a load or a write (what loading_check and writing_check read of it)."""
@@ -133,9 +156,9 @@ class DevicePool:
         self.give_back(indices.data)
 
     # ---- the controller's start_loading (the H2D of cache mode's load-back): the loads `load` queued,
-    # merged as upstream merges them, one ack on cc.ack_load_queue; the copy happens when loading_check
-    # synchronises the ack's event, the latest the H2D stream may read the host slots (the load's host
-    # lock keeps them until then)
+    # merged as upstream merges them, one ack on cc.ack_load_queue; the copy runs on the device's thread
+    # G when the search chooses (`copy_loop`), before loading_check counts the ack ready: in between,
+    # the host slots are read by the stream (the load's host lock keeps them)
     def start_loading(self, cc, merge) -> int:
         if not cc.load_queue:
             return -1
@@ -163,10 +186,24 @@ class DevicePool:
                     self.world.fault("data_integrity", f"rank {self.rank}: the H2D copy of load-back {op.node_ids} "
                                      f"lands in device slot {d}, which is free", "the copy overwrites a row the "
                                      "allocator hands out again: another request's KV corrupted", site)
-                self.data[d] = got
+                if got is None:
+                    self.data.pop(d, None)
+                else:
+                    self.data[d] = got
 
-        cc.ack_load_queue.append(LoadAck(list(op.node_ids), _Event(copy)))
+        cc.ack_load_queue.append(LoadAck(list(op.node_ids), _Stream(self.world, self.rank, copy)))
         return 0
+
+    def copy_loop(self, cc) -> None:
+        """The device's thread G: each queued H2D's copy, at a moment the search chooses."""
+        def pending() -> list:
+            return [a for a in cc.ack_load_queue if not a.finish_event.done]
+        while True:
+            self.world.baton.point(f"H2D copy (rank {self.rank})", lambda: bool(pending()), (ack_queue_name(self.rank),))
+            self.world.baton.touch(ack_queue_name(self.rank))
+            ack = pending()[0]
+            ack.finish_event.run()
+            self.world.baton.observe(f"H2D of {ack.node_ids} done")
 
     # ---- the controller's start_writing (the D2H of the write path, CodeConfig.backup): the ops the
     # pipeline queued with cc.write, merged as upstream merges them, one ack on cc.ack_write_queue;

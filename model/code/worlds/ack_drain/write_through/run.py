@@ -44,7 +44,7 @@ class _WritePart:
         if "load_queue" not in cc.__dict__:  # no load-back in this run (CodeConfig.load_back)
             return part
         return part + (tuple(sorted(c.ongoing_load_back)), tuple(tuple(op.node_ids) for op in cc.load_queue),
-                       tuple(tuple(a.node_ids) for a in cc.ack_load_queue))
+                       tuple((tuple(a.node_ids), a.finish_event.done) for a in cc.ack_load_queue))
 
 
 LOAD_BACK_THRESHOLD = 10  # the cache's load_back_threshold (set in its __init__, 0.5.19-0.5.23): fewer tokens are not loaded
@@ -64,6 +64,8 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         self.number_from_zero(modules)
+        if config.load_back:  # the device's thread G runs the H2D copies (buffer/device_pool.py copy_loop)
+            self.PER_RANK = WritePath.PER_RANK + 1
         super().__init__(modules, config, holder, roots)
         self.settle_numbers()
 
@@ -146,15 +148,22 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
     def _judge_prefix(self, rank: Rank, got) -> None:
         """SCH takes init_load_back's (loaded tokens, last node) as the request's prefix beyond its
         device match (the root here): the device rows on the path to that node must be exactly
-        that many, or the forward reads rows that are not the request's (or misses its own)."""
+        that many, or the forward reads rows that are not the request's (or misses its own).
+        0.5.19 answers the loaded rows themselves, which must be the path's rows."""
         loaded, last = got
-        rows = len(rank.tree.collect_full_device_indices(last, 0))
-        if rows != loaded:
+        rows = list(rank.tree.collect_full_device_indices(last, 0).data)
+        if (list(loaded.data) if isinstance(loaded, Tensor) else loaded) != (rows if isinstance(loaded, Tensor) else len(rows)):
             me = self.baton.current()
-            self.world.fault("data_integrity", f"rank {rank.index}: init_load_back reports {loaded} tokens loaded up to "
-                             f"node {last}, whose path holds {rows} device rows",
+            said = f"rows {list(loaded.data)}" if isinstance(loaded, Tensor) else f"{loaded} tokens"
+            self.world.fault("data_integrity", f"rank {rank.index}: init_load_back reports {said} loaded up to "
+                             f"node {last}, whose path holds {len(rows)} device rows",
                              "wrong KV data served: the request's prefix is not the rows the load filled",
                              me.point.site if me else "?")
+
+    def _spawn(self, rank: Rank) -> None:
+        super()._spawn(rank)
+        if self.config.load_back:
+            self.baton.spawn(f"G{rank.index}", rank.index, "device", lambda: rank.tree.device.copy_loop(rank.cc))
 
     def after_events(self, rank: Rank) -> None:
         """With a load-back, a request of the computed request's tokens arrives in the device
