@@ -71,6 +71,16 @@ LOAD_WRONG_NODE = ("                return len(new_indices), best_match_node_id\
                    "                return len(new_indices), last_best_match_device_node_id\n")
 LOAD_WRONG_COUNT = ("                return len(new_indices), best_match_node_id\n",
                     "                return len(new_indices) + self.page_size, best_match_node_id\n")
+# its give-ups: below the threshold without giving the host lock back; no device room without
+# giving the path's lock back
+SKIP_HOST_KEPT = ("            mem_quota is not None and kv_tokens + result.delta > mem_quota\n        ):\n"
+                  "            self.dec_lock_ref(node_id, ancestor_lock_params)\n"
+                  "            self.dec_host_lock_ref(node_id, host_anchor_params)\n",
+                  "            mem_quota is not None and kv_tokens + result.delta > mem_quota\n        ):\n"
+                  "            self.dec_lock_ref(node_id, ancestor_lock_params)\n")
+ROOM_LOCK_KEPT = ("            if self._component_available_size(ComponentType.FULL) < kv_tokens:\n"
+                  "                self.dec_lock_ref(node_id, ancestor_lock_params)\n",
+                  "            if self._component_available_size(ComponentType.FULL) < kv_tokens:\n")
 LOADED = dict(page_size=5, evict_device_round=2, load_back=True)
 
 
@@ -116,7 +126,7 @@ def test_a_split_while_the_write_through_is_pending_runs_the_releases_own_replac
 
 
 def test_the_cases_run_0_5_19_on():
-    assert len(WRITE_THROUGH_CASES) == 19
+    assert len(WRITE_THROUGH_CASES) == 21
     assert {case.skip(release("0.5.23")) for case in WRITE_THROUGH_CASES} == {""}
     assert {case.skip(release("0.5.19")) for case in WRITE_THROUGH_CASES} == {""}
 
@@ -175,6 +185,9 @@ def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwa
     (LOAD_NO_HOST_LOCK, write(**LOADED), "host_memory", "given back 1 more time(s) than taken"),
     (LOAD_PATH_KEPT, write(**LOADED), "anchor_release", "device nodes [1011] still locked"),
     (LOAD_NO_NODE_LOCK, write(**LOADED), "anchor_release", "device node 1011 unlocked more often than locked"),
+    (SKIP_HOST_KEPT, write(evict_device_round=2, load_back=True), "host_memory", "1 host lock(s) on the prefetch's "
+     "anchor or a node backed up to storage or loaded back still held"),
+    (ROOM_LOCK_KEPT, write(device_full=True, **LOADED), "anchor_release", "device nodes [1011] still locked"),
     (LOAD_WRONG_NODE, write(**LOADED), "data_integrity", "reports 10 tokens loaded up to node 0, whose path holds 0"),
     (LOAD_WRONG_COUNT, write(**LOADED), "data_integrity", "reports 15 tokens loaded up to node 1011, whose path "
      "holds 10"),
@@ -184,6 +197,7 @@ def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwa
         "write_back: demoted unwritten", "load-back: host lock kept", "load-back: device lock kept",
         "load-back: write_back pins kept",
         "load-back: no host lock", "load-back: the path's lock kept", "load-back: no lock on the loading node",
+        "load-back below its threshold: host lock kept", "load-back without room: the path's lock kept",
         "load-back: answers the device match's node", "load-back: answers a page more"])
 def test_a_one_place_edit_of_the_write_path_is_caught(tmp_path, edit, config, prop, message):
     result = check_tree(edited(tmp_path, release("0.5.23"), CACHE, *edit), config, LIMITS)

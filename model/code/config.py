@@ -75,6 +75,9 @@ class CodeConfig:
     # request's node on every rank, a request of its tokens arrives, and the scheduler loads its host
     # hit back to the device through the cache's own init_load_back (write_through/run.py)
     load_back: bool = False
+    # load_back: the allocation that made the device eviction keeps the rows it freed (a running
+    # batch), so the load-back finds no device room, evicts for it and gives up
+    device_full: bool = False
     # host memory pressure: host-only pages the tree holds from an earlier request (evictable by the
     # release's evict_host when a prefetch's host allocation fails), the leading ones locked
     host_held_pages: int = 0  # pages of the host pool (host_pages) the tree holds at the start
@@ -163,6 +166,8 @@ class CodeConfig:
         if self.load_back and (not self.backup or self.host_memory_mode != "cache" or self.evict_device_round is None):
             raise ValueError("load_back: cache mode's write path (backup=True) with evict_device_round (a node "
                              "evicted from the device is loaded back)")
+        if self.device_full and not self.load_back:
+            raise ValueError("device_full: a load-back's device room (load_back=True)")
         if not 0 <= self.device_pages < self.pages:
             raise ValueError(f"device_pages {self.device_pages}: between 0 and pages - 1 ({self.pages - 1})")
         if not 0 <= self.host_locked_pages <= self.host_held_pages:
@@ -314,7 +319,7 @@ class CodeConfig:
 
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
-                      "backup": False, "split_round": None, "load_back": False, "write_policy": "write_through", "storage": "stand-in", "file_pages": None,
+                      "backup": False, "split_round": None, "load_back": False, "device_full": False, "write_policy": "write_through", "storage": "stand-in", "file_pages": None,
                       "file_metadata_cache": False, "file_lost": (),
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
                       "cache_class": "UnifiedRadixCache", "sidecars": (),

@@ -31,7 +31,7 @@ def _write(**kwargs) -> CodeConfig:
 
 
 # 0.5.23 (untraced, one core): 152, 152, 10, 100, 10, 25, 511, 152, 544, 202, 340, 25, 160, 5, 684, 492,
-# 1,564, 867 and 6,551 runs, exhaustive, clean
+# 1,564, 867, 269, 269 and 6,551 runs, exhaustive, clean
 WRITE_THROUGH_CASES: tuple[Case, ...] = (
     Case(f"1 rank, {WRITE} (a computed request written to host and storage)", _write(), skip=skip),
     # eviction at the insert's round: the node's device lock keeps its rows until the D2H ack
@@ -89,6 +89,13 @@ WRITE_THROUGH_CASES: tuple[Case, ...] = (
          _write(ranks=2, pages=1, page_size=10, hits=(0, 0), evict_device_round=2, load_back=True), skip=skip),
     Case(f"1 rank, page_size=5, {BACK}, device eviction in round 1, loaded back (its host slots pinned to the ack)",
          _write(page_size=5, write_policy=BACK, evict_device_round=1, load_back=True), skip=skip),
+    # the load-back's give-ups: 2 tokens, below its threshold; no device room (a running batch keeps
+    # the rows the eviction freed: the load evicts for room, finds none and gives its locks back)
+    Case(f"1 rank, {WRITE}, device eviction in round 2, its 2 tokens requested again (below the load-back "
+         "threshold: not loaded)", _write(evict_device_round=2, load_back=True), skip=skip),
+    Case(f"1 rank, page_size=5, {WRITE}, device eviction in round 2 for a running batch that keeps the pool, "
+         "loaded back (no device room: the load gives up)",
+         _write(page_size=5, evict_device_round=2, load_back=True, device_full=True), skip=skip),
     # SGLang's default stop policy: the deadlines fire as the search's choices
     Case(f"1 rank x 1 page, {WRITE}, timeout (deadlines fire as choices)", _write(pages=1, policy="timeout"),
          skip=skip),

@@ -189,8 +189,13 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
     def _allocate_short(self, rank: Rank) -> None:
         """Another request's allocation of the whole device pool finds it short by that much: the
         allocator asks the cache to evict (`evict_for_alloc`, as allocator/base.py does), whose
-        walk (`_evict_components`) takes every device leaf no lock holds (tree.py)."""
-        rank.cache.evict_for_alloc(EvictParams(num_tokens=len(rank.tree.device.owner)))
+        walk (`_evict_components`) takes every device leaf no lock holds (tree.py). With
+        CodeConfig.device_full the request keeps every row then free (a running batch)."""
+        device = rank.tree.device
+        rank.cache.evict_for_alloc(EvictParams(num_tokens=len(device.owner)))
+        if self.config.device_full:
+            taken = device.take(device.owner.count(None), "running")
+            self.baton.observe(f"a running batch holds device slots {taken}")
 
     def enter_round(self, rank: Rank) -> None:
         super().enter_round(rank)

@@ -69,6 +69,7 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
         self._walked: set = set()  # the eviction walk's leaves so far (its LRU cursor)
         self.is_write_back = False  # the cache's is_write_back (write_path.py sets it from the policy)
         self.load_pins: dict[int, int] = {}  # write_back: node -> the load-back anchor pinning its host slots
+        self.empty_match_result = SimpleNamespace(device_indices=Tensor([]))  # 0.5.19-0.5.21's nothing loaded
         self._inserting = False
 
     # ---- the insert of the computed request (SCH's cache_unfinished_req after its prefill)
