@@ -5,9 +5,13 @@ takes pages for a write's room; one-place edits of the backend are caught with t
 
 from __future__ import annotations
 
+import tempfile
+
 import pytest
 
-from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
+from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree, runner
+from prefetch_check.model.code.rt.scratch import SCRATCH_ENV
+from prefetch_check.model.code.runner import ExecutorError
 from prefetch_check.sglang.mappings.ack_drain.file_storage_cases import FILE_STORAGE_CASES
 from test_code_executor import clean, edited, release
 from test_code_poll import line_of
@@ -128,9 +132,40 @@ def test_every_run_removes_its_directory_at_its_end(tmp_path, monkeypatch):
     objects are collected: the child exits without collecting them."""
     from prefetch_check.model.code.rt.executor import Executor
     from prefetch_check.model.code.rt.search import explore
-    from prefetch_check.model.code.worlds import common
-
-    monkeypatch.setattr(common, "_MEMORY_FS", str(tmp_path))
+    monkeypatch.setenv(SCRATCH_ENV, str(tmp_path))
     result = explore(Executor(release("0.5.23"), files(backup=True)), LIMITS)
     assert result.runs == 152 and result.exhaustive
     assert list(tmp_path.iterdir()) == []
+
+
+# HiCacheFile's constructor refuses: no run is built, so none ends to remove its directory
+INIT_RAISES = ("        self, storage_config: HiCacheStorageConfig, file_path: str = \"/tmp/hicache\"\n    ):\n",
+               "        self, storage_config: HiCacheStorageConfig, file_path: str = \"/tmp/hicache\"\n    ):\n"
+               "        raise RuntimeError(\"no storage here\")\n")
+
+
+def test_a_backend_that_fails_to_construct_leaves_its_files_in_the_childs_folder(tmp_path, monkeypatch):
+    """The child makes its files in the folder the parent made for it (a TemporaryDirectory, which
+    the parent removes whatever the child did): a constructor that raises (the child reports it,
+    with no verdict) leaves its run's directory there, not in a folder nobody removes. The parent's
+    folder is kept here to look inside it."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+
+    class Kept:
+        def __init__(self, prefix="", dir=None):
+            self.name = tempfile.mkdtemp(prefix=prefix, dir=dir)
+
+        def __enter__(self):
+            return self.name
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(runner, "memory_fs", lambda: str(scratch))
+    monkeypatch.setattr(runner.tempfile, "TemporaryDirectory", Kept)
+    srt = edited(tmp_path / "tree", release("0.5.23"), "mem_cache/hicache_storage.py", *INIT_RAISES)
+    with pytest.raises(ExecutorError, match="no storage here"):
+        check_tree(srt, files(), LIMITS)
+    (work,) = scratch.iterdir()
+    assert [p.name.startswith("prefetch-check-hicache-file-") for p in work.iterdir()] == [True]

@@ -1,6 +1,6 @@
-"""The parent's side: start the child (`python -I`, fresh temporary folder, CPU and memory caps,
-no network), hand it the request, enforce the wall-clock timeout, read the answer. The checker's
-own process never imports the tree's code."""
+"""The parent's side: start the child (`python -I`, a fresh temporary folder it removes whatever the
+child left there: rt/scratch.py, CPU and memory caps, no network), hand it the request, enforce the
+wall-clock timeout, read the answer. The checker's own process never imports the tree's code."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from prefetch_check.model.code.config import CodeConfig, CodeLimits, CodeResult
+from prefetch_check.model.code.rt.scratch import SCRATCH_ENV, memory_fs
 
 GRACE_SECONDS = 30.0  # beyond the search's own time limit: loading, judging, exiting
 
@@ -45,12 +46,12 @@ def _child(request: dict, wall_seconds: float) -> dict:
     world = request["config"].get("world", "")
     if _registered(world):
         request = {**request, "protocol": _registered(world)}
-    with tempfile.TemporaryDirectory(prefix="prefetch-check-exec-") as work:
+    with tempfile.TemporaryDirectory(prefix="prefetch-check-exec-", dir=memory_fs()) as work:
         try:
             # -B: the child writes no __pycache__ into the tree under test (nothing outside its folder)
             proc = subprocess.run([sys.executable, "-I", "-B", "-m", "prefetch_check.model.code.child"],
                                   input=json.dumps(request), capture_output=True, text=True, cwd=work,
-                                  timeout=wall_seconds, env={"PATH": "/usr/bin:/bin", "HOME": work})
+                                  timeout=wall_seconds, env={"PATH": "/usr/bin:/bin", "HOME": work, SCRATCH_ENV: work})
         except subprocess.TimeoutExpired:
             raise ExecutorError(f"the executor's child ran past {wall_seconds:.0f} s and was killed") from None
     if proc.returncode != 0 or not proc.stdout:

@@ -6,7 +6,6 @@ world's harness (worlds/<protocol>/harness.py) subclasses `WorldRun` with how it
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from dataclasses import dataclass, field
 from prefetch_check.model.code.config import CodeConfig
 from prefetch_check.model.code.rt import loader, stubs
 from prefetch_check.model.code.rt.baton import Baton
+from prefetch_check.model.code.rt.scratch import run_files_root
 from prefetch_check.model.code.stand_ins import clock as clocks
 from prefetch_check.model.code.stand_ins.clock import Clock, make_time
 from prefetch_check.model.code.stand_ins.collectives import Collectives, Group
@@ -28,9 +28,6 @@ from prefetch_check.model.code.stand_ins.sync import make_threading
 from prefetch_check.model.code.stand_ins.tree import TreeCore
 
 ROOT_NODE = 0
-# a run's file storage directory: in memory where the machine has a tmpfs (a directory made and
-# removed per run costs about 0.8 ms on ext4 against 0.1 ms there), else the default temporary folder
-_MEMORY_FS = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 GATE = "scheduler round"
 GATE_INPUTS = "gate"  # in a step's footprint: what the schedulers' loops keep (rounds, waiting, positions)
 
@@ -130,7 +127,7 @@ class WorldRun:
             raise self.world.not_modelled("storage file: the tree has no HiCacheFile")
         directory = self.__dict__.get("_file_storage_dir")
         if directory is None:  # one per run, shared by its ranks; gone with the run
-            directory = self._file_storage_dir = tempfile.mkdtemp(prefix="prefetch-check-hicache-file-", dir=_MEMORY_FS)
+            directory = self._file_storage_dir = tempfile.mkdtemp(prefix="prefetch-check-hicache-file-", dir=run_files_root())
             self.baton.at_end(functools.partial(shutil.rmtree, directory, ignore_errors=True))  # the run's end
         pool.flat_pages = True
         stored = [f"q{q}p{p}" for q in range(cfg.requests) for p in range(hits)]
