@@ -4,7 +4,10 @@ happens when its ack's event is synchronised (loading_check), as the H2D stream'
 then: it reads the host bounce slots, and judges data_integrity on what it reads (a host slot
 freed or rewritten before the copy read it: a use after free of a staged page). Every call enters
 a step's footprint as the pool's (`r<rank>.device`); a load also writes the controller's load ack
-list (`r<rank>.ack_load_queue`, which the round gate reads) and its copy reads the host pool."""
+list (`r<rank>.ack_load_queue`, which the round gate reads) and its copy reads the host pool. In
+cache mode's write path it is also the allocator the controller's own `load` takes rows from, and
+its `start_loading` (the load-back's H2D, copied by the device's thread G when the search chooses)
+and `start_writing` (the D2H) stand in for the controller's transfers."""
 
 from __future__ import annotations
 
@@ -163,12 +166,7 @@ class DevicePool:
         if not cc.load_queue:
             return -1
         baton = self.world.baton
-        op = merge(cc.load_queue)
-        cc.load_queue.clear()
-        baton.point(f"H2D of {len(op.host_indices)} host slots (rank {self.rank})")
-        baton.touch(self._pc_name)
-        baton.touch(ack_queue_name(self.rank))
-        site = baton.current().point.site if baton.current() else "?"
+        op, site = self._merged(cc.load_queue, merge, "H2D of {} host slots", ack_queue_name(self.rank))
         pairs = list(zip(op.host_indices.data, op.device_indices.data))
 
         def copy() -> None:
@@ -213,12 +211,7 @@ class DevicePool:
         if not cc.write_queue:
             return
         baton = self.world.baton
-        op = merge(cc.write_queue)
-        cc.write_queue.clear()
-        baton.point(f"D2H of {len(op.device_indices)} device slots (rank {self.rank})")
-        baton.touch(self._pc_name)
-        baton.touch(write_ack_queue_name(self.rank))
-        site = baton.current().point.site if baton.current() else "?"
+        op, site = self._merged(cc.write_queue, merge, "D2H of {} device slots", write_ack_queue_name(self.rank))
         pairs = list(zip(op.device_indices.data, op.host_indices.data))
 
         def copy() -> None:
@@ -237,6 +230,18 @@ class DevicePool:
                 self.host.written[h] = got
 
         cc.ack_write_queue.append(LoadAck(list(op.node_ids), _Event(copy)))
+
+    def _merged(self, queue: list, merge, label: str, ack_list: str) -> tuple:
+        """The queued transfers merged as upstream merges them (CacheOperation.merge_ops) and the
+        queue cleared, at a point of their own that writes the pool and the ack list; (the merged
+        op, the point's site)."""
+        baton = self.world.baton
+        op = merge(queue)
+        queue.clear()
+        baton.point(f"{label.format(len(op.device_indices))} (rank {self.rank})")
+        baton.touch(self._pc_name)
+        baton.touch(ack_list)
+        return op, (baton.current().point.site if baton.current() else "?")
 
     def check_resident(self, request: int, slots) -> list[str]:
         """The resident slots of request whose page is not the one its position holds."""
