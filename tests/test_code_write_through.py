@@ -205,6 +205,35 @@ def test_a_one_place_edit_of_the_write_path_is_caught(tmp_path, edit, config, pr
     assert message in result.violations[prop].message, result.violations[prop].message
 
 
+# the controller's own H2D: its L2 transfers without the KV (HybridCacheController._l2_transfers), its
+# ack naming no node (HiCacheController.start_loading)
+NO_KV_TRANSFER = ("mem_cache/hybrid_cache/hybrid_cache_controller.py",
+                  "        if host_indices.numel() > 0:\n            transfers.append(\n",
+                  "        if host_indices.numel() > 10**6:\n            transfers.append(\n")
+ACK_WITHOUT_NODES = ("managers/cache_controller.py",
+                     "                finish_event=completion.finish_event,\n                node_ids=op.node_ids,\n"
+                     "                num_tokens=len(op.device_indices),\n                timing_enabled=completion."
+                     "timing_enabled,\n                num_tokens_by_pool=self._num_tokens_by_pool(op),\n"
+                     "                num_bytes=self._transfer_num_bytes(op),\n            )\n        )\n"
+                     "        return producer_id\n",
+                     "                finish_event=completion.finish_event,\n                node_ids=[],\n"
+                     "                num_tokens=len(op.device_indices),\n                timing_enabled=completion."
+                     "timing_enabled,\n                num_tokens_by_pool=self._num_tokens_by_pool(op),\n"
+                     "                num_bytes=self._transfer_num_bytes(op),\n            )\n        )\n"
+                     "        return producer_id\n")
+
+
+@pytest.mark.parametrize("edit, prop, message", [
+    (NO_KV_TRANSFER, "data_integrity", "device row 0 of node 1011 holds nothing, not q1p0"),
+    (ACK_WITHOUT_NODES, "progress", "load-back of nodes [1011] never acked"),
+], ids=["no KV transfer", "an ack of no node"])
+def test_a_one_place_edit_of_the_controllers_own_load_is_caught(tmp_path, edit, prop, message):
+    """The load-back's H2D as the controller builds it (start_loading, its L2 transfers and ack)."""
+    result = check_tree(edited(tmp_path, release("0.5.23"), *edit), write(**LOADED), LIMITS)
+    assert result.exhaustive and result.verdicts[prop] == "VIOLATED", result.verdicts
+    assert message in result.violations[prop].message, result.violations[prop].message
+
+
 # 0.5.23's _execute_kv_backup: the host room short, evict_host for what is missing, the write given up
 # when eviction frees too little; _execute_and_commit_kv_backup's stop at that failed backup
 ROOM, EVICTED, GIVEN_UP = 1747, 1748, (1749, 1705)

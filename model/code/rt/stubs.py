@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import types
-from typing import Callable
+from typing import Any, Callable, NamedTuple, Optional
 
 from prefetch_check.model.code.stand_ins import radix
 from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
@@ -72,6 +72,18 @@ def _shared_layout(pool) -> bool:
     return getattr(pool, "__dict__", {}).get("shared_allocation_domain") is not None
 
 
+class L2Transfer(NamedTuple):
+    """l2_transfer.py's transfer record, which the controller builds and its L2 transfer engine
+    runs (the engine is the device side's stand-in: buffer/device_pool.py)."""
+
+    host_pool: Any
+    device_pool: Any
+    host_indices: Any
+    device_indices: Any
+    layer_mapper: Optional[Callable] = None
+    is_draft: bool = False
+
+
 class _Inert:
     """A device module nobody on the path uses (CC calls get_device_module() at import)."""
 
@@ -86,6 +98,7 @@ def known(component_type) -> dict[str, dict[str, object]]:
         "sglang.srt.mem_cache.base_prefix_cache": {
             "BasePrefixCache": BasePrefixCache, "CacheRequestHandle": CacheRequestHandle, "InsertResult": InsertResult},
         "sglang.srt.mem_cache.radix_cache": {"RadixKey": radix.RadixKey},
+        "sglang.srt.mem_cache.l2_transfer": {"L2Transfer": L2Transfer},
         "sglang.srt.mem_cache.utils": {"get_storage_hash_str": radix.storage_hashes},
         # a pool of the shared host arena stand-in (stand_ins/shared_arena.py) names its domain
         "sglang.srt.mem_cache.pool_host.base": {"uses_shared_host_layout": _shared_layout},

@@ -6,12 +6,13 @@ freed or rewritten before the copy read it: a use after free of a staged page). 
 a step's footprint as the pool's (`r<rank>.device`); a load also writes the controller's load ack
 list (`r<rank>.ack_load_queue`, which the round gate reads) and its copy reads the host pool. In
 cache mode's write path it is also the allocator the controller's own `load` takes rows from, and
-its `start_loading` (the load-back's H2D, copied by the device's thread G when the search chooses)
-and `start_writing` (the D2H) stand in for the controller's transfers."""
+the L2 transfer engine of its load-back's H2D (copied by the device's thread G when the search
+chooses); its `start_writing` stands in for the controller's D2H."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from prefetch_check.model.code.stand_ins.host_pool import HELD, TREE
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
@@ -158,16 +159,19 @@ class DevicePool:
     def free(self, indices) -> None:
         self.give_back(indices.data)
 
-    # ---- the controller's start_loading (the H2D of cache mode's load-back): the loads `load` queued,
-    # merged as upstream merges them, one ack on cc.ack_load_queue; the copy runs on the device's thread
-    # G when the search chooses (`copy_loop`), before loading_check counts the ack ready: in between,
-    # the host slots are read by the stream (the load's host lock keeps them)
-    def start_loading(self, cc, merge) -> int:
-        if not cc.load_queue:
-            return -1
+    # ---- the L2 transfer engine's H2D (cache mode's load-back: the controller's own start_loading
+    # merges the queued loads, moves their indices, builds the L2 transfers and hands them here, then
+    # queues its ack with the completion's event); the copy runs on the device's thread G when the
+    # search chooses (`copy_loop`), before loading_check counts the ack ready: in between, the host
+    # slots are read by the stream (the load's host lock keeps them)
+    def submit_host_to_device(self, transfers, start_event=None, on_layer_done=None, **layers):
         baton = self.world.baton
-        op, site = self._merged(cc.load_queue, merge, "H2D of {} host slots", ack_queue_name(self.rank))
-        pairs = list(zip(op.host_indices.data, op.device_indices.data))
+        pairs = [(h, d) for t in transfers for h, d in zip(t.host_indices.data, t.device_indices.data)]
+        baton.point(f"H2D of {len(pairs)} host slots (rank {self.rank})")
+        baton.touch(self._pc_name)
+        baton.touch(ack_queue_name(self.rank))
+        site = baton.current().point.site if baton.current() else "?"
+        what = f"rows {[d for _, d in pairs]}"
 
         def copy() -> None:
             baton.touch(self._pc_name)
@@ -176,12 +180,12 @@ class DevicePool:
                 state = self.host.status[h]
                 got = self.host.written.get(h) if state in (HELD, TREE) else None
                 if got is None:
-                    self.world.fault("data_integrity", f"rank {self.rank}: the H2D copy of load-back {op.node_ids} "
+                    self.world.fault("data_integrity", f"rank {self.rank}: the H2D copy of {what} "
                                      f"reads host slot {h}, which is {state} and holds nothing written",
                                      "wrong KV data served: the device copy of a host hit read a slot freed or never "
                                      "written (host eviction under the load)", site)
                 if self.owner[d] is None:
-                    self.world.fault("data_integrity", f"rank {self.rank}: the H2D copy of load-back {op.node_ids} "
+                    self.world.fault("data_integrity", f"rank {self.rank}: the H2D copy of {what} "
                                      f"lands in device slot {d}, which is free", "the copy overwrites a row the "
                                      "allocator hands out again: another request's KV corrupted", site)
                 if got is None:
@@ -189,8 +193,11 @@ class DevicePool:
                 else:
                     self.data[d] = got
 
-        cc.ack_load_queue.append(LoadAck(list(op.node_ids), _Stream(self.world, self.rank, copy)))
-        return 0
+        return SimpleNamespace(start_event=start_event, finish_event=_Stream(self.world, self.rank, copy),
+                               timing_enabled=False)
+
+    def set_hicache_transfer_done_event(self, key, event) -> None:
+        """The allocator's fence before it hands out rows a transfer still writes (no stream here)."""
 
     def copy_loop(self, cc) -> None:
         """The device's thread G: each queued H2D's copy, at a moment the search chooses."""
@@ -201,7 +208,7 @@ class DevicePool:
             self.world.baton.touch(ack_queue_name(self.rank))
             ack = pending()[0]
             ack.finish_event.run()
-            self.world.baton.observe(f"H2D of {ack.node_ids} done")
+            self.world.baton.observe(f"H2D of nodes {list(ack.node_ids)} done")
 
     # ---- the controller's start_writing (the D2H of the write path, CodeConfig.backup): the ops the
     # pipeline queued with cc.write, merged as upstream merges them, one ack on cc.ack_write_queue;
@@ -211,7 +218,12 @@ class DevicePool:
         if not cc.write_queue:
             return
         baton = self.world.baton
-        op, site = self._merged(cc.write_queue, merge, "D2H of {} device slots", write_ack_queue_name(self.rank))
+        op = merge(cc.write_queue)
+        cc.write_queue.clear()
+        baton.point(f"D2H of {len(op.device_indices)} device slots (rank {self.rank})")
+        baton.touch(self._pc_name)
+        baton.touch(write_ack_queue_name(self.rank))
+        site = baton.current().point.site if baton.current() else "?"
         pairs = list(zip(op.device_indices.data, op.host_indices.data))
 
         def copy() -> None:
@@ -230,18 +242,6 @@ class DevicePool:
                 self.host.written[h] = got
 
         cc.ack_write_queue.append(LoadAck(list(op.node_ids), _Event(copy)))
-
-    def _merged(self, queue: list, merge, label: str, ack_list: str) -> tuple:
-        """The queued transfers merged as upstream merges them (CacheOperation.merge_ops) and the
-        queue cleared, at a point of their own that writes the pool and the ack list; (the merged
-        op, the point's site)."""
-        baton = self.world.baton
-        op = merge(queue)
-        queue.clear()
-        baton.point(f"{label.format(len(op.device_indices))} (rank {self.rank})")
-        baton.touch(self._pc_name)
-        baton.touch(ack_list)
-        return op, (baton.current().point.site if baton.current() else "?")
 
     def check_resident(self, request: int, slots) -> list[str]:
         """The resident slots of request whose page is not the one its position holds."""

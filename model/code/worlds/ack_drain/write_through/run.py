@@ -13,6 +13,8 @@ written_storage.py). What its runs are judged for at the end: judge.py."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from prefetch_check.model.code.stand_ins.components import FullComponent
 from prefetch_check.model.code.stand_ins.host_held import HostHeldPages
 from prefetch_check.model.code.stand_ins.written_storage import WrittenStorage
@@ -48,6 +50,18 @@ class _WritePart:
 
 
 LOAD_BACK_THRESHOLD = 10  # the cache's load_back_threshold (set in its __init__, 0.5.19-0.5.23): fewer tokens are not loaded
+
+
+class _LayerEvent:
+    """One of the layer-done counter's events (LayerLoadingEvent): the H2D's start is recorded on
+    it and each layer's completion reported to it; nothing waits on it here (no forward pass)."""
+
+    def __init__(self):
+        self.start_event = SimpleNamespace(record=lambda *a: None)
+        self.finish_event = SimpleNamespace(query=lambda: True)
+
+    def complete(self, layer_index: int) -> None:
+        """The engine's per-layer callback (the consumer's wait is not modelled)."""
 
 
 class _Request:
@@ -116,14 +130,26 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
 
     def _loader(self, rank: Rank) -> None:
         """A rank that loads host hits back to the device (CodeConfig.load_back): the controller's
-        own `load` allocates the rows from the device pool and queues the op; the H2D is the device
-        side's (device_pool.py `start_loading`); the cache's FULL component and its threshold as the
-        cache's __init__ makes them (10 tokens, the release's constant)."""
-        cc, device, cache = rank.cc, rank.tree.device, rank.cache
-        merge = self.modules[CONTROLLER].CacheOperation.merge_ops
-        cc.mem_pool_device_allocator = device
+        own `load` allocates the rows from the device pool and queues the op, its own
+        `start_loading` merges the ops, moves their indices (the CPU path), builds the L2 transfers
+        and queues the ack; the L2 transfer engine (its H2D) is the device side's
+        (device_pool.py), the layer-done counter the release's with stand-in events; the cache's
+        FULL component and its threshold as the cache's __init__ makes them (10 tokens, the
+        release's constant)."""
+        cc, device, cache, pool = rank.cc, rank.tree.device, rank.cache, rank.pool
+        cc.mem_pool_device_allocator = cc.l2_transfer_engine = device
         cc.load_queue = []
-        cc.start_loading = lambda: device.start_loading(cc, merge)
+        cc.load_fence_stream = None
+        cc.io_backend, pool.__dict__["layout"] = "direct", "page_first_direct"  # move_indices: the CPU path
+        cc.transfer_layer_id_max = cc.layer_num = 1
+        counter_cls = self.modules[CONTROLLER].LayerDoneCounter
+        cc.layer_done_counter = counter_cls.__new__(counter_cls)
+        cc.layer_done_counter.__dict__.update(num_counters=3, producer_index=-1, consumer_index=-1,
+                                              events=[_LayerEvent() for _ in range(3)])
+        anchor = pool.anchor_entry  # the host pool group's anchor entry, as the L2 transfers read it
+        anchor.device_pool, anchor.layer_mapper, anchor.packed_draft_device_pools = device, None, ()
+        anchor.name = self.modules["mem_cache/hicache_storage.py"].PoolName.KV
+        pool.__dict__["size_per_token"] = 1
         cache._components_tuple = tuple(cache.components.values())
         cache.load_back_threshold = LOAD_BACK_THRESHOLD
 
