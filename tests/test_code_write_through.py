@@ -224,11 +224,13 @@ ACK_WITHOUT_NODES = ("managers/cache_controller.py",
 
 
 @pytest.mark.parametrize("edit, prop, message", [
-    (NO_KV_TRANSFER, "data_integrity", "device row 0 of node 1011 holds nothing, not q1p0"),
+    # the D2H's transfers too (the same builder): the write-through's copy writes nothing first
+    (NO_KV_TRANSFER, "data_integrity", "the backup stores nothing under key q1p0"),
     (ACK_WITHOUT_NODES, "progress", "load-back of nodes [1011] never acked"),
 ], ids=["no KV transfer", "an ack of no node"])
 def test_a_one_place_edit_of_the_controllers_own_load_is_caught(tmp_path, edit, prop, message):
-    """The load-back's H2D as the controller builds it (start_loading, its L2 transfers and ack)."""
+    """The load-back's H2D as the controller builds it (start_loading, its L2 transfers and ack),
+    and the write's D2H (start_writing) from the same transfer builder."""
     result = check_tree(edited(tmp_path, release("0.5.23"), *edit), write(**LOADED), LIMITS)
     assert result.exhaustive and result.verdicts[prop] == "VIOLATED", result.verdicts
     assert message in result.violations[prop].message, result.violations[prop].message

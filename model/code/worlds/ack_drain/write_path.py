@@ -40,17 +40,31 @@ class WritePath:
         """The controller of a rank that writes its own KV: its storage_config (0.5.23's
         `backup_skip` property reads it) or, before, the `backup_skip` flag __init__ sets (unset,
         the backup thread's AttributeError is swallowed by `_page_backup_or_log` and nothing is
-        stored: 0.5.22's buffer write cases stored nothing so), the generic page set, and the D2H."""
-        cc, device = rank.cc, rank.tree.device
-        merge = self.modules[CONTROLLER].CacheOperation.merge_ops
+        stored: 0.5.22's buffer write cases stored nothing so), the generic page set, and what its
+        own transfers read (`_l2_side`)."""
+        cc = rank.cc
         cc.storage_config = _StorageConfig(self.world)
         if not isinstance(getattr(type(cc), "backup_skip", None), property):
             cc.backup_skip = False
         cc.page_set_func = cc._generic_page_set
         cc.write_policy = self.config.write_policy
-        cc.start_writing = lambda: device.start_writing(cc, merge)  # the D2H (device side)
+        self._l2_side(rank)
         rank.tree.is_write_back = cc.write_policy == "write_back"  # where the cache's property keeps it
         rank.cache.is_write_back = rank.tree.is_write_back
+
+    def _l2_side(self, rank: Rank) -> None:
+        """What the controller's own transfers read (start_writing, start_loading: their merge,
+        `move_hybrid_indices` -> `move_indices` on the CPU path, `_l2_transfers`, the ack's token
+        and byte counts): the L2 transfer engine and the device allocator are the device side's
+        (buffer/device_pool.py), the host pool group's anchor entry names its device pool."""
+        cc, device, pool = rank.cc, rank.tree.device, rank.pool
+        cc.mem_pool_device_allocator = cc.l2_transfer_engine = device
+        cc.write_fence_stream = None
+        cc.io_backend, pool.__dict__["layout"] = "direct", "page_first_direct"
+        pool.__dict__["size_per_token"] = 1
+        anchor = pool.anchor_entry
+        anchor.device_pool, anchor.layer_mapper, anchor.packed_draft_device_pools = device, None, ()
+        anchor.name = self.modules["mem_cache/hicache_storage.py"].PoolName.KV
 
     def _spawn(self, rank: Rank) -> None:
         super()._spawn(rank)

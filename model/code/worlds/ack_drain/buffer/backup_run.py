@@ -8,8 +8,9 @@ tree, that one and each staged prefetch's load-back, hands the cache a BackupKV 
 `writing_check` -> `finish_backup_ack` -> the controller's `write_storage`, the backup thread B
 (`backup_thread_func`: the host staging read page by page, `batch_set`), and the storage ack's
 drain -> `finish_storage_write_ack` (beliefs, staging freed). Stand-ins: the D2H copy
-(device_pool.py `start_writing`), the storage that keeps what is written (stand_ins/
-written_storage.py). What its runs are judged for at the end: backup_judge.py."""
+(device_pool.py `submit_device_to_host`: the L2 engine the controller's own `start_writing`
+hands its transfers), the storage that keeps what is written (stand_ins/written_storage.py).
+What its runs are judged for at the end: backup_judge.py."""
 
 from __future__ import annotations
 

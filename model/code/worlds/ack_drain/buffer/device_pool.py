@@ -210,21 +210,19 @@ class DevicePool:
             ack.finish_event.run()
             self.world.baton.observe(f"H2D of nodes {list(ack.node_ids)} done")
 
-    # ---- the controller's start_writing (the D2H of the write path, CodeConfig.backup): the ops the
-    # pipeline queued with cc.write, merged as upstream merges them, one ack on cc.ack_write_queue;
-    # the copy happens when writing_check synchronises the ack's event, the latest the D2H stream may
-    # read the device rows (the pipeline's lock keeps them until then)
-    def start_writing(self, cc, merge) -> None:
-        if not cc.write_queue:
-            return
+    # ---- the L2 transfer engine's D2H (the write path, CodeConfig.backup: the controller's own
+    # start_writing merges the ops queued with cc.write, moves their indices, builds the transfers and
+    # hands them here, then queues its ack on cc.ack_write_queue with the completion's event); the
+    # copy happens when writing_check synchronises that event, the latest the D2H stream may read the
+    # device rows (the write's lock keeps them until then)
+    def submit_device_to_host(self, transfers, **kwargs):
         baton = self.world.baton
-        op = merge(cc.write_queue)
-        cc.write_queue.clear()
-        baton.point(f"D2H of {len(op.device_indices)} device slots (rank {self.rank})")
+        pairs = [(d, h) for t in transfers for d, h in zip(t.device_indices.data, t.host_indices.data)]
+        baton.point(f"D2H of {len(pairs)} device slots (rank {self.rank})")
         baton.touch(self._pc_name)
         baton.touch(write_ack_queue_name(self.rank))
         site = baton.current().point.site if baton.current() else "?"
-        pairs = list(zip(op.device_indices.data, op.host_indices.data))
+        what = f"rows {[d for d, _ in pairs]}"
 
         def copy() -> None:
             baton.touch(self._pc_name, write=False)
@@ -232,16 +230,16 @@ class DevicePool:
             for d, h in pairs:
                 got = self.data.get(d) if self.owner[d] is not None else None
                 if got is None:
-                    self.world.fault("data_integrity", f"rank {self.rank}: the D2H copy of backup {op.node_ids} reads "
+                    self.world.fault("data_integrity", f"rank {self.rank}: the D2H copy of {what} reads "
                                      f"device slot {d}, which is free", "wrong KV data written back: the D2H copy "
                                      "read a device row freed under it (use after free of the source)", site)
                 if self.host.status[h] not in (HELD, TREE):  # staging (buffer_only), a node's host value (cache)
-                    self.world.fault("host_memory", f"rank {self.rank}: the D2H copy of backup {op.node_ids} lands "
+                    self.world.fault("host_memory", f"rank {self.rank}: the D2H copy of {what} lands "
                                      f"in host slot {h}, which is {self.host.status[h]}", "the copy overwrites a "
                                      "slot the pool handed out again: another request's KV corrupted", site)
                 self.host.written[h] = got
 
-        cc.ack_write_queue.append(LoadAck(list(op.node_ids), _Event(copy)))
+        return SimpleNamespace(start_event=None, finish_event=_Event(copy), timing_enabled=False)
 
     def check_resident(self, request: int, slots) -> list[str]:
         """The resident slots of request whose page is not the one its position holds."""

@@ -8,8 +8,9 @@ the controller's real `write`), the tree's commit and the node's device lock, th
 controller's `write_storage`), the backup thread B (`backup_thread_func`, the generic page set) and
 the storage ack's drain (`_drain_backup`: the host lock given back). Beside it the prefetches share
 the host pool, the storage and the scheduler's drain. Stand-ins: the D2H copy
-(buffer/device_pool.py `start_writing`), the storage that keeps what is written (stand_ins/
-written_storage.py). What its runs are judged for at the end: judge.py."""
+(device_pool.py `submit_device_to_host`: the L2 engine the controller's own `start_writing`
+hands its transfers), the storage that keeps what is written (stand_ins/written_storage.py).
+What its runs are judged for at the end: judge.py."""
 
 from __future__ import annotations
 
@@ -131,25 +132,18 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
     def _loader(self, rank: Rank) -> None:
         """A rank that loads host hits back to the device (CodeConfig.load_back): the controller's
         own `load` allocates the rows from the device pool and queues the op, its own
-        `start_loading` merges the ops, moves their indices (the CPU path), builds the L2 transfers
-        and queues the ack; the L2 transfer engine (its H2D) is the device side's
-        (device_pool.py), the layer-done counter the release's with stand-in events; the cache's
-        FULL component and its threshold as the cache's __init__ makes them (10 tokens, the
-        release's constant)."""
-        cc, device, cache, pool = rank.cc, rank.tree.device, rank.cache, rank.pool
-        cc.mem_pool_device_allocator = cc.l2_transfer_engine = device
+        `start_loading` merges the ops, moves their indices, builds the L2 transfers (write_path.py
+        `_writer` sets up what they read) and queues the ack; the layer-done counter is the
+        release's with stand-in events; the cache's FULL component and its threshold as the
+        cache's __init__ makes them (10 tokens, the release's constant)."""
+        cc, cache = rank.cc, rank.cache
         cc.load_queue = []
         cc.load_fence_stream = None
-        cc.io_backend, pool.__dict__["layout"] = "direct", "page_first_direct"  # move_indices: the CPU path
         cc.transfer_layer_id_max = cc.layer_num = 1
         counter_cls = self.modules[CONTROLLER].LayerDoneCounter
         cc.layer_done_counter = counter_cls.__new__(counter_cls)
         cc.layer_done_counter.__dict__.update(num_counters=3, producer_index=-1, consumer_index=-1,
                                               events=[_LayerEvent() for _ in range(3)])
-        anchor = pool.anchor_entry  # the host pool group's anchor entry, as the L2 transfers read it
-        anchor.device_pool, anchor.layer_mapper, anchor.packed_draft_device_pools = device, None, ()
-        anchor.name = self.modules["mem_cache/hicache_storage.py"].PoolName.KV
-        pool.__dict__["size_per_token"] = 1
         cache._components_tuple = tuple(cache.components.values())
         cache.load_back_threshold = LOAD_BACK_THRESHOLD
 
