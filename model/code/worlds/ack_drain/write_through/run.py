@@ -172,9 +172,12 @@ class WriteThroughRun(WriteAcksGate, WritePath, NumberedFromZero, Run):
         0.5.19 answers the loaded rows themselves, which must be the path's rows."""
         loaded, last = got
         rows = list(rank.tree.collect_full_device_indices(last, 0).data)
-        if (list(loaded.data) if isinstance(loaded, Tensor) else loaded) != (rows if isinstance(loaded, Tensor) else len(rows)):
+        if isinstance(loaded, Tensor):  # 0.5.19: the rows themselves
+            ok, said = list(loaded.data) == rows, f"rows {list(loaded.data)}"
+        else:
+            ok, said = loaded == len(rows), f"{loaded} tokens"
+        if not ok:
             me = self.baton.current()
-            said = f"rows {list(loaded.data)}" if isinstance(loaded, Tensor) else f"{loaded} tokens"
             self.world.fault("data_integrity", f"rank {rank.index}: init_load_back reports {said} loaded up to "
                              f"node {last}, whose path holds {len(rows)} device rows",
                              "wrong KV data served: the request's prefix is not the rows the load filled",
