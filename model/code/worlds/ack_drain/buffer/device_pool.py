@@ -166,12 +166,7 @@ class DevicePool:
     # slots are read by the stream (the load's host lock keeps them)
     def submit_host_to_device(self, transfers, start_event=None, on_layer_done=None, **layers):
         baton = self.world.baton
-        pairs = [(h, d) for t in transfers for h, d in zip(t.host_indices.data, t.device_indices.data)]
-        baton.point(f"H2D of {len(pairs)} host slots (rank {self.rank})")
-        baton.touch(self._pc_name)
-        baton.touch(ack_queue_name(self.rank))
-        site = baton.current().point.site if baton.current() else "?"
-        what = f"rows {[d for _, d in pairs]}"
+        pairs, site, what = self._submitted(transfers, "H2D of {} host slots", ack_queue_name(self.rank))
 
         def copy() -> None:
             baton.touch(self._pc_name)
@@ -217,17 +212,12 @@ class DevicePool:
     # device rows (the write's lock keeps them until then)
     def submit_device_to_host(self, transfers, **kwargs):
         baton = self.world.baton
-        pairs = [(d, h) for t in transfers for d, h in zip(t.device_indices.data, t.host_indices.data)]
-        baton.point(f"D2H of {len(pairs)} device slots (rank {self.rank})")
-        baton.touch(self._pc_name)
-        baton.touch(write_ack_queue_name(self.rank))
-        site = baton.current().point.site if baton.current() else "?"
-        what = f"rows {[d for d, _ in pairs]}"
+        pairs, site, what = self._submitted(transfers, "D2H of {} device slots", write_ack_queue_name(self.rank))
 
         def copy() -> None:
             baton.touch(self._pc_name, write=False)
             baton.touch(self.host._pc_name)
-            for d, h in pairs:
+            for h, d in pairs:
                 got = self.data.get(d) if self.owner[d] is not None else None
                 if got is None:
                     self.world.fault("data_integrity", f"rank {self.rank}: the D2H copy of {what} reads "
@@ -240,6 +230,16 @@ class DevicePool:
                 self.host.written[h] = got
 
         return SimpleNamespace(start_event=None, finish_event=_Event(copy), timing_enabled=False)
+
+    def _submitted(self, transfers, label: str, ack_list: str) -> tuple:
+        """An L2 submission, at a point of its own that writes the pool and the ack list: its
+        (host slot, device row) pairs, the point's site, and its rows as a message names them."""
+        baton = self.world.baton
+        pairs = [(h, d) for t in transfers for h, d in zip(t.host_indices.data, t.device_indices.data)]
+        baton.point(f"{label.format(len(pairs))} (rank {self.rank})")
+        baton.touch(self._pc_name)
+        baton.touch(ack_list)
+        return pairs, (baton.current().point.site if baton.current() else "?"), f"rows {[d for _, d in pairs]}"
 
     def check_resident(self, request: int, slots) -> list[str]:
         """The resident slots of request whose page is not the one its position holds."""
