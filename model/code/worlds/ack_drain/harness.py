@@ -166,7 +166,7 @@ class Run(WorldRun):
 
     def after_events(self, rank: Rank) -> None:
         """What the scheduler does after a round's check_hicache_events (cache mode's load-back:
-        write_through/run.py)."""
+        write_through/load_back.py)."""
 
     def round_begins(self, rank: Rank) -> None:
         """What happens outside the prefetch path as a round begins (buffer_only: device eviction)."""

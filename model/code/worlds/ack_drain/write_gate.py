@@ -1,6 +1,7 @@
 """The round gate of a run with the write path (CodeConfig.backup): besides the world's own reasons,
-a D2H write ack, a storage write ack or (with a load-back) an H2D ack on every rank opens a round (their MIN > 0: writing_check
-and the backup drain pop what the ranks agree on, `_sync_hicache_ready_counts`)."""
+a D2H write ack, a storage write ack or (with a load-back) a ready H2D ack on every rank opens a
+round (their MIN > 0: writing_check, loading_check and the backup drain pop what the ranks agree
+on, `_sync_hicache_ready_counts`)."""
 
 from __future__ import annotations
 
