@@ -15,9 +15,10 @@ CRASH = "a thread of the serving process died: the scheduler crashes or the rank
 HANG = "the request hangs: it is never admitted"
 DEADLOCK = "the ranks wait for each other forever: every request on them hangs"
 LEAK = "host memory leaked: the pool shrinks with every such request"
-LOCKED = "host pages locked for good: the anchor's host prefix can never be evicted"
-UNLOCKED = ("host pages unlocked under their reader: evictable while a fetch anchored there or a backup's storage "
-            "write still reads them")
+LOCKED = ("host pages locked for good: what they hold (a prefetch's anchor, a node stored or loaded back) can "
+          "never be evicted from host")
+UNLOCKED = ("host pages unlocked under their reader: evictable while a fetch anchored there, a backup's storage "
+            "write or a load-back's copy still reads them")
 LOST = "a prefetch lost: slower but correct output"
 SPLIT = "ranks serve different prefixes of one request: divergent batches, a hang or wrong output"
 SERVED_REUSED = "wrong KV data served: the tree serves a page whose host memory was reused"
