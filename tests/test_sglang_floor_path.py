@@ -150,6 +150,21 @@ EDITS_0523 = {
         "        max_attempts = get_memory().hicache_storage_prefetch_retry_max_attempts\n"
         "        if req.storage_prefetch_retry_attempts > max_attempts:\n            logger.warning(\n"
         "                \"HiCache storage prefetch reissue cap reached"), "Scheduler._retry_storage_prefetch"),
+    # what the worlds run beside the prefetch: the load-back of a host hit, the readmission
+    "load-back: init_load_back ignores whether the linker has the hit": (Edit(
+        URC, "        if self.linker is not None and self.linker.has_hit(req.rid):\n            return self.linker.load_back(req)",
+        "        if self.linker is not None:\n            return self.linker.load_back(req)"),
+        "UnifiedRadixCache.init_load_back"),
+    "load-back: no cache controller answers -1": (Edit(
+        URC, "            return self.cache_controller.start_loading()\n        return 0\n",
+        "            return self.cache_controller.start_loading()\n        return -1\n"),
+        "UnifiedRadixCache.ready_to_load_host_cache"),
+    "controller: an empty load queue answers 0": (Edit(
+        "managers/cache_controller.py", "        if len(self.load_queue) == 0:\n            return -1\n",
+        "        if len(self.load_queue) == 0:\n            return 0\n"), "HiCacheController.start_loading"),
+    "scheduler: a retracted request keeps its retry count": (Edit(
+        SCHEDULER, "        if is_retracted:\n            req.storage_prefetch_retry_attempts = 0\n",
+        "        if is_retracted:\n            pass\n"), "Scheduler._add_request_to_queue"),
 }
 
 
@@ -163,7 +178,9 @@ def test_0_5_23_is_its_own_fingerprints_and_its_path_reaches_the_attribute_code(
     assert taken.differing == [] and not taken.unmatched
     for ident in ("BufferModePipeline.has_staged", "StoragePrefetchRetries.pop_ready", "HostKVCache.free",
                   "HiCacheFile.exists", "Scheduler._retry_storage_prefetch",
-                  "Scheduler._prefetch_after_device_hit_loss", "Scheduler._process_storage_prefetch_retries"):
+                  "Scheduler._prefetch_after_device_hit_loss", "Scheduler._process_storage_prefetch_retries",
+                  "UnifiedRadixCache.init_load_back", "UnifiedRadixCache.load_back", "UnifiedRadixCache.insert",
+                  "HiCacheController.start_loading", "Scheduler._add_request_to_queue"):
         assert any(i.endswith(":" + ident) for i in taken.path), ident
 
 

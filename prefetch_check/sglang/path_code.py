@@ -9,9 +9,11 @@ verdicts would be about code nobody read.
 
 The path is found in the tree itself, across every file of sglang/srt: the entry points below
 (issue, the prefetch, IO and sync threads, the drain, the check, termination, result, abort,
-revoke and release paths, in the judged cache class and the controller classes; the
-scheduler's methods that issue, retry and re-issue a prefetch, wherever its mixins define
-them; the operation and ACK classes whole), then everything they reach:
+revoke and release paths, in the judged cache class and the controller classes, and what the
+code engine's worlds run beside them: the insert and its write-through, the load-back of a host
+hit, the evictions, sidecar registration, the PP tickets; the scheduler's methods that issue,
+retry, re-issue and readmit a prefetch, wherever its mixins define them; the operation and
+ACK classes whole), then everything they reach:
 - a name a path function uses: the module-level function, class, constant or import it is,
   followed through imports (absolute, relative, re-exports) into any srt file;
 - a call or attribute through a receiver whose class static evidence says (path_types.py:
@@ -66,6 +68,10 @@ CACHE_ENTRIES = (
     "pop_prefetch_loaded_tokens", "pop_prefetch_loaded_span", "is_prefetch_timeout",
     "_prefetch_timeout_check_linear_func", "_start_storage_prefetch_wait", "_prefetch_deadline_expired",
     "_mark_prefetch_deadline_expired",
+    # what the worlds run beside the prefetch (model/code/worlds/): the insert that backs nodes up and the
+    # write acks, the load-back of a host hit, device and host eviction, sidecar pools, the PP tickets
+    "insert", "write_backup", "writing_check", "init_load_back", "load_back", "ready_to_load_host_cache",
+    "loading_check", "evict", "evict_for_alloc", "evict_host", "register_sidecar_pool", "bind_prefetch_ticket",
 )
 # ... in the controller classes (HiCacheController, HybridCacheController).
 CONTROLLER_ENTRIES = (
@@ -76,6 +82,7 @@ CONTROLLER_ENTRIES = (
     "_page_transfer_sidecar", "_generic_page_get", "_page_get_zero_copy", "generic_page_transfer",
     "zerocopy_page_transfer", "mooncake_page_transfer", "prefetch_sync_thread_func", "_reduce_prefetch_ack",
     "append_host_mem_release", "_append_host_mem_release_pages", "allocate_storage_hit",
+    "write", "start_writing", "load", "start_loading",
 )
 # Classes taken whole, wherever a path file defines them.
 WHOLE_CLASSES = ("PrefetchOperation", "PrefetchAck", "StorageOperation")
@@ -86,7 +93,8 @@ PACKAGE = "sglang.srt."
 SCHEDULER_CLASS = "Scheduler"
 SCHEDULER_ENTRIES = (
     "_prefetch_kvcache", "_retry_missed_storage_prefetches", "_process_storage_prefetch_retries",
-    "_retry_storage_prefetch", "_prefetch_after_device_hit_loss",
+    "_retry_storage_prefetch", "_prefetch_after_device_hit_loss", "_add_request_to_queue",
+    "_release_aborted_request",
 )
 WHOLE_FILE = "<file>"
 # Where the path is followed: the HiCache subsystem (every file below mem_cache/: caches, pools,
