@@ -257,3 +257,26 @@ def test_a_file_no_case_loads_is_named_by_what_the_worlds_stand_in_for_it():
     assert "radix tree" in file_reason("mem_cache/unified_cache/unified_tree_core.py")
     assert "device memory pool" in file_reason("mem_cache/allocator/swa.py")
     assert file_reason("layers/dp_attention.py").startswith(STOOD_IN) and "stub" in file_reason("layers/dp_attention.py")
+
+
+def test_a_function_that_ran_on_no_piece_of_the_path_is_named_off_the_path():
+    from prefetch_check.sglang.coverage_report import off_path
+
+    other = "mem_cache/other.py"
+    files = {FILE: CLASS + "\n    def flush(self):\n        return 1\n",
+             other: "def helper():\n    def inner():\n        return 2\n    return inner()\n"}
+    path = path_of(files[FILE])
+    on_path = {ident for ident, _, _ in functions_of_files(path, files)}
+    raw = {FILE: {line_of(files[FILE], "op = self.ongoing"), line_of(files[FILE], "return 1")},
+           other: {2, 3, 4}}
+    found = off_path(path, on_path, raw, files.__getitem__)
+    # check_prefetch_progress is an entry point; flush and helper ran on no piece (inner is helper's code)
+    assert [(f.ident, f.executed) for f in found] == [(f"{other}:helper", 3), (f"{FILE}:UnifiedRadixCache.flush", 1)]
+    assert off_path(path, on_path | {f.ident for f in found}, raw, files.__getitem__) == []
+
+
+def functions_of_files(path, files):
+    from prefetch_check.sglang.coverage_report import _functions_with_modules
+
+    modules = {rel: ast.parse(text) for rel, text in files.items()}
+    return [item for item, _ in _functions_with_modules(path, modules)]

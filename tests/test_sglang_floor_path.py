@@ -162,6 +162,10 @@ EDITS_0523 = {
     "controller: an empty load queue answers 0": (Edit(
         "managers/cache_controller.py", "        if len(self.load_queue) == 0:\n            return -1\n",
         "        if len(self.load_queue) == 0:\n            return 0\n"), "HiCacheController.start_loading"),
+    "buffer_only admission: a shrunk anchor is staged anyway": (Edit(
+        PIPELINE, "        if matched_len < f.matched_len:\n            logger.warning(\n                \"HiCache staged prefetch deferred req=%s reason=shrunk \"",
+        "        if matched_len < 0:\n            logger.warning(\n                \"HiCache staged prefetch deferred req=%s reason=shrunk \""),
+        "BufferModePipeline.prepare_staged_prefetch"),
     "scheduler: a retracted request keeps its retry count": (Edit(
         SCHEDULER, "        if is_retracted:\n            req.storage_prefetch_retry_attempts = 0\n",
         "        if is_retracted:\n            pass\n"), "Scheduler._add_request_to_queue"),
@@ -180,7 +184,8 @@ def test_0_5_23_is_its_own_fingerprints_and_its_path_reaches_the_attribute_code(
                   "HiCacheFile.exists", "Scheduler._retry_storage_prefetch",
                   "Scheduler._prefetch_after_device_hit_loss", "Scheduler._process_storage_prefetch_retries",
                   "UnifiedRadixCache.init_load_back", "UnifiedRadixCache.load_back", "UnifiedRadixCache.insert",
-                  "HiCacheController.start_loading", "Scheduler._add_request_to_queue"):
+                  "HiCacheController.start_loading", "Scheduler._add_request_to_queue",
+                  "BufferModePipeline.prepare_staged_prefetch"):
         assert any(i.endswith(":" + ident) for i in taken.path), ident
 
 

@@ -81,6 +81,7 @@ class TreeCoverage:
     checks: list[str]  # the checks whose lines are counted (case names, the conformance check)
     changes: Optional[Changes] = None
     changed: list[ChangedRuns] = field(default_factory=list)
+    off_path: list[FunctionCoverage] = field(default_factory=list)  # ran, but no piece of the path (off_path())
 
     @property
     def statements(self) -> int:
@@ -99,8 +100,13 @@ class TreeCoverage:
     def summary(self) -> str:
         """One line: 'its code ran 375 of 1,973 statements (19%) of 154 prefetch-path functions; 103 never entered'."""
         share = f" ({100 * self.executed // self.statements}%)" if self.statements else ""
-        return (f"its code ran {self.executed:,} of {self.statements:,} statements{share} of {len(self.functions):,} "
+        text = (f"its code ran {self.executed:,} of {self.statements:,} statements{share} of {len(self.functions):,} "
                 f"prefetch-path functions; {len(self.never_entered()):,} never entered")
+        if self.off_path:
+            first = self.off_path[0]
+            text += (f"; {len(self.off_path):,} function(s) ran off the fingerprinted path (an edit there is not "
+                     f"refused): {first.name} at {first.file}:{first.line}" + (" ..." if len(self.off_path) > 1 else ""))
+        return text
 
     def refusal(self) -> str:
         """'FILE:LINE is never executed by the code engine (WHY)' for the first changed statement
@@ -129,6 +135,8 @@ class TreeCoverage:
         }
         out["left_out"] = [{"why": why, "statements": n, "functions": k}
                            for why, n, k in left_out.tally(out["per_function"])]
+        out["ran_off_path"] = [{"function": f.name, "file": f.file, "line": f.line, "statements": f.statements,
+                                "executed": f.executed} for f in self.off_path]
         if self.changes is not None:
             out["changed"] = {
                 "against": self.changes.against,
@@ -212,7 +220,8 @@ def tree_coverage(row, read=None) -> Optional[TreeCoverage]:
         functions.append(FunctionCoverage(ident, rel, node.lineno, len(own), executed,
                                           _left_out(ident, rel, own, ran, executed)))
     functions.sort(key=lambda f: (f.file, f.line))
-    result = TreeCoverage(functions, [name for name, _ in checks], row.changed)
+    result = TreeCoverage(functions, [name for name, _ in checks], row.changed,
+                          off_path=off_path(row.path, {f.ident for f in functions}, raw, read))
     if row.changed is not None:
         files = {c.file for c in row.changed.statements if c.file in modules}  # only where a statement changed
         covered = {rel: {s.line for s in statements(body_of(modules[rel])) if s.covers(raw.get(rel, set()))}
@@ -231,6 +240,40 @@ def tree_coverage(row, read=None) -> Optional[TreeCoverage]:
                                    why_never(c, covered.get(c.file, set()), bool(raw.get(c.file)), by_block.get(c.file, {})))
             result.changed.append(runs)
     return result
+
+
+def off_path(path: Mapping, on_path: set[str], raw: Mapping[str, set[int]], read) -> list[FunctionCoverage]:
+    """The functions and methods (not nested in a function: those are their parent's code) that
+    some check ran but that no piece of the path holds: code the checks' verdicts rest on whose
+    edit the floor would not see. Kept empty by the path's entry points (path_code.py); a
+    function listed here is a gap in them."""
+    whole = {piece.file for piece in path.values() if piece.whole}
+    out = []
+    for rel in sorted(raw):
+        if rel in whole or not rel.endswith(".py") or not raw[rel]:
+            continue
+        try:
+            module = ast.parse(read(rel))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        for qual, node in _definitions(module.body, ""):
+            ident = f"{rel}:{qual}"
+            if ident in on_path:
+                continue
+            own = list(statements(body_of(node)))
+            executed = sum(1 for st in own if st.covers(raw[rel]))
+            if executed:
+                out.append(FunctionCoverage(ident, rel, node.lineno, len(own), executed))
+    return out
+
+
+def _definitions(body: list, prefix: str):
+    """(qualified name, node) of every function and method of a module, classes nested included."""
+    for stmt in body:
+        if isinstance(stmt, DEFS):
+            yield prefix + stmt.name, stmt
+        elif isinstance(stmt, ast.ClassDef):
+            yield from _definitions(stmt.body, f"{prefix}{stmt.name}.")
 
 
 def _left_out(ident: str, rel: str, own: list[Statement], ran: set[int], executed: int) -> tuple:
@@ -420,6 +463,11 @@ def markdown(release: dict) -> str:
         largest = ", ".join(f"{rel} ({n:,})" for n, rel, _ in idle[:5])
         lines.append(f"| {len(idle)} other files: no case enters them | {sum(len(fs) for _, _, fs in idle):,} | 0 | "
                      f"{sum(n for n, _, _ in idle):,} | 0 | the largest: {largest} |")
+    off = cov.get("ran_off_path") or []
+    if off:
+        lines += ["", f"Ran, but on no piece of the fingerprinted path ({len(off):,} functions: an edit there is not "
+                      "refused by the floor):", "", "| function | file:line | executed |", "|---|---|---|"]
+        lines += [f"| {f['function']} | {f['file']}:{f['line']} | {f['executed']} of {f['statements']} |" for f in off]
     reasons = left_out.tally(cov["per_function"])
     if reasons:
         lines += ["", f"Every statement no case ran, by why ({sum(n for _, n, _ in reasons):,} statements):", "",

@@ -12,8 +12,9 @@ The path is found in the tree itself, across every file of sglang/srt: the entry
 revoke and release paths, in the judged cache class and the controller classes, and what the
 code engine's worlds run beside them: the insert and its write-through, the load-back of a host
 hit, the evictions, sidecar registration, the PP tickets; the scheduler's methods that issue,
-retry, re-issue and readmit a prefetch, wherever its mixins define them; the operation and
-ACK classes whole), then everything they reach:
+retry, re-issue and readmit a prefetch, wherever its mixins define them, and what it calls past
+the cache (the buffer pipeline's staging); the operation and ACK classes whole), then everything
+they reach:
 - a name a path function uses: the module-level function, class, constant or import it is,
   followed through imports (absolute, relative, re-exports) into any srt file;
 - a call or attribute through a receiver whose class static evidence says (path_types.py:
@@ -27,7 +28,7 @@ ACK classes whole), then everything they reach:
   or method `m` is fingerprinted WHOLE, a piece `<file>:<file>` with `whole=True` (also a
   property read through an unknown receiver, for files defining that property). Over-refusing
   is the price; a clean verdict for unread code is not paid. A method called by name on an
-  unknown receiver that is a method of the cache, controller or scheduler class is also
+  unknown receiver that is a method of the cache, controller, scheduler or pipeline class is also
   taken itself, so a refusal names it.
 A class reached is taken as its header (bases, decorators, class attributes and fields) and
 its dunder methods (called implicitly), its other methods as the path calls them.
@@ -96,6 +97,9 @@ SCHEDULER_ENTRIES = (
     "_retry_storage_prefetch", "_prefetch_after_device_hit_loss", "_add_request_to_queue",
     "_release_aborted_request",
 )
+# ... in classes the scheduler calls past the cache (the class's file, its name, the methods):
+# the buffer_only admission stages a hit through the cache's pipeline directly.
+OTHER_ENTRIES = (("mem_cache/buffer_mode/pipeline.py", "BufferModePipeline", ("prepare_staged_prefetch",)),)
 WHOLE_FILE = "<file>"
 # Where the path is followed: the HiCache subsystem (every file below mem_cache/: caches, pools,
 # host pools, storage backends, the buffer_only pipeline, retries), the controller, the poll timer.
@@ -431,6 +435,10 @@ def _walk_paused(files: Mapping[str, str], cache_class: str, srt: Optional[Srt])
         for name in sorted(module.classes) if module else ():
             if name.endswith("CacheController"):
                 roots.append((Ty("inst", Sym("class", rel, name)), CONTROLLER_ENTRIES))
+    for rel, name, entries in OTHER_ENTRIES:
+        module = walk.srt.module(rel)
+        if module is not None and name in module.classes:
+            roots.append((Ty("inst", Sym("class", rel, name)), entries))
     scheduler = walk.srt.module(SCHEDULER)
     if scheduler is not None and SCHEDULER_CLASS in scheduler.classes:
         roots.append((Ty("inst", walk.scheduler, exact=True), SCHEDULER_ENTRIES))
