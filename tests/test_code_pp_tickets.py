@@ -35,9 +35,36 @@ def test_an_admission_that_frees_every_ready_ticket_is_caught_as_the_prefetch_it
     assert "admitted with [(0, 0), (1, 0)] (rank, tokens) on the device, the ranks agreed on 1" in message
 
 
+ABORTED_AS_ISSUED = CodeConfig(ranks=2, pp_size=2, pages=1, host_memory_mode="buffer_only", abort_round=0)
+# release_pp_prefetch forgets a decision it cancels before the stage's ticket thread registered the
+# ticket: the thread then queries, allocates and fetches for a request nobody will take
+FORGETS_THE_CANCELLED = (
+    "                    self.pp_prefetch_decisions[rid] = PPPrefetchDecision.CANCELLED\n                    return True\n",
+    "                    return True\n")
+
+
+def test_an_abort_as_soon_as_issued_is_clean_on_0_5_23_and_reaches_the_cancelled_decision():
+    srt = release("0.5.23")
+    text = (srt / HYBRID).read_text()
+    cancelled = text[:text.index(FORGETS_THE_CANCELLED[0])].count("\n") + 1  # the line recording CANCELLED
+    honoured = text[:text.index("                        state.release_requested = True\n                        "
+                                "self.pp_prefetch_decisions.pop(rid)")].count("\n") + 1  # the ticket thread's
+    result = check_tree(srt, ABORTED_AS_ISSUED, LIMITS, {"count": {HYBRID: [[cancelled, cancelled], [honoured, honoured]]}})
+    assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
+    assert clean(result), result.verdicts
+    runs = {tuple(e["span"]): e["runs"] for e in result.coverage["counted"][HYBRID]}
+    assert runs[(cancelled, cancelled)] > 0 and runs[(honoured, honoured)] > 0, runs
+
+
+def test_a_release_that_forgets_the_cancelled_decision_leaks_the_tickets_host_memory(tmp_path):
+    srt = edited(tmp_path, release("0.5.23"), HYBRID, *FORGETS_THE_CANCELLED)
+    result = check_tree(srt, ABORTED_AS_ISSUED, LIMITS)
+    assert result.verdicts["host_memory"] == "VIOLATED", result.verdicts
+
+
 def test_a_release_with_the_earlier_ticket_shape_gets_no_ticket_case_by_name():
     tickets = [c for c in PP_CASES if "PP tickets" in c.name]
-    assert len(tickets) == 3
+    assert len(tickets) == 4
     assert {c.skip(release("0.5.22")) for c in tickets} == {
         "its PP tickets query every stage's storage at PP0 (0.5.21-0.5.22): not modelled"}
     assert {c.skip(release("0.5.23")) for c in tickets} == {""}

@@ -37,6 +37,7 @@ class CodeConfig:
     threshold_pages: int = 1  # the tree's prefetch_threshold, in pages
     reissue: bool = False  # once admitted, each request is retracted and prefetched again (same handle)
     abort_round: Optional[int] = None  # in this scheduler round every waiting request is aborted instead of checked
+    # (0: as soon as every request is issued, before the first round)
     # the retry world: the tree's own Scheduler retry/re-issue/readmission methods on a waiting queue
     retries: bool = False
     retry_interval: int = 1  # hicache_storage_prefetch_retry_poll_interval (upstream's default: 8)

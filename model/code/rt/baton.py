@@ -209,8 +209,12 @@ class Baton:
         self.ends.append(fn)
 
     def threads_key(self) -> tuple:
-        return tuple((m.name, m.status, m.point.label if m.point and m.status == "parked" else "", m.digest)
-                     for m in self.threads)
+        """Per thread its status, where it is parked (the point's label and its site in the code under
+        test) and what it observed. The site too: a thread can pass two points of one label without
+        observing anything between them (bind_prefetch_ticket's lock, then release_pp_prefetch's),
+        and with the label alone the second is the first state again and cuts the run short."""
+        return tuple((m.name, m.status, (m.point.label, m.point.site) if m.point and m.status == "parked" else "",
+                      m.digest) for m in self.threads)
 
 
 def _always() -> bool:

@@ -142,6 +142,7 @@ class Run(WorldRun):
         cache = rank.cache
         for q, handle in enumerate(rank.handles):
             cache.prefetch_from_storage(handle, self.anchor(rank), self.tokens(q))
+        self.abort_at_issue(rank)
         reissued: set = set()
         while True:
             self.enter_round(rank)
@@ -176,6 +177,12 @@ class Run(WorldRun):
     def held_tokens(self, rank: Rank, q: int) -> int:
         """What an admitted request holds: its tokens in the host tree."""
         return rank.tree.held.get(q, 0)
+
+    def abort_at_issue(self, rank: Rank) -> None:
+        """abort_round 0: the client's abort reaches the scheduler in the same receive as its request,
+        or the next one, before any round (whatever the storage threads have done with it by then)."""
+        if self.config.abort_round == 0:
+            self._abort_waiting(rank)
 
     def _abort_waiting(self, rank: Rank) -> None:
         """SCH's abort path (tree_cache.finish -> release_aborted_request) for every waiting request."""

@@ -251,15 +251,14 @@ class PollRun(WorldRun):
         return tuple(sorted((p.snapshot() for p in self.world.parts), key=repr))
 
     def _positions(self) -> tuple:
-        """Per thread the site it is parked at and the steps it took (the scheduler: since its round
-        start). The baton's key has the point's label and what the thread observed, and two points
-        that observe nothing can share a label (two frees of an empty slice, one after the other):
-        without this they are one state, and the second cuts the run short."""
+        """Per thread the steps it took (the scheduler: since its round start). The baton's key has
+        the point's label and site and what the thread observed, and one site can be passed twice
+        without observing anything between (two frees of an empty slice in a loop): without the
+        count they are one state, and the second cuts the run short."""
         counts = {m.name: 0 for m in self.baton.threads}
         for step in self.baton.steps:
             counts[step.choice] = 0 if step.label == GATE else counts[step.choice] + 1
-        return tuple(("", 0) if m.status == "parked" and m.point.label == GATE else
-                     (m.point.site if m.status == "parked" and m.point else "", counts[m.name])
+        return tuple(0 if m.status == "parked" and m.point.label == GATE else counts[m.name]
                      for m in self.baton.threads)
 
     def _admissions(self, base: int) -> tuple:

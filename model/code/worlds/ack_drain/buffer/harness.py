@@ -123,6 +123,7 @@ class BufferRun(NumberedFromZero, Run):
             tokens = self.tokens(q)
             self.issued(rank, q, cache.prefetch_from_storage(handle, ROOT_NODE, tokens[d:],
                                                              matched_prefix_tokens=tokens[:d]))
+        self.abort_at_issue(rank)
         while True:
             self.enter_round(rank)
             self.round_begins(rank)
