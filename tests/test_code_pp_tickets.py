@@ -64,7 +64,7 @@ def test_a_release_that_forgets_the_cancelled_decision_leaks_the_tickets_host_me
 
 def test_a_release_with_the_earlier_ticket_shape_gets_no_ticket_case_by_name():
     tickets = [c for c in PP_CASES if "PP tickets" in c.name]
-    assert len(tickets) == 4
+    assert len(tickets) == 3  # the abort as soon as issued is not a case (pp_cases.py): tested here
     assert {c.skip(release("0.5.22")) for c in tickets} == {
         "its PP tickets query every stage's storage at PP0 (0.5.21-0.5.22): not modelled"}
     assert {c.skip(release("0.5.23")) for c in tickets} == {""}
