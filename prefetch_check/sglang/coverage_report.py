@@ -221,7 +221,7 @@ def tree_coverage(row, read=None) -> Optional[TreeCoverage]:
                                           _left_out(ident, rel, own, ran, executed)))
     functions.sort(key=lambda f: (f.file, f.line))
     result = TreeCoverage(functions, [name for name, _ in checks], row.changed,
-                          off_path=off_path(row.path, {f.ident for f in functions}, raw, read))
+                          off_path=off_path(row.path, {f.ident for f in functions}, raw, read, modules))
     if row.changed is not None:
         files = {c.file for c in row.changed.statements if c.file in modules}  # only where a statement changed
         covered = {rel: {s.line for s in statements(body_of(modules[rel])) if s.covers(raw.get(rel, set()))}
@@ -242,7 +242,8 @@ def tree_coverage(row, read=None) -> Optional[TreeCoverage]:
     return result
 
 
-def off_path(path: Mapping, on_path: set[str], raw: Mapping[str, set[int]], read) -> list[FunctionCoverage]:
+def off_path(path: Mapping, on_path: set[str], raw: Mapping[str, set[int]], read,
+             parsed: Optional[Mapping[str, ast.Module]] = None) -> list[FunctionCoverage]:
     """The functions and methods (not nested in a function: those are their parent's code) that
     some check ran but that no piece of the path holds: code the checks' verdicts rest on whose
     edit the floor would not see. Kept empty by the path's entry points (path_code.py); a
@@ -252,10 +253,12 @@ def off_path(path: Mapping, on_path: set[str], raw: Mapping[str, set[int]], read
     for rel in sorted(raw):
         if rel in whole or not rel.endswith(".py") or not raw[rel]:
             continue
-        try:
-            module = ast.parse(read(rel))
-        except (OSError, SyntaxError, UnicodeDecodeError):
-            continue
+        module = (parsed or {}).get(rel)  # the path's files, parsed once by tree_coverage
+        if module is None:
+            try:
+                module = ast.parse(read(rel))
+            except (OSError, SyntaxError, UnicodeDecodeError):
+                continue
         for qual, node in _definitions(module.body, ""):
             ident = f"{rel}:{qual}"
             if ident in on_path:
