@@ -50,6 +50,9 @@ class Managed:
     status: str = "new"  # new, parked, running, done, dead
     point: Optional[Point] = None
     digest: bytes = b""
+    # points parked at since the digest last changed: with the digest, where the thread is in its
+    # own code (it is deterministic given what it observed), loops that observe nothing included
+    unobserved: int = 0
     error: Optional[tuple[str, str, str]] = None  # (exception, site, traceback) when it died
     thread: Optional[greenlet.greenlet] = None
     starts: bool = True  # parks at "start" before its target (False: its target's first point is its first choice)
@@ -105,6 +108,7 @@ class Baton:
         if self.abandoning:
             raise Abandon()
         me.point = Point(label, caller_site(self.roots), enabled or _always, guard)
+        me.unobserved += 1
         me.status = "parked"
         self.hub.switch()
         if self.abandoning:
@@ -122,6 +126,7 @@ class Baton:
         if me is None:
             return
         me.digest = hashlib.blake2b(me.digest + value.encode(), digest_size=16).digest()
+        me.unobserved = 0
         if self.steps and self.steps[-1].choice == me.name:
             self.steps[-1].observed = (self.steps[-1].observed + "; " + value).lstrip("; ")
 
@@ -208,13 +213,23 @@ class Baton:
         """Run `fn` when the run is abandoned (every run is, where it ends)."""
         self.ends.append(fn)
 
+    def forget(self) -> None:
+        """The running thread's past is all in the world's state from here (a loop's start): what it
+        observed before is dropped from the key, so a round that changes nothing comes back to the
+        same state."""
+        me = self.current()
+        me.digest, me.unobserved = b"", 0
+
     def threads_key(self) -> tuple:
         """Per thread its status, where it is parked (the point's label and its site in the code under
-        test) and what it observed. The site too: a thread can pass two points of one label without
-        observing anything between them (bind_prefetch_ticket's lock, then release_pp_prefetch's),
-        and with the label alone the second is the first state again and cuts the run short."""
+        test), what it observed and how many points it passed since. The site: a thread can pass two
+        points of one label without observing anything between them (bind_prefetch_ticket's lock,
+        then release_pp_prefetch's). The count: it can pass one site twice so (a loop that frees an
+        empty slice, takes a lock per key); without it the second is the first state again and cuts
+        the run short. A thread is deterministic given what it observed, so digest and count together
+        say where it is in its own code, and split no two states that are the same."""
         return tuple((m.name, m.status, (m.point.label, m.point.site) if m.point and m.status == "parked" else "",
-                      m.digest) for m in self.threads)
+                      m.digest, m.unobserved) for m in self.threads)
 
 
 def _always() -> bool:

@@ -162,7 +162,7 @@ class PollRun(WorldRun):
             issue = lambda q=q, rid=rid: cache.prefetch_from_storage(rid, rank.node, self.tokens(q))  # noqa: E731
             issue() if self.deadlines is None else self.deadlines.issue(rank, q, issue)
         while True:
-            self.baton.current().digest = b""
+            self.baton.forget()
             for group in self.groups.values():
                 group.rebase()
             self.baton.point(GATE, lambda: self.round_enabled(rank), self.gate_guard())
@@ -241,7 +241,7 @@ class PollRun(WorldRun):
         base = min(r.rounds for r in self.ranks)
         ranks = tuple((r.rounds - base, tuple(r.waiting), tuple(sorted(r.resolved.items())),
                        len(r.cache.ongoing_prefetch), r.cc.prefetch_tokens_occupied) for r in self.ranks)
-        key = (self.baton.threads_key(), self._positions(), self._world(), ranks, self._admissions(base))
+        key = (self.baton.threads_key(), self._world(), ranks, self._admissions(base))
         return key if self.deadlines is None else key + (self.deadlines.key(),)
 
     def _world(self) -> tuple:
@@ -249,17 +249,6 @@ class PollRun(WorldRun):
         and name), and parts register as they are made, so the ranks' threads making theirs in
         another order would otherwise give the same state another key."""
         return tuple(sorted((p.snapshot() for p in self.world.parts), key=repr))
-
-    def _positions(self) -> tuple:
-        """Per thread the steps it took (the scheduler: since its round start). The baton's key has
-        the point's label and site and what the thread observed, and one site can be passed twice
-        without observing anything between (two frees of an empty slice in a loop): without the
-        count they are one state, and the second cuts the run short."""
-        counts = {m.name: 0 for m in self.baton.threads}
-        for step in self.baton.steps:
-            counts[step.choice] = 0 if step.label == GATE else counts[step.choice] + 1
-        return tuple(0 if m.status == "parked" and m.point.label == GATE else counts[m.name]
-                     for m in self.baton.threads)
 
     def _admissions(self, base: int) -> tuple:
         """Per request, the rounds the ranks admitted it in, relative to the first (and whether that
