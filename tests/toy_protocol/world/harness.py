@@ -60,6 +60,7 @@ class ToyRun:
     def _scheduler(self, rank: ToyRank) -> None:
         op = rank.operation
         while True:
+            self.baton.forget()  # the loop's state is all in `rank` here: a round that changes nothing comes back
             self.baton.point(GATE, lambda: op.completed_pages != rank.seen)
             rank.seen = op.completed_pages
             if rank.cache.check_prefetch_progress(op.request_id):
