@@ -280,3 +280,23 @@ def functions_of_files(path, files):
 
     modules = {rel: ast.parse(text) for rel, text in files.items()}
     return [item for item, _ in _functions_with_modules(path, modules)]
+
+
+def test_the_coverage_table_tool_refuses_what_is_not_a_report_by_name(tmp_path, capsys):
+    from prefetch_check.sglang.coverage_report import main as table
+
+    not_json, no_releases = tmp_path / "r.txt", tmp_path / "r.json"
+    not_json.write_text("coverage\n")
+    no_releases.write_text("{}")
+    report = tmp_path / "ok.json"
+    report.write_text(json.dumps({"releases": [{"release": "0.5.23"}]}))
+    assert table([str(tmp_path / "missing.json")]) == 2
+    assert table([str(not_json)]) == 2
+    assert table([str(no_releases)]) == 2
+    assert table([str(report), "0.5.99"]) == 2
+    assert table(["--help"]) == 0
+    err = capsys.readouterr().err
+    assert "missing.json: not a `prefetch-check sglang --json` report (No such file or directory)" in err
+    assert "r.txt: not a" in err and "no key 'releases'" in err
+    assert "no release 0.5.99 in the report" in err and err.count("usage:") == 1
+    assert "Traceback" not in err

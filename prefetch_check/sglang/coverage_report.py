@@ -480,12 +480,23 @@ def markdown(release: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print("usage: python -m prefetch_check.sglang.coverage_report REPORT.json [RELEASE ...]", file=sys.stderr)
+    usage = "usage: python -m prefetch_check.sglang.coverage_report REPORT.json [RELEASE ...]"
+    if not argv or argv[0].startswith("-"):
+        print(usage, file=sys.stderr)
+        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    try:
+        doc = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+        releases = doc["releases"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        why = f"no key {exc}" if isinstance(exc, KeyError) else (exc.strerror if isinstance(exc, OSError) else exc)
+        print(f"coverage_report: {argv[0]}: not a `prefetch-check sglang --json` report ({why})", file=sys.stderr)
         return 2
-    doc = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     wanted = set(argv[1:])
-    for release in doc["releases"]:
+    missing = wanted - {r.get("release") for r in releases}
+    if missing:
+        print(f"coverage_report: {argv[0]}: no release {', '.join(sorted(missing))} in the report", file=sys.stderr)
+        return 2
+    for release in releases:
         if not wanted or release["release"] in wanted:
             print(markdown(release))
     return 0
