@@ -69,7 +69,43 @@ def test_a_release_that_forgets_the_cancelled_decision_leaks_the_tickets_host_me
 
 def test_a_release_with_the_earlier_ticket_shape_gets_no_ticket_case_by_name():
     tickets = [c for c in PP_CASES if "PP tickets" in c.name]
-    assert len(tickets) == 3  # the abort as soon as issued is not a case (pp_cases.py): tested here
+    assert len(tickets) == 4  # the abort as soon as issued is not a case (pp_cases.py): tested here
     assert {c.skip(release("0.5.22")) for c in tickets} == {
         "its PP tickets query every stage's storage at PP0 (0.5.21-0.5.22): not modelled"}
     assert {c.skip(release("0.5.23")) for c in tickets} == {""}
+
+
+# stage 1's existence query raises in its ticket thread: the thread's except votes zero in the hit
+# MIN, so stage 0 frees the buffer it allocated for its own hit (the tail past the agreed count)
+QUERY_RAISES = next(c.config for c in PP_CASES if "query raises" in c.name)
+VOTES_ZERO = "                    hash_value, storage_hit_count = [], 0\n"
+TAIL_FREED = "                        self.prefetch_tokens_occupied -= len(tail)\n"
+
+
+def _line(text: str, fragment: str) -> int:
+    return text[:text.index(fragment)].count("\n") + 1
+
+
+def test_a_stage_whose_ticket_query_raises_votes_zero_and_the_other_frees_its_tail_on_0_5_23():
+    srt = release("0.5.23")
+    text = (srt / HYBRID).read_text()
+    votes, freed = _line(text, VOTES_ZERO), _line(text, TAIL_FREED)
+    result = check_tree(srt, QUERY_RAISES, LIMITS, {"count": {HYBRID: [[votes, votes], [freed, freed]]}})
+    assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
+    assert clean(result), result.verdicts
+    runs = {tuple(e["span"]): e["runs"] for e in result.coverage["counted"][HYBRID]}
+    assert runs[(votes, votes)] > 0 and runs[(freed, freed)] > 0, runs
+
+
+def test_a_failed_ticket_query_that_forgets_to_vote_zero_hangs_the_pipelines_collective(tmp_path):
+    srt = edited(tmp_path, release("0.5.23"), HYBRID, VOTES_ZERO, "                    hash_value = []\n")
+    result = check_tree(srt, QUERY_RAISES, CodeLimits(max_seconds=600, stop_on=("progress",)))
+    assert result.verdicts["progress"] == "VIOLATED", result.verdicts
+    assert "waits forever in all_reduce(MIN) leave P-hits" in result.violations["progress"].message
+
+
+def test_a_tail_freed_without_its_occupancy_loses_the_prefetch_budget(tmp_path):
+    srt = edited(tmp_path, release("0.5.23"), HYBRID, TAIL_FREED, "")
+    result = check_tree(srt, QUERY_RAISES, CodeLimits(max_seconds=600, stop_on=("host_memory",)))
+    assert result.verdicts["host_memory"] == "VIOLATED", result.verdicts
+    assert "prefetch budget lost" in result.violations["host_memory"].consequence

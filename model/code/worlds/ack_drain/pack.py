@@ -161,6 +161,9 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
                                                                   failing=((), (1,)))),
     ("PP=2 buffer_only tickets, 1 page, aborted in round 1", dict(ranks=2, pp_size=2, pages=1,
                                                                   host_memory_mode="buffer_only", abort_round=1)),
+    ("PP=2 buffer_only tickets, 1 page, stage 1's query raises", dict(ranks=2, pp_size=2, pages=1,
+                                                                      host_memory_mode="buffer_only",
+                                                                      query_raises=(False, True))),
     ("PP=2 buffer_only tickets, 1 page, aborted as issued", dict(ranks=2, pp_size=2, pages=1,
                                                                  host_memory_mode="buffer_only", abort_round=0)),
 ))
