@@ -82,19 +82,31 @@ VOTES_ZERO = "                    hash_value, storage_hit_count = [], 0\n"
 TAIL_FREED = "                        self.prefetch_tokens_occupied -= len(tail)\n"
 
 
-def _line(text: str, fragment: str) -> int:
-    return text[:text.index(fragment)].count("\n") + 1
+# the tail's free written another way, with the same accesses of the operation's shared fields (a
+# version that reads operation.host_indices once instead of three times has fewer scheduling
+# points: 10,564 runs and 54,574 states against 11,716 and 60,910, the same verdicts)
+TAIL_REFACTORED = (
+    "                    tail = operation.host_indices[storage_hit_count:]\n                    if tail.numel():\n"
+    "                        self.mem_pool_host.free(tail, pool=PoolName.KV)\n"
+    "                        self.prefetch_tokens_occupied -= len(tail)\n"
+    "                        operation.host_indices = operation.host_indices[\n"
+    "                            :storage_hit_count\n                        ]\n",
+    "                    surplus = operation.host_indices[storage_hit_count:]\n"
+    "                    if len(surplus) > 0:  # buffers past the agreed count\n"
+    "                        self.mem_pool_host.free(surplus, pool=PoolName.KV)\n"
+    "                        self.prefetch_tokens_occupied -= len(surplus)\n"
+    "                        operation.host_indices = operation.host_indices[:storage_hit_count]\n")
 
 
-def test_a_stage_whose_ticket_query_raises_votes_zero_and_the_other_frees_its_tail_on_0_5_23():
+def test_a_stage_whose_ticket_query_raises_votes_zero_and_the_other_frees_its_tail_on_0_5_23(tmp_path):
+    """Exhaustive and clean; the tail's free refactored keeps every figure. That both lines run is
+    shown by the two tests below (each line's removal is caught), without tracing this search."""
     srt = release("0.5.23")
-    text = (srt / HYBRID).read_text()
-    votes, freed = _line(text, VOTES_ZERO), _line(text, TAIL_FREED)
-    result = check_tree(srt, QUERY_RAISES, LIMITS, {"count": {HYBRID: [[votes, votes], [freed, freed]]}})
+    result = check_tree(srt, QUERY_RAISES, LIMITS)
     assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
     assert clean(result), result.verdicts
-    runs = {tuple(e["span"]): e["runs"] for e in result.coverage["counted"][HYBRID]}
-    assert runs[(votes, votes)] > 0 and runs[(freed, freed)] > 0, runs
+    refactored = check_tree(edited(tmp_path, srt, HYBRID, *TAIL_REFACTORED), QUERY_RAISES, LIMITS)
+    assert (refactored.verdicts, refactored.runs, refactored.states) == (result.verdicts, result.runs, result.states)
 
 
 def test_a_failed_ticket_query_that_forgets_to_vote_zero_hangs_the_pipelines_collective(tmp_path):
