@@ -4,6 +4,8 @@ unknown callees are reported, the tensor and msgspec stand-ins behave as the pat
 
 from __future__ import annotations
 
+import types
+
 import pytest
 
 from prefetch_check.model.code.rt import stubs
@@ -101,6 +103,25 @@ def test_an_unknown_name_of_a_stub_module_is_not_modelled_with_the_callers_site(
         namespace["f"](mod.envs)
     assert str(err.value) == "not modelled: sglang.srt.environ.envs.SGLANG_X.get at managers/cache_controller.py:2"
     assert not issubclass(NotModelled, Exception)  # the path's own `except Exception` cannot swallow it
+
+
+def test_a_stand_in_module_answers_unknown_names_but_not_pythons_own(tmp_path):
+    """torch, threading and time answer an unknown name with a placeholder; a dunder (`__file__`,
+    `__path__`) stays missing, as on a stub module, so a tool that walks sys.modules in the
+    process that built them (hypothesis's constant scan) never gets a placeholder for a path."""
+    from prefetch_check.model.code.stand_ins.clock import make_time
+    from prefetch_check.model.code.stand_ins.torch_stub import make_torch
+
+    not_modelled = stubs.not_modelled_factory((str(tmp_path) + "/",))
+    ops = types.SimpleNamespace(**dict.fromkeys(
+        ("all_reduce", "get_world_size", "get_rank", "barrier", "get_process_group_ranks", "isend", "recv")))
+    torch = make_torch(ops, not_modelled)
+    time_mod = make_time(not_modelled)
+    for module in (torch, torch.distributed, time_mod):
+        assert getattr(module, "__file__", None) is None and getattr(module, "__path__", None) is None
+    assert torch.cuda.__name__ == "cuda" and isinstance(time_mod.sleep, type)
+    with pytest.raises(NotModelled, match="not modelled: torch.cuda"):
+        torch.cuda()
 
 
 def test_the_tensor_and_msgspec_stand_ins_do_what_the_path_asks():

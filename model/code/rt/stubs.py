@@ -126,4 +126,14 @@ class StubModule(types.ModuleType):
 
 
 def not_modelled_factory(roots: tuple[str, ...]) -> Callable[[str], type]:
-    return lambda name: placeholder(name, roots)
+    """What a stand-in module (torch, threading, time) answers for a name it lacks: a placeholder,
+    but Python's own dunder names stay missing, as on StubModule: a placeholder `__file__` is
+    subscriptable without end, and a tool that walks sys.modules (hypothesis 6.170's constant
+    scan in a test process) iterated it forever."""
+
+    def not_modelled(name: str) -> type:
+        if name.rsplit(".", 1)[-1].startswith("__"):
+            raise AttributeError(name)
+        return placeholder(name, roots)
+
+    return not_modelled
