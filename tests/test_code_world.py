@@ -122,6 +122,8 @@ def test_a_stand_in_module_answers_unknown_names_but_not_pythons_own(tmp_path):
     assert torch.cuda.__name__ == "cuda" and isinstance(time_mod.sleep, type)
     with pytest.raises(NotModelled, match="not modelled: torch.cuda"):
         torch.cuda()
+    with pytest.raises(NotModelled, match="not modelled: torch.cuda"):  # iterated: not modelled, not a hang
+        3 in torch.cuda
 
 
 def test_the_tensor_and_msgspec_stand_ins_do_what_the_path_asks():

@@ -28,6 +28,9 @@ class _PlaceholderMeta(type):
     def __getitem__(cls, item):  # Queue[T]-like subscripts in evaluated annotations
         return cls
 
+    def __iter__(cls):  # else `for`/`in` would walk __getitem__ without end
+        raise NotModelled(cls._pc_name, caller_site(cls._pc_roots))
+
 
 def placeholder(name: str, roots: tuple[str, ...]) -> type:
     """A class standing for `name`: subclassable and importable, unusable."""
