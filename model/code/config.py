@@ -358,9 +358,9 @@ def _check_sidecars(cfg: "CodeConfig") -> None:
 @dataclass(frozen=True)
 class CodeLimits:
     """Search bounds: runs (schedules started), seconds, steps per run; memory and CPU of the child;
-    and the search strategy, each exhaustive up to the bounds (VERIFIED possible): "auto" (DPOR at
-    one rank, the sleep sets under the world's persistent set at more), "dpor" (an order only where
-    two steps raced; strategies/dpor.py), "sleep" (every schedule up to reordering independent
+    and the search strategy, each exhaustive up to the bounds (VERIFIED possible): "auto" (DPOR, the
+    default), "dpor" (an order only where two steps raced, within the world's persistent set unless
+    `reduce` is off; strategies/dpor.py), "sleep" (every schedule up to reordering independent
     steps; strategies/sleep.py), "dfs" (every schedule, unreduced by footprints); or a sample,
     "random" (a seeded random walk) or "pct" (PCT with `pct_depth`), never exhaustive."""
 

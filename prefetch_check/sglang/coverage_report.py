@@ -376,8 +376,9 @@ def to_json(row) -> Optional[dict]:
 
 
 PP_TICKETS = ("PP tickets (0.5.21+): only buffer_only with PP > 1 has them; the ticket cases (0.5.23's shape) run "
-              "one request of one stored page or two, an abort in round 1, a stage's failed query: not a failed "
-              "ticket allocation, a cancelled decision or a detach; 0.5.21-0.5.22's PP0-side query is not modelled")
+              "one request of one stored page or two, an abort in round 1 or as soon as issued (a cancelled decision), a "
+              "stage's failed query: not a failed ticket allocation or a detach; 0.5.21-0.5.22's PP0-side query is not "
+              "modelled")
 WHY_NOT_RUN = {
     # substrings of a function's name -> why no case of the code engine enters it (docs/coverage.md)
     "_shared": ("the shared page-envelope host arena: its cases (sidecars with shared_arena) allocate and size a "

@@ -54,6 +54,7 @@ class Managed:
     # own code (it is deterministic given what it observed), loops that observe nothing included
     unobserved: int = 0
     error: Optional[tuple[str, str, str]] = None  # (exception, site, traceback) when it died
+    died_at: int = 0  # the steps taken when it died (its counterexample ends there, not at the run's end)
     thread: Optional[greenlet.greenlet] = None
     starts: bool = True  # parks at "start" before its target (False: its target's first point is its first choice)
     touches: tuple = ()  # objects every step of this thread writes (the scheduler: its loop's own state)
@@ -168,6 +169,7 @@ class Baton:
                 m.thread.switch()
             if m.status == "dead" and m.error:
                 self.steps[-1].observed = (self.steps[-1].observed + "; died: " + m.error[0]).lstrip("; ")
+                m.died_at = len(self.steps)
 
     def _body(self, m: Managed) -> None:
         try:

@@ -20,7 +20,7 @@ def explore(executor, limits: CodeLimits, strategy=None) -> CodeResult:
     if strategy is None:
         from prefetch_check.model.code.strategies import make
 
-        strategy = make(limits, executor.config.ranks)
+        strategy = make(limits)
     start = time.monotonic()
     runs = 0
     bound = None  # Bound: what cut the search

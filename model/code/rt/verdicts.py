@@ -54,7 +54,8 @@ def judge(run, terminal: bool) -> list[Finding]:
             if message.startswith("not modelled:"):
                 out.append(Finding("not_modelled", message, "the executor cannot judge this path", site, steps))
             else:
-                out.append(Finding("no_crash", f"{m.name} (rank {m.rank} {m.role} thread) died: {message}", CRASH, site, steps))
+                out.append(Finding("no_crash", f"{m.name} (rank {m.rank} {m.role} thread) died: {message}", CRASH, site,
+                                   m.died_at or steps))
     if terminal and not any(f.prop == "not_modelled" for f in out):  # a thread stopped by us proves nothing
         out.extend(_terminal(run, steps))
     return out

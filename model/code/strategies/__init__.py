@@ -17,8 +17,8 @@ schedules that only reorder independent steps), dpor.py (stateful DPOR with slee
 explores another order only where two steps raced), replay.py (a choice list, then the first enabled thread), guided.py (the
 conformance check's replay of a model schedule), random_walk.py and pct.py (sampling: never
 exhaustive). A reduction wraps a strategy instead of growing it (reduce.py: the world's
-persistent set). `make(limits, ranks)` builds the one `CodeLimits.strategy` names ("auto": DPOR
-at one rank, the sleep sets under the persistent set at more).
+persistent set: DPOR and the sleep sets choose within it). `make(limits)` builds the one
+`CodeLimits.strategy` names ("auto": DPOR).
 """
 
 from __future__ import annotations
@@ -27,18 +27,17 @@ EXHAUSTIVE = ("auto", "dfs", "sleep", "dpor")  # CodeLimits.strategy: every sche
 SAMPLING = ("random", "pct")  # never exhaustive
 
 
-def make(limits, ranks: int = 1):
+def make(limits):
     """The search strategy `limits` asks for (CodeLimits.strategy, seed, pct_depth), wrapped in
-    the reduction unless `limits.reduce` is off. "auto" (the default) is DPOR on a world of one
-    rank and the sleep sets under the world's persistent set on more: `ranks` (the configuration's),
-    since ranks that share only collectives and the round gate are what that set prunes best
-    (0.5.23 2x1: 408 runs against DPOR's 1,148; 1x1 prefetched again, best_effort: DPOR 3,738
-    against 17,267; docs/benchmark.md)."""
+    the reduction unless `limits.reduce` is off. "auto" (the default) is DPOR, which chooses
+    among the world's persistent set where the reduction is on (0.5.23 2x1 best_effort: 7,557
+    runs against the sleep sets' 44,886 under the same set; 1x1 prefetched again, best_effort:
+    3,738 against 17,267; docs/benchmark.md)."""
     from prefetch_check.model.code.strategies.reduce import Reduced
 
     name = limits.strategy
     if name == "auto":
-        name = "dpor" if ranks == 1 else "sleep"
+        name = "dpor"
     if name == "dfs":
         from prefetch_check.model.code.strategies.dfs import DepthFirst
 

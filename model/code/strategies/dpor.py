@@ -47,11 +47,23 @@ them (each thread's digest holds all it observed); a cycle (a state met again be
 predicate-poll world's polling, once it records footprints) hits a state still on the path and
 takes the fallback above. The checks: tests/test_code_dpor.py.
 
-Footprints are trusted only where the world records them all (`WorldRun.FOOTPRINTS`); elsewhere
-every thread of the world's persistent set (reduce.py) is explored at every state and nobody
-sleeps: the DFS, run for run. With footprints the persistent set is not applied: DPOR finds what
-it says (ranks that share nothing do not race), and narrowing the enabled threads under DPOR's own
-choice is not known to be sound. What a footprint cannot see is said in rt/hooks.py."""
+Under the reduction (reduce.py, on by default) the world's persistent set at a state stands in
+for its enabled threads everywhere above: the first thread is taken from the set, a race adds its
+thread where the set holds it and the whole set otherwise, and the fallbacks add the set. Why that
+stays sound: Flanagan and Godefroid show, from the leaves up, that the threads explored at a state
+form a persistent set there; a race whose thread is outside what was explored adds it, and their
+rule adds every enabled thread only where that thread cannot be added, because all of them are a
+persistent set. Any persistent set does as well, and their induction needs no more than that the
+threads explored at each state contain a persistent set (exploring one from every state reaches
+every end and runs every step of every execution up to the order of independent steps: Godefroid
+1996, ch. 4). The world's set is persistent in the whole program, not only in the search that
+chooses within it (common.py `ample`: its rank shares nothing but collectives, channels and the
+gate with the other ranks, and no step of theirs can enable a thread of it), so a thread left out
+of the set at a later state is not lost: a race with it there adds that state's whole set, whose
+orders cover it. The set is a function of the state, so a cached state's subtree is still the
+same whatever led to it. Footprints are trusted only where the world records them all
+(`WorldRun.FOOTPRINTS`); elsewhere every thread of the set is explored at every state and nobody
+sleeps: the DFS, run for run. What a footprint cannot see is said in rt/hooks.py."""
 
 from __future__ import annotations
 
@@ -119,7 +131,7 @@ class StatefulDPOR:
             self._ran(depth - 1, run.baton)
             if self.footprints:
                 sleep = self._asleep_after(depth - 1)
-        enabled = decision.every() if self.footprints else decision.enabled()
+        enabled = decision.enabled()  # the world's persistent set under the reduction (reduce.py)
         if not enabled or decision.closes_cycle():
             return self._stop(TERMINAL, run, depth)
         key = decision.key()

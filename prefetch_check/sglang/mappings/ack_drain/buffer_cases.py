@@ -9,8 +9,8 @@ request the scheduler computed, written back through the pipeline to storage."""
 from __future__ import annotations
 
 
-from prefetch_check.model.code import CodeConfig
-from prefetch_check.sglang.code_checks import Case, needs
+from prefetch_check.model.code import CodeConfig, CodeLimits
+from prefetch_check.sglang.code_checks import LIMITS, Case, needs
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
 from prefetch_check.sglang.mappings.ack_drain.retry_shape import retry_skip
 
@@ -38,8 +38,8 @@ def _buffer(**kwargs) -> CodeConfig:
 WRITE = "write_through"  # the write path's cases (worlds/ack_drain/buffer/backup_run.py)
 
 
-def _case(name: str, config: CodeConfig) -> Case:
-    return Case(name, config, skip=skip)
+def _case(name: str, config: CodeConfig, limits: CodeLimits = LIMITS) -> Case:
+    return Case(name, config, limits=limits, skip=skip)
 
 
 BUFFER_CASES: tuple[Case, ...] = (
@@ -92,7 +92,8 @@ BUFFER_CASES: tuple[Case, ...] = (
     _case(f"2 ranks x 1 page, {BUFFER}, {WRITE}, nothing stored (the write's acks drained across ranks)",
           _buffer(ranks=2, pages=1, backup=True, hits=(0, 0))),
     # the write path under the default stop policy, one page (two: 15,443 runs, 45 s untraced).
-    # 0.5.23: 5,538 runs, exhaustive, clean
+    # 0.5.23: 5,538 runs, exhaustive, clean; 0.5.22: 9,438 runs, traced near the 120 s budget (cut
+    # there under load), so 300 s
     _case(f"1 rank x 1 page, {BUFFER}, {WRITE}, timeout (deadlines fire as choices)",
-          _buffer(ranks=1, pages=1, backup=True, policy="timeout")),
+          _buffer(ranks=1, pages=1, backup=True, policy="timeout"), CodeLimits(max_seconds=300)),
 )

@@ -45,7 +45,8 @@ PP_CASES: tuple[Case, ...] = (
     # (with a stored page it is not, as for 2 TP ranks under timeout)
     Case(f"{STAGES}, timeout (stage 0's deadline fires as a choice), 1 page stored nowhere",
          _stages(pages=1, policy="timeout", hits=(0, 0)), limits=LONGER),
-    # the PP tickets: 18,068 / 19,052 / 17,916 runs, 39-43 s each on one core (0.5.23)
+    # the PP tickets: 546 / 564 / 520 runs, 2-3 s each on one core (0.5.23; the sleep sets before
+    # DPOR within the persistent set: 18,068 / 19,052 / 17,916 runs, 39-43 s)
     Case(f"{STAGES}, {BUFFER} (PP tickets), 1 page", _stages(pages=1, host_memory_mode="buffer_only"), limits=LONGER,
          skip=_tickets_skip),
     Case(f"{STAGES}, {BUFFER} (PP tickets), stage 1 cannot read page 1",
@@ -53,11 +54,14 @@ PP_CASES: tuple[Case, ...] = (
     Case(f"{STAGES}, {BUFFER} (PP tickets), 1 page, aborted by its client in round 1",
          _stages(pages=1, host_memory_mode="buffer_only", abort_round=1), limits=LONGER, skip=_tickets_skip),
     # the ticket thread's failed query: its except votes zero in the hit MIN, and stage 0 frees the
-    # buffers it allocated past the agreed count (11,716 runs, 28 s on one core, 0.5.23)
+    # buffers it allocated past the agreed count (268 runs, 2 s on one core, 0.5.23; 11,716 before)
     Case(f"{STAGES}, {BUFFER} (PP tickets), 1 page, stage 1's storage query raises (it votes zero)",
          _stages(pages=1, host_memory_mode="buffer_only", query_raises=(False, True)), limits=LONGER,
          skip=_tickets_skip),
-    # Not a case: aborted as soon as issued (abort_round=0, the cancelled decision), exhaustive in
-    # check_tree (tests/test_code_pp_tickets.py) but traced, at -j 2, BOUNDED at 600 s (50,933 runs),
-    # which would make every 0.5.23 verdict BOUNDED
+    # aborted as soon as issued (abort_round=0): before or after a stage's ticket thread registered
+    # the ticket, release_pp_prefetch records the cancelled decision and the thread honours it.
+    # 1,987 runs, 14 s on one core (0.5.23); under the sleep sets it was not a case (traced at -j 2,
+    # BOUNDED at 600 s after 50,933 runs)
+    Case(f"{STAGES}, {BUFFER} (PP tickets), 1 page, aborted as soon as issued (its decision cancelled)",
+         _stages(pages=1, host_memory_mode="buffer_only", abort_round=0), limits=LONGER, skip=_tickets_skip),
 )
