@@ -51,8 +51,8 @@ CASES: tuple[Case, ...] = (
     Case("2 ranks, rank 0's storage query raises", _config(ranks=2, query_raises=(True, False))),
     # two ranks under best_effort (the default policy until 0.5.11): the round gate "any", so a
     # drain that pops more than the ranks' MIN runs its round, and a check admits with what its
-    # rank has. 7,557 runs, 25 s on one core (0.5.23; DPOR within the persistent set: the sleep
-    # sets' 44,886 runs took 92 s, over a case's budget); about 3x that traced
+    # rank has. 7,557 runs, 40 s on one core (0.5.23; DPOR within the persistent set: the sleep
+    # sets' 44,886 runs took 132 s measured beside it); 84-95 s traced at -j 2
     Case("2 ranks, best_effort", _config(ranks=2, policy="best_effort"), limits=CodeLimits(max_seconds=300)),
     # the client's abort at two ranks, each rank's scheduler releasing it in round 1 (951 runs, 0.5.23)
     Case("2 ranks, aborted by its client in round 1", _config(ranks=2, abort_round=1)),
