@@ -24,9 +24,11 @@ def test_0_5_23s_tickets_run_as_written_exhaustive_and_clean():
     result = check_tree(release("0.5.23"), TICKETS, LIMITS)
     assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
     assert clean(result) and result.verdicts["wait_complete_delivers"] == "VERIFIED", result.verdicts
-    sleep = check_tree(release("0.5.23"), TICKETS, CodeLimits(max_seconds=600, strategy="sleep"))
-    assert sleep.exhaustive and sleep.verdicts == result.verdicts  # DPOR's reduction, checked once
-    assert 500 < result.runs < sleep.runs and result.states > 3_000
+    # DPOR over every enabled thread (569 runs): the persistent set changes no verdict here (the
+    # sleep sets' 18,068 runs, 40 s, give the same verdicts too: docs/executor.md)
+    everyone = check_tree(release("0.5.23"), TICKETS, CodeLimits(max_seconds=600, strategy="dpor", reduce=False))
+    assert everyone.exhaustive and everyone.verdicts == result.verdicts
+    assert result.runs > 500 and result.states > 3_000
 
 
 def test_an_admission_that_frees_every_ready_ticket_is_caught_as_the_prefetch_it_loses(tmp_path):
