@@ -31,6 +31,9 @@ def _sandbox(limits: dict) -> None:
 def main() -> int:
     request = json.loads(sys.stdin.read())
     _sandbox(request.get("limits", {}))
+    from prefetch_check.model.code.rt import bytecode
+
+    compiled = bytecode.install(request.get("bytecode"))  # the code of the files compiled before (rt/bytecode.py)
     import logging
 
     logging.disable(logging.CRITICAL)  # the path's logging is inert (class c); thousands of runs
@@ -75,6 +78,7 @@ def main() -> int:
         else:
             answer = {"result": explore(executor, limits).to_json()}
         coverage_tracer.finish(tracer, answer)  # coverage: the lines it executed travel with the answer
+    answer["compiled"] = compiled  # the files compiled from source here: the parent keeps their code
     sys.stdout.write(json.dumps(answer))
     sys.stdout.flush()
     os._exit(0)  # leftover daemon threads of an abandoned run must not delay the exit

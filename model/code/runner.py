@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from prefetch_check.model.code.config import CodeConfig, CodeLimits, CodeResult
+from prefetch_check.model.code.rt import bytecode
 from prefetch_check.model.code.rt.scratch import SCRATCH_ENV, memory_fs
 
 GRACE_SECONDS = 30.0  # beyond the search's own time limit: loading, judging, exiting
@@ -46,6 +47,9 @@ def _child(request: dict, wall_seconds: float) -> dict:
     world = request["config"].get("world", "")
     if _registered(world):
         request = {**request, "protocol": _registered(world)}
+    code_cache = bytecode.cache_dir()
+    if code_cache is not None:
+        request = {**request, "bytecode": str(code_cache)}
     with tempfile.TemporaryDirectory(prefix="prefetch-check-exec-", dir=memory_fs()) as work:
         try:
             # -B: the child writes no __pycache__ into the tree under test (nothing outside its folder)
@@ -58,6 +62,7 @@ def _child(request: dict, wall_seconds: float) -> dict:
         tail = (proc.stderr or "").strip().splitlines()[-3:]
         raise ExecutorError(f"the executor's child failed (exit {proc.returncode}): {' | '.join(tail)}")
     answer = json.loads(proc.stdout)
+    bytecode.store(code_cache, answer.pop("compiled", []))
     if "error" in answer:
         raise ExecutorError(answer["error"] + "\n" + answer.get("traceback", ""))
     return answer
