@@ -45,15 +45,22 @@ OWN_LOOP = [case for case in BUFFER_CASES if not case.config.retries]
 @pytest.mark.parametrize("case", OWN_LOOP, ids=[case.name for case in OWN_LOOP])
 def test_every_buffer_case_is_clean_under_the_schedulers_retry_path_as_under_the_worlds_own_loop(case):
     """Our loop's shortcut and upstream's retry path agree on 0.5.23 (both exhaustive and clean;
-    the retry path judges request_release too)."""
+    the retry path judges request_release too). The write path's own loop is searched, exhaustive
+    and clean, by test_code_buffer_backup.py: under the retry path alone here, which is all the
+    agreement needs (clean and exhaustive leaves every judged property VERIFIED on both sides)."""
     srt = release("0.5.23")
-    own = check_tree(srt, case.config, LIMITS)
     upstream = check_tree(srt, dataclasses.replace(case.config, retries=True), LIMITS)
+    own = None if case.config.backup else check_tree(srt, case.config, LIMITS)
     for result in (own, upstream):
+        if result is None:
+            continue
         assert result.not_modelled == [] and result.exhaustive
         assert clean(result), {k: v.message for k, v in result.violations.items()}
-    shared = [p for p in own.verdicts if p not in own.not_judged and p not in upstream.not_judged]
-    assert {p: own.verdicts[p] for p in shared} == {p: upstream.verdicts[p] for p in shared}
+    if own is not None:
+        shared = [p for p in own.verdicts if p not in own.not_judged and p not in upstream.not_judged]
+        assert {p: own.verdicts[p] for p in shared} == {p: upstream.verdicts[p] for p in shared}
+    else:
+        assert {upstream.verdicts[p] for p in upstream.verdicts if p not in upstream.not_judged} == {"VERIFIED"}
 
 
 def test_a_refetch_loop_ended_by_the_reissue_cap_is_caught_as_the_prefix_it_loses(tmp_path):
