@@ -61,7 +61,7 @@ def install(folder: Optional[str]) -> list[str]:
         if _optimize == -1 and isinstance(data, bytes) and isinstance(path, str):
             try:
                 with open(os.path.join(folder, key(data)), "rb") as f:
-                    code = marshal.load(f)
+                    code = marshal.loads(f.read())
             except (OSError, EOFError, ValueError, TypeError):
                 code = None
             if isinstance(code, types.CodeType):
