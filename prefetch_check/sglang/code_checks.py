@@ -284,12 +284,12 @@ def run_code(checks: list[tuple[Path, CodeCheck]], cache: Path, jobs: int, progr
     for entries in pending.values():
         by_tree.setdefault(entries[0][0], []).append(entries)
 
-    def tree_in_order(groups):
-        for entries in groups:
-            execute(entries)
-
+    # each tree's first case alone (a tree that does not load fails it, and its other cases are not
+    # tried), then every other case `jobs` at a time: one tree's cases used to run one after another,
+    # so a user's one tree had one core whatever -j said
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        list(pool.map(tree_in_order, by_tree.values()))
+        list(pool.map(execute, [groups[0] for groups in by_tree.values()]))
+        list(pool.map(execute, [entries for groups in by_tree.values() for entries in groups[1:]]))
     return from_cache, len(pending)
 
 
