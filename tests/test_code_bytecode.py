@@ -11,6 +11,7 @@ from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
 from prefetch_check.model.code.rt import bytecode
 from test_code_executor import EDITS, edited, release
 
+
 def _figures(result):
     return (result.verdicts, result.runs, result.states, result.exhaustive,
             {p: (v.schedule, v.site, v.message) for p, v in result.violations.items()})
