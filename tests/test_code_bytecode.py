@@ -83,3 +83,22 @@ def test_off_keeps_nothing(monkeypatch):
     monkeypatch.setenv(bytecode.CACHE_ENV, "off")
     assert bytecode.cache_dir() is None
     assert bytecode.install(None) == []
+
+
+def test_the_folder_is_pruned_to_its_newest_entries(tmp_path, monkeypatch):
+    """Each edited copy of a release adds the edited file's entry: past KEEP + KEEP // 3 entries
+    the oldest go, down to KEEP."""
+    import os
+
+    monkeypatch.setattr(bytecode, "KEEP", 3)
+    folder = tmp_path / "code"
+    sources = []
+    for i in range(5):  # 3 + 1 entries are kept as they are; the fifth store prunes the two oldest
+        module = tmp_path / f"m{i}.py"
+        module.write_text(f"X = {i}\n")
+        sources.append(module)
+        bytecode.store(folder, [str(module)])
+        if i < 4:
+            os.utime(folder / bytecode.key(module.read_bytes()), (1_000 + i, 1_000 + i))
+    left = {p.name for p in folder.iterdir()}
+    assert left == {bytecode.key(m.read_bytes()) for m in sources[2:]}
