@@ -82,6 +82,12 @@ ROOM_LOCK_KEPT = ("            if self._component_available_size(ComponentType.F
                   "                self.dec_lock_ref(node_id, ancestor_lock_params)\n",
                   "            if self._component_available_size(ComponentType.FULL) < kv_tokens:\n")
 LOADED = dict(page_size=5, evict_device_round=2, load_back=True)
+# the drain's agreed counts: loading_check handed the rank's own ready count, not the MIN; at two
+# ranks under the gate "any" (a round for each H2D copy done on one rank) the ranks reap the load at
+# different rounds, and their device trees differ after the first (write_through/round_views.py)
+OWN_LOAD_COUNT = ("            count_values[1],\n            tuple(count_values[2:-2]),\n",
+                  "            load_acks,\n            tuple(count_values[2:-2]),\n")
+LOADED_2 = dict(ranks=2, pages=1, page_size=10, hits=(0, 0), evict_device_round=2, load_back=True)
 
 
 # a split's publish list: not moved to the fragments, the prefix fragment dropped, or the ack storing only
@@ -126,7 +132,7 @@ def test_a_split_while_the_write_through_is_pending_runs_the_releases_own_replac
 
 
 def test_the_cases_run_0_5_19_on():
-    assert len(WRITE_THROUGH_CASES) == 21
+    assert len(WRITE_THROUGH_CASES) == 22
     assert {case.skip(release("0.5.23")) for case in WRITE_THROUGH_CASES} == {""}
     assert {case.skip(release("0.5.19")) for case in WRITE_THROUGH_CASES} == {""}
 
@@ -191,6 +197,8 @@ def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwa
     (LOAD_WRONG_NODE, write(**LOADED), "data_integrity", "reports 10 tokens loaded up to node 0, whose path holds 0"),
     (LOAD_WRONG_COUNT, write(**LOADED), "data_integrity", "reports 15 tokens loaded up to node 1011, whose path "
      "holds 10"),
+    (OWN_LOAD_COUNT, write(round_gate="any", **LOADED_2), "tp_agreement",
+     "after round 3's check_hicache_events the ranks' device trees differ"),
 ], ids=["no storage write", "host lock kept", "host lock not taken", "host lock not taken, evicted", "device lock kept", "device lock not taken",
         "ack not synchronised", "split not moved", "split keeps the child only", "stores the lock node only",
         "device lock kept across a split", "write_back: no storage write", "write_back: demoted before its ack",
@@ -198,11 +206,23 @@ def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwa
         "load-back: write_back pins kept",
         "load-back: no host lock", "load-back: the path's lock kept", "load-back: no lock on the loading node",
         "load-back below its threshold: host lock kept", "load-back without room: the path's lock kept",
-        "load-back: answers the device match's node", "load-back: answers a page more"])
+        "load-back: answers the device match's node", "load-back: answers a page more",
+        "load-back: a rank's own ready count"])
 def test_a_one_place_edit_of_the_write_path_is_caught(tmp_path, edit, config, prop, message):
     result = check_tree(edited(tmp_path, release("0.5.23"), CACHE, *edit), config, LIMITS)
     assert result.exhaustive and result.verdicts[prop] == "VIOLATED", result.verdicts
     assert message in result.violations[prop].message, result.violations[prop].message
+
+
+def test_a_rank_reaping_its_own_ready_loads_needs_the_gate_without_the_min_assumption(tmp_path):
+    """Under the gate "agreed" a round starts only when every rank's H2D is done, so the ranks reap
+    at one round whatever count the drain hands loading_check; the release is clean under both."""
+    srt = edited(tmp_path, release("0.5.23"), CACHE, *OWN_LOAD_COUNT)
+    agreed = check_tree(srt, write(**LOADED_2), LIMITS)
+    assert agreed.exhaustive and "VIOLATED" not in agreed.verdicts.values(), agreed.verdicts
+    clean = check_tree(release("0.5.23"), write(round_gate="any", **LOADED_2), LIMITS)
+    assert clean.exhaustive and "VIOLATED" not in clean.verdicts.values(), clean.verdicts
+    assert clean.runs > agreed.runs
 
 
 # the controller's own H2D: its L2 transfers without the KV (HybridCacheController._l2_transfers), its

@@ -198,9 +198,13 @@ class Run(WorldRun):
         (`round_start`, the gate's memory)."""
         self.baton.point(GATE, lambda: self.round_enabled(rank), self.gate_guard())
         if self.any_gate() and rank.rounds == max(r.rounds for r in self.ranks):
-            self.round_start = self._drained_puts()
+            self.remember_round_start()
         rank.rounds += 1
         self.baton.observe(f"round {rank.rounds}")
+
+    def remember_round_start(self) -> None:
+        """The gate "any": what the gate remembers as the first scheduler starts a round."""
+        self.round_start = self._drained_puts()
 
     def round_enabled(self, rank: Rank) -> bool:
         """A round starts when a peer is a round ahead (lockstep), or when every scheduler waits at

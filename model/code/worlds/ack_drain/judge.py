@@ -1,5 +1,6 @@
 """How an ack-drain run is judged: the prefetch path's properties (rt/verdicts.py), then what the
-buffer_only world (buffer/judge.py) and the retry world (retry_judge.py) add at a run's end."""
+buffer_only world (buffer/judge.py), the retry world (retry_judge.py) and the write path
+(write_through/) add at a run's end."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from prefetch_check.model.code.rt import verdicts
 from prefetch_check.model.code.rt.verdicts import Finding
 from prefetch_check.model.code.worlds.ack_drain import occupancy, retry_judge, sidecars
 from prefetch_check.model.code.worlds.ack_drain.buffer import backup_judge, judge as buffer_judge
-from prefetch_check.model.code.worlds.ack_drain.write_through import judge as write_through_judge
+from prefetch_check.model.code.worlds.ack_drain.write_through import judge as write_through_judge, round_views
 
 PROPERTIES = verdicts.PROPERTIES + (buffer_judge.PROPERTY, retry_judge.PROPERTY)
 
@@ -16,7 +17,8 @@ def judge(run, terminal: bool) -> list[Finding]:
     found = verdicts.judge(run, terminal)
     return (found + buffer_judge.judge(run, terminal, found) + retry_judge.judge(run, terminal, found)
             + sidecars.judge(run, terminal, found) + occupancy.judge(run, terminal, found)
-            + backup_judge.judge(run, terminal, found) + write_through_judge.judge(run, terminal, found))
+            + backup_judge.judge(run, terminal, found) + write_through_judge.judge(run, terminal, found)
+            + round_views.judge(run, terminal))
 
 
 def not_judged(config) -> dict[str, str]:

@@ -1,7 +1,10 @@
 """The round gate of a run with the write path (CodeConfig.backup): besides the world's own reasons,
 a D2H write ack, a storage write ack or (with a load-back) a ready H2D ack on every rank opens a
 round (their MIN > 0: writing_check, loading_check and the backup drain pop what the ranks agree
-on, `_sync_hicache_ready_counts`)."""
+on, `_sync_hicache_ready_counts`). Under the gate "any" (CodeConfig.round_gate) an H2D copy finished
+on some rank since the last round started opens one too, as a queued item does on the drained
+queues (harness.py): a drain that reaps more than the MIN runs its divergent round, and the rank
+behind reaps its ack at a later one."""
 
 from __future__ import annotations
 
@@ -22,7 +25,29 @@ class WriteAcksGate:
     def _write_round_due(self) -> bool:
         return (min(len(r.cc.ack_write_queue) for r in self.ranks) > 0
                 or min(r.cc.ack_backup_queue.peek_size() for r in self.ranks) > 0
-                or (self._loads() and min(_ready(r.cc.ack_load_queue) for r in self.ranks) > 0))
+                or (self._loads() and min(_ready(r.cc.ack_load_queue) for r in self.ranks) > 0)
+                or (self._loads_any() and any(_ready(r.cc.ack_load_queue) for r in self.ranks)
+                    and self._copied_since_round_start()))
+
+    def _loads_any(self) -> bool:
+        """Load-backs under the gate "any": a copy done on one rank opens a round."""
+        return self._loads() and self.any_gate()
+
+    def _copies(self) -> tuple:
+        return tuple(r.tree.device.copies_done for r in self.ranks)
+
+    def _copied_since_round_start(self) -> bool:
+        start = self.__dict__.get("copies_start")
+        return start is None or self._copies() != start
+
+    def remember_round_start(self) -> None:
+        super().remember_round_start()
+        if self._loads_any():
+            self.copies_start = self._copies()
+
+    def _gate_key(self) -> tuple:
+        """The gate's memory of the copies, as whether one finished since the last round started."""
+        return super()._gate_key() + ((self._copied_since_round_start(),) if self._loads_any() else ())
 
     def _loads(self) -> bool:
         """Whether the run loads host hits back (CodeConfig.load_back): the H2D acks open a round too,

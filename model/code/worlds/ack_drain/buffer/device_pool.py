@@ -76,6 +76,7 @@ class DevicePool:
         self._pc_name = f"r{rank}.device"  # its name in a step's footprint (rt/baton.py)
         self.owner: list = [None] * size  # None free, else who owns the slot
         self.data: dict[int, str] = {}  # slot -> the page it holds
+        self.copies_done = 0  # H2D copies thread G made (the gate "any" opens a round for each: write_gate.py)
         self.expected = expected  # (request, position) -> the page hash a token's KV is
         self._kv = _KVCache(size)
         world.register(self)
@@ -203,6 +204,7 @@ class DevicePool:
             self.world.baton.touch(ack_queue_name(self.rank))
             ack = pending()[0]
             ack.finish_event.run()
+            self.copies_done += 1
             self.world.baton.observe(f"H2D of nodes {list(ack.node_ids)} done")
 
     # ---- the L2 transfer engine's D2H (the write path, CodeConfig.backup: the controller's own

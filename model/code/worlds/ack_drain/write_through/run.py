@@ -27,6 +27,7 @@ from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import node_of
 from prefetch_check.model.code.worlds.ack_drain.buffer.params import EvictParams, InsertParams
 from prefetch_check.model.code.worlds.ack_drain.write_through.load_back import LoadBack
+from prefetch_check.model.code.worlds.ack_drain.write_through.round_views import RoundViews
 from prefetch_check.model.code.worlds.ack_drain.write_through.tree import WriteThroughTree
 from prefetch_check.model.code.stand_ins.host_pool import HostPool
 from prefetch_check.model.code.worlds.common import Rank
@@ -49,7 +50,7 @@ class _WritePart:
                        tuple((tuple(a.node_ids), a.finish_event.done) for a in cc.ack_load_queue))
 
 
-class WriteThroughRun(WriteAcksGate, LoadBack, WritePath, NumberedFromZero, Run):
+class WriteThroughRun(RoundViews, WriteAcksGate, LoadBack, WritePath, NumberedFromZero, Run):
     """`Run` with the write path (write_path.py: the computed request, the backup thread B)."""
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
