@@ -225,6 +225,19 @@ def test_a_rank_reaping_its_own_ready_loads_needs_the_gate_without_the_min_assum
     assert clean.runs > agreed.runs
 
 
+def test_a_drain_that_never_reaps_a_ready_load_is_a_spin_not_a_bound(tmp_path):
+    """loading_check's reaping loop removed: every round the gate opens for the ready H2D ack and
+    the round changes nothing. The search names the spin (stutter.py) where only the schedulers
+    can run, rather than following the loop to its depth bound on every schedule."""
+    srt = edited(tmp_path, release("0.5.23"), CACHE, "        while finish_count > 0:\n            ack = cc.ack_load_queue.pop(0)\n",
+                 "        while finish_count > 0 and False:\n            ack = cc.ack_load_queue.pop(0)\n")
+    result = check_tree(srt, write(**LOADED), CodeLimits(max_seconds=60, stop_on=("progress",)))
+    assert result.verdicts["progress"] == "VIOLATED", result.verdicts
+    found = result.violations["progress"]
+    assert "starts in the state round" in found.message and "the rounds between repeat forever" in found.message
+    assert "the scheduler spins" in found.consequence
+
+
 # the controller's own H2D: its L2 transfers without the KV (HybridCacheController._l2_transfers), its
 # ack naming no node (HiCacheController.start_loading)
 NO_KV_TRANSFER = ("mem_cache/hybrid_cache/hybrid_cache_controller.py",

@@ -82,6 +82,26 @@ EDITS = {
         URC, "1 rank, aborted by its client in round 2 (pages fetched)",
         "            info.host_indices[:completed_tokens],\n", "            info.host_indices[:0],\n",
         "host_memory", "still held by no one"),
+    # an abort never retires the fetched prefetch: the drain later finishes it for a request that is
+    # gone (escaped: request_release was judged only in the retry world; abort_judge.py)
+    "abort_never_retires_the_prefetch": (
+        URC, "1 rank, aborted by its client in round 2 (pages fetched)",
+        "        completed_tokens, _ = self.cache_controller.terminate_prefetch(info.operation)\n"
+        "        self._retire_ongoing_prefetch(\n",
+        "        completed_tokens, _ = self.cache_controller.terminate_prefetch(info.operation)\n        (\n",
+        "request_release", "was aborted, the cache still holds it"),
+    # an abort keeps the request's admission-deadline record (escaped: no case aborted under timeout)
+    "abort_keeps_the_deadline_wait": (
+        URC, "1 rank, timeout (deadlines fire as choices), aborted by its client in round 2",
+        "        self._storage_prefetch_wait.pop(request, None)\n        if self.linker is not None:\n",
+        "        if self.linker is not None:\n", "request_release", "still holds it in _storage_prefetch_wait"),
+    # an abort before the storage query takes the fetched path: it slices host slots it has none of
+    # (escaped: no case aborted before the query)
+    "abort_before_the_query_as_if_fetched": (
+        URC, "1 rank, aborted by its client as soon as issued (before its storage query)",
+        "        if info.operation.host_indices is None:\n            self.cache_controller.terminate_prefetch(info.operation)\n"
+        "            self.revoke_pending_prefetch(request)\n            return\n", "",
+        "no_crash", "'NoneType' object is not subscriptable"),
     # an abort leaves the request's paced retry armed (escaped: no case aborted with a retry armed)
     "abort_keeps_the_paced_retry": (
         URC, "1 rank x 2 requests, retries: rate-limited to one, aborted in round 1",

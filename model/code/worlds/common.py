@@ -57,6 +57,7 @@ class Rank:
     waiting: list
     resolved: dict = field(default_factory=dict)  # request -> tokens its tree held when it was admitted
     admitted_round: dict = field(default_factory=dict)  # request -> the round check_prefetch_progress said True
+    aborted: list = field(default_factory=list)  # the requests its client aborted (release_aborted_request)
     rounds: int = 0
 
 

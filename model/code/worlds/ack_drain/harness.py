@@ -11,7 +11,7 @@ import inspect
 from prefetch_check.model.code.rt import stubs
 from prefetch_check.model.code.stand_ins.components import FullComponent
 from prefetch_check.model.code.stand_ins.sync import Event, Lock
-from prefetch_check.model.code.worlds.ack_drain import readmission, sidecars
+from prefetch_check.model.code.worlds.ack_drain import readmission, sidecars, stutter
 from prefetch_check.model.code.worlds.common import (GATE, GATE_INPUTS, ROOT_NODE, Rank, WorldRun,  # noqa: F401 (conformance_run)
                                                      gate_side, scheduler_state)
 from prefetch_check.model.code.worlds.deadlines import OwnDeadlineAdmits
@@ -34,6 +34,7 @@ class Run(WorldRun):
     DRAINED = S_QUEUES  # the queues the scheduler's drain pops
     FOOTPRINTS = True  # the stand-ins and the operation's hooks record every shared object a step touches
     round_start = None  # the gate "any": the drained queues' puts when the last round started (enter_round)
+    stuttered = False  # a round started in the state the last one started in (stutter.py): the gate stays shut
     DEADLINES = OwnDeadlineAdmits
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
@@ -190,15 +191,18 @@ class Run(WorldRun):
             self.world.draining.pop(rank.index, None)
             rank.cache.release_aborted_request(rank.handles[q])
             rank.waiting.remove(q)
+            rank.aborted.append(q)
             self.baton.observe(f"aborted req{q}")
 
     def enter_round(self, rank: Rank) -> None:
         """The scheduler's round start: wait at the gate, then count the round. Under the gate "any"
         the first rank to start a round keeps how many items were ever put on the drained queues
         (`round_start`, the gate's memory)."""
-        self.baton.point(GATE, lambda: self.round_enabled(rank), self.gate_guard())
-        if self.any_gate() and rank.rounds == max(r.rounds for r in self.ranks):
-            self.remember_round_start()
+        self.baton.point(GATE, lambda: not self.stuttered and self.round_enabled(rank), self.gate_guard())
+        if rank.rounds == max(r.rounds for r in self.ranks):
+            stutter.check(self, rank)
+            if self.any_gate():
+                self.remember_round_start()
         rank.rounds += 1
         self.baton.observe(f"round {rank.rounds}")
 
@@ -294,7 +298,8 @@ class Run(WorldRun):
     def key(self) -> tuple:
         ranks = tuple((r.rounds, tuple(r.waiting), tuple(sorted(r.resolved.items())),
                        len(r.cache.ongoing_prefetch), r.cc.prefetch_tokens_occupied) for r in self.ranks)
-        key = (self.baton.threads_key(), self.world.snapshot(), ranks) + self._gate_key()
+        key = (self.baton.threads_key(), self.world.snapshot(), ranks) + self._gate_key() + (
+            ("stuttered",) if self.stuttered else ())
         return key if self.deadlines is None else key + (self.deadlines.key(),)
 
 

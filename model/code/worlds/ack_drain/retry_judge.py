@@ -38,13 +38,13 @@ PAST_CAP = ("storage lookups past the re-issue cap: the retry policy no longer b
 # an attribute a tree lacks is skipped (the stand-in admission does not pop the loaded-token
 # records of an admitted request, so only aborted requests are judged by them)
 HELD_BY_REQUEST = ("ongoing_prefetch", "_storage_prefetch_wait", "prefetch_loaded_tokens_by_reqid",
-                   "prefetch_loaded_storage_start_by_reqid")
+                   "prefetch_loaded_storage_start_by_reqid", "_storage_prefetch_hit_remaining_by_reqid")
 MISSED = ("a prefetch lost: a request the rate limiter declined is admitted without the storage lookup the "
           "retry policy promises once the limiter clears (slower but correct output)")
 REFETCH_MISSED = ("a prefetch lost: the span a request's staged prefetch or anchor lost is not fetched again "
                   "as the retry policy promises; the request is admitted with less of its prefix (slower but "
                   "correct output)")
-NOT_RETRIES = "the scheduler's retry path: CodeConfig(retries=True)"
+NOT_RETRIES = "the scheduler's retry path or a client's abort: CodeConfig(retries=True) or CodeConfig(abort_round=N)"
 
 
 def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:

@@ -63,9 +63,16 @@ CASES: tuple[Case, ...] = (
     # round 1, before any page is counted, so a release of [:0] got the release's verdicts: issue
     # 29's held-out trial). 23 runs, exhaustive, clean on 0.5.19-0.5.23 and both classes
     Case("1 rank, aborted by its client in round 2 (pages fetched)", _config(ranks=1, abort_round=2)),
+    # the abort before any storage thread ran: the prefetch has no host slots yet, and
+    # release_aborted_request revokes it (its other branch). 11 runs, 0.5.23
+    Case("1 rank, aborted by its client as soon as issued (before its storage query)", _config(ranks=1, abort_round=0)),
     Case("1 rank, best_effort", _config(ranks=1, policy="best_effort")),
     # the deadline of each rank fires as a choice of the search (model/code/worlds/deadlines.py)
     Case("1 rank, timeout (deadlines fire as choices)", _config(ranks=1, policy="timeout")),
+    # an abort after a blocked check armed the request's admission deadline: the abort drops its wait
+    # record (0.5.23's _storage_prefetch_wait) with the rest. 599 runs, 0.5.23
+    Case("1 rank, timeout (deadlines fire as choices), aborted by its client in round 2",
+         _config(ranks=1, policy="timeout", abort_round=2)),
     # the stale operation's late steps against the newer one (0.5.20-0.5.23's stale-hit revoke,
     # 0.5.19's rid-matched ACKs), every property judged: the DPOR's search is exhaustive in 3,738
     # runs (the sleep sets' took 17,267, so this case stopped at its first violation then); 8 s of
