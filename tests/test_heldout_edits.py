@@ -55,6 +55,12 @@ EDITS = {
         PIPE, "1 rank, host_memory_mode=buffer_only, 1 page on the device (anchor locked)",
         "        self._cache.tree_core.dec_full_pin(lock.node_id)\n        self.anchor_locked_tokens_ -= lock.tokens\n",
         "        self._cache.tree_core.dec_full_pin(lock.node_id)\n", "anchor_release", "1 tokens"),
+    # the anchor lock taken past the pipeline's cap (the cap check dropped): the pins no longer keep
+    # room for the largest request (escaped: device_tree.py now judges every pin against the cap)
+    "anchor_lock_past_the_cap": (
+        PIPE, "1 rank x 3 pages, host_memory_mode=buffer_only, 2 on a 3-page device, evicted in round 2",
+        "        if self.anchor_locked_tokens_ + anchor_tokens > self.anchor_lock_cap_tokens:\n",
+        "        if False:\n", "anchor_release", "past the pipeline's anchor-lock cap"),
     # ---- retries (scheduler.py, storage_prefetch.py)
     # pop_ready lets a paced retry through at the cap (escaped: no case reached the cap by pop_ready)
     "pop_ready_cap_off_by_one": (

@@ -26,6 +26,10 @@ def request_of_node(node: int) -> tuple[int, int]:
     return (node - 1) // 1000, (node - 1) % 1000
 
 
+PAST_CAP = ("device memory pinned past the anchor-lock cap, which keeps room for the largest request: a queued "
+            "hold can wedge admission for good (the pool full, nothing retractable)")
+
+
 class DeviceTree(InsertWalk, TreeCore):
     _pc_what = "tree_core (device)"
 
@@ -34,6 +38,7 @@ class DeviceTree(InsertWalk, TreeCore):
         self.device = device  # the device KV pool (device_pool.py): slots of the resident tokens
         self.resident: dict[int, list[int]] = {}  # request -> device slots of its leading tokens
         self.pins: dict[int, int] = {}  # node -> FULL pin count
+        self.pin_cap = None  # () -> the pipeline's anchor-lock cap in tokens, or None (harness.py sets it)
         self.empty_match_result = MatchResult(world, 0, ROOT, ROOT)
         self._inserting = False
 
@@ -93,6 +98,12 @@ class DeviceTree(InsertWalk, TreeCore):
         self.world.baton.point(f"pin device node {node} (rank {self.rank})")
         self.world.baton.touch(self._pc_name)
         self.pins[node] = self.pins.get(node, 0) + 1
+        cap = self.pin_cap() if self.pin_cap is not None else None
+        pinned = sum(request_of_node(n)[1] * count for n, count in self.pins.items())
+        if cap is not None and pinned > cap:
+            site = self.world.baton.current().point.site if self.world.baton.current() else "?"
+            self.world.fault("anchor_release", f"rank {self.rank}: anchor pins hold {pinned} device tokens, past the "
+                             f"pipeline's anchor-lock cap of {cap}", PAST_CAP, site)
 
     def dec_full_pin(self, node) -> None:
         self.world.baton.point(f"unpin device node {node} (rank {self.rank})")

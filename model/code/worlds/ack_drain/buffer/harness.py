@@ -116,6 +116,7 @@ class BufferRun(NumberedFromZero, Run):
         # init_hicache's cap: twice the device pool (a leak backstop, never binding on live content)
         pipeline.__init__(cache, None, write_backlog_cap=2 * len(rank.tree.device.owner))
         cache.buffer_pipeline = pipeline
+        rank.tree.pin_cap = lambda: pipeline.anchor_lock_cap_tokens  # judged at every pin (device_tree.py)
         if cfg.retries:  # the tree's own Scheduler methods issue, retry and admit (readmission.py)
             return readmission.drive(self, rank, Staging(self, rank))
         d = cfg.device_pages * cfg.page_size
