@@ -295,9 +295,14 @@ class Run(WorldRun):
         """The gate also reads the sidecar release queues (their MIN opens a round)."""
         return super().gate_guard() + (sidecars.guard(self) if self.config.sidecars else ())
 
+    @staticmethod
+    def rank_state(r: Rank) -> tuple:
+        """A rank's loop state in the key, but its round count (stutter.py compares rounds by it)."""
+        return (tuple(r.waiting), tuple(sorted(r.resolved.items())), len(r.cache.ongoing_prefetch),
+                r.cc.prefetch_tokens_occupied)
+
     def key(self) -> tuple:
-        ranks = tuple((r.rounds, tuple(r.waiting), tuple(sorted(r.resolved.items())),
-                       len(r.cache.ongoing_prefetch), r.cc.prefetch_tokens_occupied) for r in self.ranks)
+        ranks = tuple((r.rounds,) + self.rank_state(r) for r in self.ranks)
         key = (self.baton.threads_key(), self.world.snapshot(), ranks) + self._gate_key() + (
             ("stuttered",) if self.stuttered else ())
         return key if self.deadlines is None else key + (self.deadlines.key(),)

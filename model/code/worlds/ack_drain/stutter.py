@@ -29,10 +29,9 @@ def signature(run) -> tuple:
 
 def _state(run) -> tuple:
     parts = tuple(getattr(p, "_pc_stutter_snapshot", p.snapshot)() for p in run.world.parts)
-    threads = tuple((m.name, m.status, (m.point.label, m.point.site) if m.point and m.status == "parked" else "")
-                    + ((m.digest, m.unobserved) if m.role != "scheduler" else ()) for m in run.baton.threads)
-    ranks = tuple((tuple(r.waiting), tuple(sorted(r.resolved.items())), len(r.cache.ongoing_prefetch),
-                   r.cc.prefetch_tokens_occupied) for r in run.ranks)
+    schedulers = {m.name for m in run.baton.threads if m.role == "scheduler"}
+    threads = tuple(t[:3] if t[0] in schedulers else t for t in run.baton.threads_key())  # no scheduler's digest
+    ranks = tuple(run.rank_state(r) for r in run.ranks)
     return (threads, parts, ranks, run._gate_key(), run.deadlines.key() if run.deadlines is not None else None)
 
 
