@@ -61,6 +61,13 @@ EDITS = {
         PIPE, "1 rank x 3 pages, host_memory_mode=buffer_only, 2 on a 3-page device, evicted in round 2",
         "        if self.anchor_locked_tokens_ + anchor_tokens > self.anchor_lock_cap_tokens:\n",
         "        if False:\n", "anchor_release", "past the pipeline's anchor-lock cap"),
+    # nothing usable fetched (a deadline cut): the recompute branch keeps the anchor lock (escaped:
+    # no case cut a staged prefetch whose anchor was locked; docs/code-mutants.md)
+    "staged_none_keeps_the_anchor_lock": (
+        PIPE, "1 rank x 2 pages, host_memory_mode=buffer_only, timeout, 1 on the device (anchor locked; a cut with "
+        "nothing fetched)",
+        "            cache.discard_storage_prefetch_accounting(request)\n            self.release_anchor_lock(request)\n",
+        "            cache.discard_storage_prefetch_accounting(request)\n", "anchor_release", "still pinned"),
     # ---- retries (scheduler.py, storage_prefetch.py)
     # pop_ready lets a paced retry through at the cap (escaped: no case reached the cap by pop_ready)
     "pop_ready_cap_off_by_one": (

@@ -58,6 +58,11 @@ BUFFER_CASES: tuple[Case, ...] = (
     # SGLang's default stop policy (0.5.12 on): the deadlines fire as the search's choices
     # (worlds/deadlines.py) in the buffer world's own loop. 0.5.23: 775 runs, exhaustive, clean
     _case(f"1 rank, {BUFFER}, timeout (deadlines fire as choices)", _buffer(ranks=1, policy="timeout")),
+    # a deadline cut with nothing usable fetched while the anchor is locked: stage_completed_prefetch's
+    # recompute branch gives the lock back (a one-place mutant that keeps it escaped every other
+    # case: docs/code-mutants.md). 0.5.23: 676 runs, 0.5.22: 997, exhaustive, clean
+    _case(f"1 rank x 2 pages, {BUFFER}, timeout, 1 on the device (anchor locked; a cut with nothing fetched)",
+          _buffer(ranks=1, pages=2, device_pages=1, policy="timeout")),
     # the scheduler's own issue, retry poll and admission (the retry world's waiting queue, the
     # tree's Scheduler methods): a staged plan rebuilt at admission, and a staged span whose anchor
     # shrank, refetched through StoragePrefetchRetries.refetch and pop_ready instead of the world's
