@@ -4,8 +4,8 @@ beyond the cache world's properties: every write-through acked and every storage
 the D2H ack published, and each node holding a host value (a fragment of a split node too), stored
 in full (`_finish_write_through_ack` stores every published node under write_through), unless the
 storage is a capped file storage (CodeConfig.file_pages: its evictor refuses or evicts by design).
-With nothing in flight on a rank, every device node's rows hold its pages and no load-back pins
-one; with a load-back (CodeConfig.load_back), it is acked. The device lock left held is
+With nothing in flight on a rank, every device node's rows hold its pages, no load-back pins
+one and no node is still marked write-through pending; with a load-back (CodeConfig.load_back), it is acked. The device lock left held is
 buffer/backup_judge.py's (the same `tree.locked`)."""
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ UNLOADED = ("a load-back never acked: its node's device and host locks are held 
 PINNED = ("a load-back's pin never cleared: the node's host slots are never reclaimed as duplicates, and every "
           "other load-back of them backs off forever")
 STALE_ROWS = "wrong KV data served: a request reads device rows that do not hold its pages"
+MARKED = ("a node marked write-through pending forever: it is believed in flight, so every later "
+          "write-through of it is skipped and a change to it is never backed up")
 LOST = ("a node written through to host is never stored: under write_through every server sharing the storage "
         "misses it, and this one never writes it again (it is believed backed up)")
 
@@ -46,9 +48,14 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
         if loading and run.config.load_back:
             out.append(Finding("progress", f"rank {r.index}: load-back of nodes {sorted(loading)} never acked when "
                                "every thread is idle", UNLOADED, "", steps))
-        if not (cache.ongoing_write_through or cache.ongoing_backup or loading):
+        at_rest = not (cache.ongoing_write_through or cache.ongoing_backup or loading)
+        if at_rest:
             out.extend(_at_rest(r, steps))
+        # after the storage's findings: a mark left behind is what an unstored node's edits also leave
+        marked = [Finding("progress", f"rank {r.index}: nodes {sorted(tree.marks)} still marked write-through "
+                          "pending when every thread is idle", MARKED, "", steps)] if at_rest and tree.marks else []
         if cache.ongoing_write_through or cache.ongoing_backup or run.config.file_pages is not None:
+            out.extend(marked)
             continue  # a capped file storage may refuse a write or evict a stored page, by design
         stored = r.cc.storage_backend.stored
         for node in sorted(tree.written | set(tree.host_value)):  # a split fragment's host value too
@@ -56,6 +63,7 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
             if missing:
                 out.append(Finding("progress", f"rank {r.index}: node {node} written through to host, its pages "
                                    f"{missing} never stored when every thread is idle", LOST, "", steps))
+        out.extend(marked)
     return out
 
 
