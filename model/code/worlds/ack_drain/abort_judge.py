@@ -8,7 +8,7 @@ records with its own scheduler (retry_judge.py)."""
 from __future__ import annotations
 
 from prefetch_check.model.code.rt.verdicts import Finding
-from prefetch_check.model.code.worlds.ack_drain.retry_judge import HELD_BY_REQUEST, LEFT, PROPERTY
+from prefetch_check.model.code.worlds.ack_drain.retry_judge import LEFT, PROPERTY, held_by
 
 
 def judges(config) -> bool:
@@ -26,7 +26,7 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
     for rank in run.ranks:
         for q in rank.aborted:
             handle = rank.handles[q]
-            kept = [name for name in HELD_BY_REQUEST if handle in (getattr(rank.cache, name, None) or {})]
+            kept = held_by(rank.cache, handle)
             if kept:
                 out.append(Finding(PROPERTY, f"rank {rank.index}: req{q} was aborted, the cache still holds it in "
                                    f"{', '.join(kept)}", LEFT, "", steps))

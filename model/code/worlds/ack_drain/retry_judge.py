@@ -79,8 +79,13 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
         live = {r.cache_request_handle for r in sch.sent if r not in sch.aborted}  # a reused rid's new request
         for req in sch.aborted:
             handle = req.cache_request_handle
-            kept = [name for name in HELD_BY_REQUEST if handle in (getattr(cache, name, None) or {})]
+            kept = held_by(cache, handle)
             if kept and handle not in live:
                 out.append(Finding(PROPERTY, f"rank {rank.index}: req{req.q} was aborted, the cache still holds it in "
                                    f"{', '.join(kept)}", LEFT, "", steps))
     return out
+
+
+def held_by(cache, handle) -> list[str]:
+    """The per-request records of the cache (HELD_BY_REQUEST) that still hold `handle`."""
+    return [name for name in HELD_BY_REQUEST if handle in (getattr(cache, name, None) or {})]
