@@ -128,3 +128,19 @@ def test_the_gate_is_named_and_belongs_to_the_ack_drain_world():
     assert CodeConfig(policy="best_effort").gate() == "any"
     assert CodeConfig().gate() == CodeConfig(policy="timeout").gate() == "agreed"
     assert CodeConfig.from_json(any_gate(ranks=2).to_json()).round_gate == "any"
+
+
+def test_a_drain_stage_dropped_at_two_ranks_is_a_named_spin_not_a_bound(tmp_path):
+    """`_drain_ack_prefetch()` dropped: every round the gate opens for the agreed ack and the round
+    pops nothing. A round that starts where an earlier one started, with a storage thread still to
+    run, holds the next round until that thread moves (worlds/ack_drain/stutter.py); once only the
+    schedulers can run the spin is named. The search is exhaustive (it followed the spin to its
+    depth bound before), and the rank behind still joins the round the spin is found at: no
+    collective is left waiting for it (deadlock_freedom holds)."""
+    srt = edited(tmp_path, release("0.5.23"), URC, "        _drain_ack_prefetch()\n        _drain_backup()\n",
+                 "        _drain_backup()\n")
+    result = check_tree(srt, CodeConfig(ranks=2), LIMITS)
+    assert result.exhaustive, result.bound
+    assert result.verdicts["progress"] == "VIOLATED", result.verdicts
+    assert "the scheduler spins" in result.violations["progress"].consequence
+    assert result.verdicts["deadlock_freedom"] == "VERIFIED", result.violations.get("deadlock_freedom")

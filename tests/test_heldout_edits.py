@@ -134,6 +134,22 @@ EDITS = {
         "            cc.prefetch_tokens_occupied\n            - self._prefetch_occupied_span(\n",
         "            cc.prefetch_tokens_occupied\n            + self._prefetch_occupied_span(\n",
         "host_memory", "prefetch budget lost"),
+    # ---- the scheduler's drain (check_hicache_events): a stage dropped spins the scheduler's rounds
+    # with a storage thread still to run (escaped as BOUNDED, no consequence: stutter.py now holds a
+    # round that changed nothing until another thread moves, and names the spin once none can)
+    "drain_never_pops_the_prefetch_acks": (
+        URC, "2 ranks x 1 request",
+        "        _drain_ack_prefetch()\n        _drain_backup()\n", "        _drain_backup()\n",
+        "progress", "the scheduler spins"),
+    "drain_never_frees_the_released_host_slots": (
+        URC, "2 ranks, rank 0 cannot read page 1",
+        "        _drain_backup()\n        _drain_release()\n", "        _drain_backup()\n",
+        "host_memory", "still held by no one"),
+    "write_acks_never_reaped": (
+        URC, "1 rank, write_through (a computed request written to host and storage)",
+        "        while finish_count > 0:\n            ack = cc.ack_write_queue.pop(0)\n",
+        "        while finish_count > 0 and False:\n            ack = cc.ack_write_queue.pop(0)\n",
+        "progress", "the scheduler spins"),
     # ---- the admission deadline
     # the deadline started again at every blocked check (escaped: deadlines.py's kept budget)
     "deadline_restarted_at_each_blocked_check": (

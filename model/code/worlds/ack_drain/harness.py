@@ -34,7 +34,10 @@ class Run(WorldRun):
     DRAINED = S_QUEUES  # the queues the scheduler's drain pops
     FOOTPRINTS = True  # the stand-ins and the operation's hooks record every shared object a step touches
     round_start = None  # the gate "any": the drained queues' puts when the last round started (enter_round)
-    stuttered = False  # a round started in the state the last one started in (stutter.py): the gate stays shut
+    stuttered = False  # a round started in an earlier round start's state, only schedulers able to run
+    # (stutter.py): no round starts after it
+    held_at = None  # a round started in an earlier round start's state, another thread able to run: the
+    # step it started at; no round starts until a thread other than the schedulers moves (stutter.py)
     DEADLINES = OwnDeadlineAdmits
 
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
@@ -198,13 +201,30 @@ class Run(WorldRun):
         """The scheduler's round start: wait at the gate, then count the round. Under the gate "any"
         the first rank to start a round keeps how many items were ever put on the drained queues
         (`round_start`, the gate's memory)."""
-        self.baton.point(GATE, lambda: not self.stuttered and self.round_enabled(rank), self.gate_guard())
-        if rank.rounds == max(r.rounds for r in self.ranks):
+        self.baton.point(GATE, lambda: self.round_enabled(rank) and not (self._leads(rank) and self._no_new_round()),
+                         self.gate_guard())
+        if self._leads(rank):
             stutter.check(self, rank)
             if self.any_gate():
                 self.remember_round_start()
         rank.rounds += 1
         self.baton.observe(f"round {rank.rounds}")
+
+    def _no_new_round(self) -> bool:
+        """A spin was found (no round starts again) or a round that changed nothing holds the next."""
+        return self.stuttered or stutter.holding(self)
+
+    def scheduler_names(self) -> frozenset:
+        """The schedulers' thread names (stutter.py tells their steps from the others')."""
+        names = self.__dict__.get("_scheduler_names")
+        if names is None:
+            names = self._scheduler_names = frozenset(m.name for m in self.baton.threads if m.role == "scheduler")
+        return names
+
+    def _leads(self, rank: Rank) -> bool:
+        """No peer is a round ahead of `rank`: after a spin (stutter.py) no new round starts, but a
+        peer still joins the round the spin was found at (its collectives would wait for it)."""
+        return rank.rounds == max(r.rounds for r in self.ranks)
 
     def remember_round_start(self) -> None:
         """The gate "any": what the gate remembers as the first scheduler starts a round."""
@@ -304,7 +324,7 @@ class Run(WorldRun):
     def key(self) -> tuple:
         ranks = tuple((r.rounds,) + self.rank_state(r) for r in self.ranks)
         key = (self.baton.threads_key(), self.world.snapshot(), ranks) + self._gate_key() + (
-            ("stuttered",) if self.stuttered else ())
+            ("stuttered",) if self.stuttered else ()) + (("held",) if stutter.holding(self) else ())
         return key if self.deadlines is None else key + (self.deadlines.key(),)
 
 
