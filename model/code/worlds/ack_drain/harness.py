@@ -210,6 +210,12 @@ class Run(WorldRun):
         rank.rounds += 1
         self.baton.observe(f"round {rank.rounds}")
 
+    def scripted_rounds(self) -> tuple:
+        """The rounds a scripted event of the configuration happens in (an abort, the device
+        eviction, a split): each is unlike the rounds before it (stutter.py `horizon`)."""
+        cfg = self.config
+        return tuple(r for r in (cfg.abort_round, cfg.evict_device_round, cfg.split_round) if r is not None)
+
     def _no_new_round(self) -> bool:
         """A spin was found (no round starts again) or a round that changed nothing holds the next."""
         return self.stuttered or stutter.holding(self)

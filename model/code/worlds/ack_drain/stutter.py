@@ -49,18 +49,14 @@ def _state(run) -> tuple:
     threads = tuple(t[:3] if t[0] in schedulers else t for t in run.baton.threads_key())  # no scheduler's digest
     ranks = tuple(run.rank_state(r) for r in run.ranks)
     base = min(r.rounds for r in run.ranks)
-    rounds = (min(base, horizon(run.config)),) + tuple(r.rounds - base for r in run.ranks)
+    rounds = (min(base, horizon(run)),) + tuple(r.rounds - base for r in run.ranks)
     return (threads, parts, ranks, rounds, run._gate_key(),
             run.deadlines.key() if run.deadlines is not None else None)
 
 
-def horizon(config) -> int:
-    """The last round a scripted event of the configuration names (write_path.py's computed request
-    is inserted at round 1's start; imported here: write_path.py builds on the harness)."""
-    from prefetch_check.model.code.worlds.ack_drain.write_path import COMPUTED_ROUND
-
-    return max(r for r in (config.abort_round, config.evict_device_round, config.split_round, COMPUTED_ROUND)
-               if r is not None)
+def horizon(run) -> int:
+    """The last round a scripted event of the run names (Run.scripted_rounds; 0: none)."""
+    return max(run.scripted_rounds(), default=0)
 
 
 def check(run, rank) -> None:

@@ -36,6 +36,10 @@ class WritePath:
         _label_writes(modules)
         super().__init__(modules, config, holder, roots)
 
+    def scripted_rounds(self) -> tuple:
+        """The configuration's scripted rounds and the computed request's insert (stutter.py)."""
+        return super().scripted_rounds() + (COMPUTED_ROUND,)
+
     def _writer(self, rank: Rank) -> None:
         """The controller of a rank that writes its own KV: its storage_config (0.5.23's
         `backup_skip` property reads it) or, before, the `backup_skip` flag __init__ sets (unset,
