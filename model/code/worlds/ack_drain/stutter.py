@@ -19,7 +19,9 @@ started in. Two ends follow from it.
 The state compared is the run's key with what only counts rounds left out: the world's parts (a
 part stamped with round or call numbers gives `_pc_stutter_snapshot`: the round views, the
 collective groups' calls counted from the rank behind), each thread's status and point (a
-scheduler's observations name its rounds; its loop keeps the rest in the ranks' fields), the
+scheduler's observations name its rounds; its loop keeps the rest in the ranks' fields, but in the
+retry world, whose scheduler keeps its queue and retry counters to itself: there its observations
+stay), the
 ranks' fields, the gate's memory, the deadlines, and the round count up to the last round a
 scripted event names (`horizon`: an abort, an eviction or a split in round k makes round k unlike
 the ones before it). Two starts past it differ in the round count only, and nothing reads that
@@ -45,8 +47,11 @@ def signature(run) -> tuple:
 
 def _state(run) -> tuple:
     parts = tuple(getattr(p, "_pc_stutter_snapshot", p.snapshot)() for p in run.world.parts)
-    schedulers = run.scheduler_names()
-    threads = tuple(t[:3] if t[0] in schedulers else t for t in run.baton.threads_key())  # no scheduler's digest
+    # no scheduler's digest, but in the retry world: there its stand-in's queue, its requests' retry
+    # counters, the readmission counts and the retry policy's pacing are in no world part (the
+    # scheduler's observations stand for them), so two of its rounds compare as their keys do
+    schedulers = () if run.config.retries else run.scheduler_names()
+    threads = tuple(t[:3] if t[0] in schedulers else t for t in run.baton.threads_key())
     ranks = tuple(run.rank_state(r) for r in run.ranks)
     base = min(r.rounds for r in run.ranks)
     rounds = (min(base, horizon(run)),) + tuple(r.rounds - base for r in run.ranks)
