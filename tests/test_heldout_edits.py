@@ -68,6 +68,14 @@ EDITS = {
         "nothing fetched)",
         "            cache.discard_storage_prefetch_accounting(request)\n            self.release_anchor_lock(request)\n",
         "            cache.discard_storage_prefetch_accounting(request)\n", "anchor_release", "still pinned"),
+    # the storage ack frees a write's staging but never returns it to the write budget (escaped: no
+    # case queues enough writes to meet the cap; backup_judge.py now keeps the write staging's books)
+    "write_ack_keeps_the_staging_books": (
+        PIPE, "1 rank, host_memory_mode=buffer_only, write_through (a computed request written back)",
+        "        self._free_staging_now(entry.host_indices, entry.aux_xfers)\n"
+        "        self.write_staged_tokens_ -= entry.occupied_units\n",
+        "        self._free_staging_now(entry.host_indices, entry.aux_xfers)\n",
+        "host_memory", "write staging budget lost"),
     # ---- retries (scheduler.py, storage_prefetch.py)
     # pop_ready lets a paced retry through at the cap (escaped: no case reached the cap by pop_ready)
     "pop_ready_cap_off_by_one": (

@@ -1,7 +1,10 @@
 """What a run of buffer_only's write path (CodeConfig.backup, backup_run.py) is judged for at its
 end, beyond the buffer world's properties: the pipeline's own contract for its write side
 (pipeline.py `is_idle`: no write queued, staged or awaiting its storage ack; the node's lock given
-back at the D2H ack)."""
+back at the D2H ack), and the write staging's books: `write_staged_tokens_` (what
+flush_pending_writes compares with its cap before it stages the queue head) back at 0 once no write
+is staged or awaiting its ack (a mutation trial's escape: the storage ack's decrement dropped got
+0.5.23's verdicts, since no case queues enough writes to meet the cap; docs/code-mutants.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,9 @@ LOCKED = ("a device span locked forever: never evictable, and every later write 
 WEDGED = ("the write queue wedged: its head never stages, and every write behind it, whatever its size, waits "
           "forever (head-of-line)")
 STUCK = "a write the pipeline believes in flight forever: its pages are never stored and never written again"
+STAGING_BOOKS = ("write staging budget lost: write_staged_tokens_ counts staging no write holds, so "
+                 "flush_pending_writes holds the queue head back against it; at the cap every later write "
+                 "waits forever")
 UNSTORED = ("pages believed stored that storage does not have: never written again, and every server sharing the "
             "storage misses them")
 
@@ -36,6 +42,10 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
         if staged:
             out.append(Finding("host_memory", f"rank {r.index}: writes {staged} staged and never acked when every "
                                "thread is idle", LEAK, "", steps))
+        books = getattr(p, "write_staged_tokens_", 0)
+        if books and not staged:
+            out.append(Finding("host_memory", f"rank {r.index}: write_staged_tokens_ is {books} with no write staged "
+                               "or awaiting its ack when every thread is idle", STAGING_BOOKS, "", steps))
         if p.pending_write_queue and not staged:  # nothing in flight will free staging: the FIFO is wedged
             out.append(Finding("progress", f"rank {r.index}: {len(p.pending_write_queue)} write(s) queued with nothing "
                                "staged or in flight to make room when every thread is idle", WEDGED, "", steps))
