@@ -76,6 +76,13 @@ EDITS = {
         "        self.write_staged_tokens_ -= entry.occupied_units\n",
         "        self._free_staging_now(entry.host_indices, entry.aux_xfers)\n",
         "host_memory", "write staging budget lost"),
+    # the write flush retires a queue head that still has pages to write, as if storage already held
+    # them (escaped: nothing judged that a computed node is stored; backup_judge.py now does)
+    "write_flush_retires_an_unwritten_head": (
+        PIPE, "2 ranks x 1 page, host_memory_mode=buffer_only, write_through, nothing stored (the write's acks "
+        "drained across ranks)",
+        "            if launch is None or all(\n", "            if not launch is None or all(\n",
+        "progress", "never stored"),
     # ---- retries (scheduler.py, storage_prefetch.py)
     # pop_ready lets a paced retry through at the cap (escaped: no case reached the cap by pop_ready)
     "pop_ready_cap_off_by_one": (

@@ -1,7 +1,9 @@
 """What a run of buffer_only's write path (CodeConfig.backup, backup_run.py) is judged for at its
 end, beyond the buffer world's properties: the pipeline's own contract for its write side
 (pipeline.py `is_idle`: no write queued, staged or awaiting its storage ack; the node's lock given
-back at the D2H ack), and the write staging's books: `write_staged_tokens_` (what
+back at the D2H ack), every node of the computed request still on the device stored once nothing is
+queued or staged (under write_through the insert queues it; a flush that retires it unwritten
+escaped a mutation trial), and the write staging's books: `write_staged_tokens_` (what
 flush_pending_writes compares with its cap before it stages the queue head) back at 0 once no write
 is staged or awaiting its ack (a mutation trial's escape: the storage ack's decrement dropped got
 0.5.23's verdicts, since no case queues enough writes to meet the cap; docs/code-mutants.md)."""
@@ -18,6 +20,8 @@ STUCK = "a write the pipeline believes in flight forever: its pages are never st
 STAGING_BOOKS = ("write staging budget lost: write_staged_tokens_ counts staging no write holds, so "
                  "flush_pending_writes holds the queue head back against it; at the cap every later write "
                  "waits forever")
+NEVER_WRITTEN = ("a computed node never stored: its write was retired, so every server sharing the storage "
+                 "misses it until a later hit of the node queues it again")
 UNSTORED = ("pages believed stored that storage does not have: never written again, and every server sharing the "
             "storage misses them")
 
@@ -52,6 +56,13 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
         if p.inflight_backup_pools and not p.pending_write_queue and not staged:
             out.append(Finding("progress", f"rank {r.index}: nodes {sorted(p.inflight_backup_pools)} believed in "
                                "flight with no write queued, staged or awaiting its ack", STUCK, "", steps))
+        if not staged and not p.pending_write_queue:  # at rest: a computed node still on the device is stored
+            for node in r.tree.resident_nodes(run.config.requests):
+                missing = [k for k in r.tree.storage_keys(node) if not r.cc.storage_backend.holds(k)]
+                if missing:
+                    out.append(Finding("progress", f"rank {r.index}: node {node} of the computed request, still on the "
+                                       f"device, its pages {missing} never stored when every thread is idle",
+                                       NEVER_WRITTEN, "", steps))
         unstored = [k for k in _believed(r.cache.storage_existence_cache) if not r.cc.storage_backend.holds(k)]
         if unstored and not staged:
             out.append(Finding("progress", f"rank {r.index}: pages {unstored} believed stored, never stored when "
