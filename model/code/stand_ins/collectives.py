@@ -20,13 +20,14 @@ class Group:
         world.register(self)
 
     def snapshot(self) -> tuple:
-        return (self.name, tuple(sorted(self.calls.items())),
-                tuple((n, tuple(sorted((r, e[:4]) for r, e in a.items()))) for n, a in sorted(self.arrived.items())))
+        return self._snapshot(0)
 
     def _pc_stutter_snapshot(self) -> tuple:
         """The calls counted from the rank behind: the ack-drain scheduler's collectives run every
         round, so two rounds alike differ in their absolute numbers only (worlds/ack_drain/stutter.py)."""
-        base = min(self.calls.values())
+        return self._snapshot(min(self.calls.values()))
+
+    def _snapshot(self, base: int) -> tuple:
         return (self.name, tuple(sorted((r, c - base) for r, c in self.calls.items())),
                 tuple((n - base, tuple(sorted((r, e[:4]) for r, e in a.items()))) for n, a in sorted(self.arrived.items())))
 
