@@ -39,8 +39,8 @@ NO_LOCK = ("        lock_params = cache.inc_lock_ref(snapshot.node_id).to_dec_pa
            "        lock_params = None\n")
 
 
-def test_the_write_cases_are_six_and_run_0_5_22_on():
-    assert len(WRITES) == 6
+def test_the_write_cases_are_eight_and_run_0_5_22_on():
+    assert len(WRITES) == 8
     assert {case.skip(release("0.5.23")) for case in WRITES} == {""}
 
 
@@ -89,6 +89,13 @@ def test_a_d2h_launched_without_the_lock_reads_rows_eviction_freed(tmp_path):
     assert result.verdicts["data_integrity"] == "VIOLATED", result.verdicts
     found = result.violations["data_integrity"]
     assert "reads device slot 0, which is free" in found.message and "use after free" in found.consequence
+
+
+@pytest.mark.parametrize("kwargs", [dict(backup=False, computed_chunks=2), dict(computed_chunks=3),
+                                    dict(computed_chunks=0)], ids=["no write path", "more chunks than pages", "none"])
+def test_chunks_name_their_bounds(kwargs):
+    with pytest.raises(ValueError, match="computed_chunks"):
+        CodeConfig(**{"ranks": 1, "host_memory_mode": "buffer_only", "backup": True, **kwargs})
 
 
 def test_the_write_path_runs_without_pp():

@@ -72,6 +72,11 @@ class CodeConfig:
     # cache mode's write path: in this round a second computed request sharing the first's first page is
     # inserted, splitting the first's node (write_through/tree.py); None: no second request
     split_round: Optional[int] = None
+    # buffer_only's write path: the computed request inserted in this many chunks, one a round from
+    # round 1, each a longer prefix (chunked prefill: cache_unfinished_req after each chunk), so its
+    # nodes form a chain, each a child of the one before: a child's write is admitted only while its
+    # parent is stored or in flight, and two writes compete for the write window
+    computed_chunks: int = 1
     # cache mode's write path: once the device eviction (evict_device_round) took the computed
     # request's node on every rank, a request of its tokens arrives, and the scheduler loads its host
     # hit back to the device through the cache's own init_load_back (write_through/run.py)
@@ -143,6 +148,10 @@ class CodeConfig:
                                              or self.split_round < 1):
             raise ValueError("split_round: cache mode's write path (backup=True) of 2 pages or more, from round 1, "
                              "without evict_device_round or host_held_pages")
+        if self.computed_chunks != 1 and (not self.backup or self.host_memory_mode != "buffer_only"
+                                          or not 1 <= self.computed_chunks <= self.pages):
+            raise ValueError(f"computed_chunks {self.computed_chunks}: buffer_only's write path (backup=True), "
+                             f"between 1 and pages ({self.pages}) chunks of its computed request")
         if self.storage not in ("stand-in", "file"):
             raise ValueError(f"storage {self.storage!r}: the executor runs stand-in, file")
         if self.storage == "file" and (self.host_memory_mode != "cache" or self.world != "ack-drain"
@@ -320,7 +329,7 @@ class CodeConfig:
 
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
-                      "backup": False, "split_round": None, "load_back": False, "device_full": False, "write_policy": "write_through", "storage": "stand-in", "file_pages": None,
+                      "backup": False, "split_round": None, "computed_chunks": 1, "load_back": False, "device_full": False, "write_policy": "write_through", "storage": "stand-in", "file_pages": None,
                       "file_metadata_cache": False, "file_lost": (),
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
                       "cache_class": "UnifiedRadixCache", "sidecars": (),

@@ -132,6 +132,8 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("1x2 buffer_only write_through, host pool of 2 pages", dict(ranks=1, requests=2, host_memory_mode="buffer_only",
                                                                  backup=True, host_pages=2)),
     ("2x1 buffer_only write_through", dict(ranks=2, host_memory_mode="buffer_only", backup=True)),
+    ("1x1 buffer_only write_through, 2 chunks, host pool of 3 pages",
+     dict(ranks=1, host_memory_mode="buffer_only", backup=True, computed_chunks=2, host_pages=3)),
     # cache mode's write path under write_through (write_through/), the prefetch fetching beside it
     ("1x1 write_through", dict(ranks=1, backup=True)),
     ("1x2 write_through", dict(ranks=1, requests=2, backup=True)),

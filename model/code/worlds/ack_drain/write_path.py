@@ -37,8 +37,17 @@ class WritePath:
         super().__init__(modules, config, holder, roots)
 
     def scripted_rounds(self) -> tuple:
-        """The configuration's scripted rounds and the computed request's insert (stutter.py)."""
-        return super().scripted_rounds() + (COMPUTED_ROUND,)
+        """The configuration's scripted rounds and the computed request's inserts (stutter.py)."""
+        return super().scripted_rounds() + tuple(range(COMPUTED_ROUND, COMPUTED_ROUND + self.config.computed_chunks))
+
+    def computed_tokens(self, rounds: int) -> int:
+        """The computed request's tokens the insert as round `rounds` starts covers (0: no insert
+        then): its chunk k of CodeConfig.computed_chunks ends at page pages * k // chunks."""
+        cfg = self.config
+        k = rounds - COMPUTED_ROUND + 1
+        if not 1 <= k <= cfg.computed_chunks:
+            return 0
+        return cfg.pages * k // cfg.computed_chunks * cfg.page_size
 
     def _writer(self, rank: Rank) -> None:
         """The controller of a rank that writes its own KV: its storage_config (0.5.23's
@@ -74,12 +83,14 @@ class WritePath:
         super()._spawn(rank)
         self.baton.spawn(f"B{rank.index}", rank.index, "backup", rank.cc.backup_thread_func)
 
-    def _insert_computed(self, rank: Rank) -> None:
-        """SCH's cache_unfinished_req after the computed request's prefill: its KV rows, written by
-        the forward pass into device slots it took, inserted into the tree."""
-        cfg, w = self.config, self.config.requests
-        n, page = cfg.pages * cfg.page_size, cfg.page_size
-        slots = rank.tree.device.take(n, f"req{w}", [f"q{w}p{t // page}" for t in range(n)])
+    def _insert_computed(self, rank: Rank, n: int, have: tuple = ()) -> None:
+        """SCH's cache_unfinished_req after a prefill (chunk) of the computed request: its first n
+        tokens' KV rows inserted into the tree, `have` the device slots of its earlier chunks (the
+        request holds them) and the forward pass's new rows in slots it took."""
+        w, page = self.config.requests, self.config.page_size
+        have = list(have[:n])
+        new = rank.tree.device.take(n - len(have), f"req{w}", [f"q{w}p{t // page}" for t in range(len(have), n)])
+        slots = have + new
         self.baton.observe(f"computed req{w} on device slots {slots}")
         rank.cache.insert(InsertParams(key=RadixKey([w * 1000 + t for t in range(n)]), value=Tensor(slots)))
 

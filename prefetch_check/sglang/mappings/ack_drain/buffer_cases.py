@@ -96,6 +96,15 @@ BUFFER_CASES: tuple[Case, ...] = (
           _buffer(ranks=1, requests=2, backup=True, host_pages=2)),
     _case(f"2 ranks x 1 page, {BUFFER}, {WRITE}, nothing stored (the write's acks drained across ranks)",
           _buffer(ranks=2, pages=1, backup=True, hits=(0, 0))),
+    # chunked prefill: the computed request inserted in two chunks (rounds 1 and 2), a chain of two
+    # nodes whose child is admitted while its parent is in flight or believed stored; with a host
+    # pool of 3 pages the prefetch's staging leaves a write window of one page, so the child's write
+    # waits at flush_pending_writes' window gate until the parent's storage ack frees its staging.
+    # (A mutation round's survivors: every other write case queues one write of a root node.)
+    _case(f"1 rank, {BUFFER}, {WRITE}, prefilled in 2 chunks (a chain of 2 nodes)",
+          _buffer(ranks=1, backup=True, computed_chunks=2)),
+    _case(f"1 rank, {BUFFER}, {WRITE}, prefilled in 2 chunks, host pool of 3 pages (the child waits for the window)",
+          _buffer(ranks=1, backup=True, computed_chunks=2, host_pages=3)),
     # the write path under the default stop policy, one page (two: 15,443 runs, 45 s untraced).
     # 0.5.23: 5,538 runs, exhaustive, clean; 0.5.22: 9,438 runs, traced near the 120 s budget (cut
     # there under load), so 300 s

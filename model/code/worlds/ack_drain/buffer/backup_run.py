@@ -19,7 +19,7 @@ from prefetch_check.model.code.stand_ins.written_storage import WrittenStorage
 from prefetch_check.model.code.worlds.ack_drain.buffer.backup_tree import BackupDeviceTree
 from prefetch_check.model.code.worlds.ack_drain.buffer.harness import BufferRun
 from prefetch_check.model.code.worlds.ack_drain.write_gate import WriteAcksGate
-from prefetch_check.model.code.worlds.ack_drain.write_path import COMPUTED_ROUND, WritePath
+from prefetch_check.model.code.worlds.ack_drain.write_path import WritePath
 from prefetch_check.model.code.worlds.common import Rank
 
 class _WritePart:
@@ -69,8 +69,9 @@ class BackupRun(WriteAcksGate, WritePath, BufferRun):
 
     def round_begins(self, rank: Rank) -> None:
         super().round_begins(rank)
-        if rank.rounds == COMPUTED_ROUND:
-            self._insert_computed(rank)
+        n = self.computed_tokens(rank.rounds)
+        if n:
+            self._insert_computed(rank, n, tuple(rank.tree.resident.get(self.config.requests, ())))
 
     # ---- the round gate (write_gate.py): a write ack or a storage ack on every rank opens a round
     # (MIN > 0), and so does a hit parked for staging once host slots were freed since the rank's round started: the

@@ -130,7 +130,7 @@ class WriteThroughRun(RoundViews, WriteAcksGate, LoadBack, WritePath, NumberedFr
     def enter_round(self, rank: Rank) -> None:
         super().enter_round(rank)
         if rank.rounds == COMPUTED_ROUND:
-            self._insert_computed(rank)
+            self._insert_computed(rank, self.computed_tokens(rank.rounds))
         if rank.rounds == self.config.split_round:
             self._insert_sharing(rank)
         if rank.rounds == self.config.evict_device_round:
