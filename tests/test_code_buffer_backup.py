@@ -9,6 +9,8 @@ D2H copy reads)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
@@ -39,8 +41,8 @@ NO_LOCK = ("        lock_params = cache.inc_lock_ref(snapshot.node_id).to_dec_pa
            "        lock_params = None\n")
 
 
-def test_the_write_cases_are_eight_and_run_0_5_22_on():
-    assert len(WRITES) == 8
+def test_the_write_cases_are_ten_and_run_0_5_22_on():
+    assert len(WRITES) == 10
     assert {case.skip(release("0.5.23")) for case in WRITES} == {""}
 
 
@@ -96,6 +98,45 @@ def test_a_d2h_launched_without_the_lock_reads_rows_eviction_freed(tmp_path):
 def test_chunks_name_their_bounds(kwargs):
     with pytest.raises(ValueError, match="computed_chunks"):
         CodeConfig(**{"ranks": 1, "host_memory_mode": "buffer_only", "backup": True, **kwargs})
+
+
+def test_a_chain_of_chunks_is_a_chain_of_writes_each_under_its_parent():
+    """Prefilled in two chunks the computed request is two nodes, the second a child of the first:
+    both are written (nothing was stored before), and through a 1-page host pool one at a time."""
+    config = backup(computed_chunks=2, host_pages=1, hits=(0,))
+    result = check_tree(release("0.5.23"), config, LIMITS, coverage={})
+    assert result.exhaustive and clean(result), {k: v.message for k, v in result.violations.items()}
+    ran = set(result.coverage["lines"][PIPELINE])
+    source = (Path(release("0.5.23")) / PIPELINE).read_text().splitlines()
+    # the child's admission asks whether its parent is in flight (not the root's shortcut) ...
+    assert _line(source, "state.parent_node_id, ()") in ran
+    # ... and the 1-page window holds the child back while the parent's staging is out
+    assert _line(source, "# Wait for current copies to free staging before rebuilding the head.") + 1 in ran
+
+
+def _line(source: list[str], text: str) -> int:
+    """The 1-based number of the one line of `source` holding text."""
+    found = [i + 1 for i, line in enumerate(source) if text in line]
+    assert len(found) == 1, (text, found)
+    return found[0]
+
+
+# _backup_oversize at equality: a span exactly the host pool's size is dropped as if it could never stage
+OVERSIZE_AT_EQUALITY = ("        return anchor_need > cc.mem_pool_host.size\n",
+                        "        return anchor_need >= cc.mem_pool_host.size\n")
+
+
+def test_a_span_the_pool_fits_exactly_dropped_as_oversize_is_never_stored(tmp_path):
+    srt = edited(tmp_path, release("0.5.23"), PIPELINE, *OVERSIZE_AT_EQUALITY)
+    result = check_tree(srt, backup(computed_chunks=2, host_pages=1, hits=(0,)), LIMITS)
+    assert result.verdicts["progress"] == "VIOLATED", result.verdicts
+    assert "its pages ['q1p0'] never stored" in result.violations["progress"].message
+
+
+def test_a_parent_too_large_for_the_pool_takes_its_child_with_it_by_design():
+    """Upstream drops a span that could never stage and every node below it: not a finding."""
+    result = check_tree(release("0.5.23"), backup(pages=3, computed_chunks=2, host_pages=1, hits=(0,)), LIMITS)
+    assert result.exhaustive and clean(result), {k: v.message for k, v in result.violations.items()}
 
 
 def test_the_write_path_runs_without_pp():

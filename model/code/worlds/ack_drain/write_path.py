@@ -42,12 +42,14 @@ class WritePath:
 
     def computed_tokens(self, rounds: int) -> int:
         """The computed request's tokens the insert as round `rounds` starts covers (0: no insert
-        then): its chunk k of CodeConfig.computed_chunks ends at page pages * k // chunks."""
+        then): its chunk k of CodeConfig.computed_chunks ends at page ceil(pages * k / chunks), so
+        the first chunk is the longest (a parent larger than its child: the child's write is
+        dropped with it when the parent's cannot stage)."""
         cfg = self.config
         k = rounds - COMPUTED_ROUND + 1
         if not 1 <= k <= cfg.computed_chunks:
             return 0
-        return cfg.pages * k // cfg.computed_chunks * cfg.page_size
+        return -(-cfg.pages * k // cfg.computed_chunks) * cfg.page_size
 
     def _writer(self, rank: Rank) -> None:
         """The controller of a rank that writes its own KV: its storage_config (0.5.23's

@@ -105,6 +105,17 @@ BUFFER_CASES: tuple[Case, ...] = (
           _buffer(ranks=1, backup=True, computed_chunks=2)),
     _case(f"1 rank, {BUFFER}, {WRITE}, prefilled in 2 chunks, host pool of 3 pages (the child waits for the window)",
           _buffer(ranks=1, backup=True, computed_chunks=2, host_pages=3)),
+    # a first chunk of 2 pages against a host pool of 1: the parent's write could never stage and is
+    # dropped at admission (`_backup_oversize`), and its child's with it (no write above a dropped
+    # parent); nothing is stored, so the prefetch finds nothing. 0.5.23: 5 runs
+    _case(f"1 rank x 3 pages, {BUFFER}, {WRITE}, nothing stored, prefilled in 2 chunks, host pool of 1 page "
+          "(the 2-page parent dropped as oversize, its child with it)",
+          _buffer(ranks=1, pages=3, backup=True, computed_chunks=2, host_pages=1, hits=(0,))),
+    # the same chain of 1-page nodes through a host pool of 1 page: each write fits exactly and
+    # stages in turn (a boundary a one-place edit of `_backup_oversize` moves). 0.5.23: 6 runs
+    _case(f"1 rank, {BUFFER}, {WRITE}, nothing stored, prefilled in 2 chunks, host pool of 1 page "
+          "(each node's write in turn)",
+          _buffer(ranks=1, backup=True, computed_chunks=2, host_pages=1, hits=(0,))),
     # the write path under the default stop policy, one page (two: 15,443 runs, 45 s untraced).
     # 0.5.23: 5,538 runs, exhaustive, clean; 0.5.22: 9,438 runs, traced near the 120 s budget (cut
     # there under load), so 300 s

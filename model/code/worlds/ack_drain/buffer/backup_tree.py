@@ -45,6 +45,10 @@ class BackupDeviceTree(DeviceLocks, DeviceTree):
         """The storage keys of a node's pages (as write_through/tree.py's, for the judge)."""
         return self._hashes(node)
 
+    def parent_of(self, node: int) -> int:
+        """The node a node's span continues (ROOT under the root)."""
+        return self.spans.get(node, ROOT)
+
     def resident_nodes(self, request: int) -> list[int]:
         """Request's nodes still on the device (made by an insert, not shrunk away by eviction)."""
         return sorted(n for n in self.spans if request_of_node(n)[0] == request and self._alive(n))
