@@ -83,6 +83,15 @@ EDITS = {
         "drained across ranks)",
         "            if launch is None or all(\n", "            if not launch is None or all(\n",
         "progress", "never stored"),
+    # the write flush drops a head whose parent is in flight, as if the parent's write had been
+    # dropped (escaped: every write case queued one root-node write; the chunked-prefill cases'
+    # chain of nodes reaches the parent test)
+    "write_flush_drops_a_covered_child": (
+        PIPE, "1 rank, host_memory_mode=buffer_only, write_through, nothing stored, prefilled in 2 chunks, host "
+        "pool of 1 page (each node's write in turn)",
+        "            if not self._backup_parent_covered(state, node_id):\n",
+        "            if self._backup_parent_covered(state, node_id) and not state.parent_is_root:\n",
+        "progress", "never stored"),
     # ---- retries (scheduler.py, storage_prefetch.py)
     # pop_ready lets a paced retry through at the cap (escaped: no case reached the cap by pop_ready)
     "pop_ready_cap_off_by_one": (
