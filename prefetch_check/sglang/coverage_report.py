@@ -428,9 +428,12 @@ BUFFER_WHY = {
     "_transfer_tokens": "buffer_only: sidecar pool transfers (no case has them)",
     "_shared_": "buffer_only: the shared host arena (no case has it)",
     "_host_staging_sizes": "buffer_only: the shared host arena (no case has it)",
+    "_drop_queue_head": "buffer_only: the flush's second drop of what admission drops first (an uncovered parent, "
+                        "an oversize span) or of a head covered since (the device tree evicts leaves first and no "
+                        "case stores a queued span meanwhile)",
 }
 BUFFER_WRITE_SIDE = ("buffer_only: a write-path method the write_through cases (0.5.22 on) do not reach: sidecar or "
-                     "SWA pools, a split node, a parent dropped before its child, an oversize span")
+                     "SWA pools, a split node")
 
 
 def known_why(name: str) -> str:
