@@ -54,7 +54,8 @@ def test_0_5_23s_write_path_is_exhaustive_and_clean(case):
     assert result.verdicts["anchor_release"] == "VERIFIED" and result.verdicts["host_memory"] == "VERIFIED"
 
 
-@pytest.mark.parametrize("kwargs", [dict(), dict(host_pages=2, evict_device_round=2)], ids=["1x1", "swept"])
+@pytest.mark.parametrize("kwargs", [dict(), dict(host_pages=2, evict_device_round=2),
+                                    dict(computed_chunks=2, host_pages=1, hits=(0,))], ids=["1x1", "swept", "chain"])
 def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwargs):
     """Sleep sets prune transitions, never states: a footprint the write path missed (the storage,
     the host staging the backup thread reads, the write and storage ack lists) would show as fewer."""
