@@ -418,7 +418,8 @@ class Violation:
 
 @dataclass(frozen=True)
 class Bound:
-    """What cut a search, as fields (`kind`: runs, seconds, depth, not_modelled, stopped, sampled;
+    """What cut a search, as fields (`kind`: runs, seconds, depth, cpu, memory (the child's caps:
+    rt/caps.py), not_modelled, stopped, sampled;
     `value`: the limit, the properties stopped at, or for a sample the strategy; `cut`: a
     sample's own cut, a kind or ""). `text` is how reports say it (CodeResult.bound)."""
 
@@ -433,6 +434,10 @@ class Bound:
             return f"{self.value:g} s"
         if self.kind == "depth":
             return f"runs longer than {self.value} steps"
+        if self.kind == "cpu":
+            return f"the child's CPU cap of {self.value:g} s (child_cpu_seconds)"
+        if self.kind == "memory":
+            return f"the child's memory cap of {int(self.value) >> 20} MiB (child_memory_bytes)"
         if self.kind == "not_modelled":
             return "a path not modelled"
         if self.kind == "first":

@@ -12,6 +12,7 @@ import time
 
 from prefetch_check.explorer.result import BOUNDED, NOT_JUDGED, VERIFIED, VIOLATED
 from prefetch_check.model.code.config import Bound, CodeLimits, CodeResult, Step, Violation
+from prefetch_check.model.code.rt import caps
 from prefetch_check.model.code.rt.verdicts import not_judged
 
 
@@ -32,6 +33,10 @@ def explore(executor, limits: CodeLimits, strategy=None) -> CodeResult:
             break
         if time.monotonic() - start > limits.max_seconds:
             bound = Bound("seconds", limits.max_seconds)
+            break
+        cap = caps.reached(limits.child_cpu_seconds, limits.child_memory_bytes, caps.cpu_seconds(), caps.address_space())
+        if cap is not None:
+            bound = Bound(*cap)
             break
         strategy.start()
         out = executor.run(strategy)
