@@ -27,6 +27,7 @@ def explore(executor, limits: CodeLimits, strategy=None) -> CodeResult:
     bound = None  # Bound: what cut the search
     violations: dict[str, Violation] = {}
     not_modelled: set[str] = set()
+    caps_set = caps.limits()  # the child's RLIMIT_CPU and RLIMIT_AS (none in-process)
     while strategy.more():
         if runs >= limits.max_runs:
             bound = Bound("runs", limits.max_runs)
@@ -34,7 +35,7 @@ def explore(executor, limits: CodeLimits, strategy=None) -> CodeResult:
         if time.monotonic() - start > limits.max_seconds:
             bound = Bound("seconds", limits.max_seconds)
             break
-        cap = caps.reached(limits.child_cpu_seconds, limits.child_memory_bytes, caps.cpu_seconds(), caps.address_space())
+        cap = caps.reached(*caps_set, caps.cpu_seconds(), caps.address_space())
         if cap is not None:
             bound = Bound(*cap)
             break
