@@ -41,8 +41,8 @@ NO_LOCK = ("        lock_params = cache.inc_lock_ref(snapshot.node_id).to_dec_pa
            "        lock_params = None\n")
 
 
-def test_the_write_cases_are_ten_and_run_0_5_22_on():
-    assert len(WRITES) == 10
+def test_the_write_cases_are_eleven_and_run_0_5_22_on():
+    assert len(WRITES) == 11
     assert {case.skip(release("0.5.23")) for case in WRITES} == {""}
 
 
@@ -138,6 +138,31 @@ def test_a_parent_too_large_for_the_pool_takes_its_child_with_it_by_design():
     """Upstream drops a span that could never stage and every node below it: not a finding."""
     result = check_tree(release("0.5.23"), backup(pages=3, computed_chunks=2, host_pages=1, hits=(0,)), LIMITS)
     assert result.exhaustive and clean(result), {k: v.message for k, v in result.violations.items()}
+
+
+# the device-covered admission keeps the staged hold (its host staging and the anchor's pin)
+KEEPS_COVERED_HOLD = ("        self._clear_storage_hit(req)\n"
+                      "        self.release_staged_hold(req.cache_request_handle, reason=\"device_covered\")\n",
+                      "        self._clear_storage_hit(req)\n")
+
+
+def test_a_staged_span_the_device_covers_gives_its_hold_back(tmp_path):
+    """Request 0's prefix computed by another request (CodeConfig.computed_shares) while its prefetch
+    is staged: admission finds the span on the device and releases the staged hold; kept, the
+    staging and the anchor's pin leak."""
+    config = backup(computed_shares=True, computed_chunks=2)
+    result = check_tree(release("0.5.23"), config, LIMITS, coverage={})
+    assert result.exhaustive and clean(result), {k: v.message for k, v in result.violations.items()}
+    source = (Path(release("0.5.23")) / PIPELINE).read_text().splitlines()
+    assert _line(source, 'reason="device_covered"') in set(result.coverage["lines"][PIPELINE])
+    kept = check_tree(edited(tmp_path, release("0.5.23"), PIPELINE, *KEEPS_COVERED_HOLD), config, LIMITS)
+    assert "still held by no one" in kept.violations["host_memory"].message
+    assert "still pinned" in kept.violations["anchor_release"].message
+
+
+def test_a_shared_prefix_is_buffer_only_writes():
+    with pytest.raises(ValueError, match="computed_shares"):
+        CodeConfig(ranks=1, backup=True, computed_shares=True)
 
 
 def test_the_write_path_runs_without_pp():

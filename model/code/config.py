@@ -77,6 +77,9 @@ class CodeConfig:
     # nodes form a chain, each a child of the one before: a child's write is admitted only while its
     # parent is stored or in flight, and two writes compete for the write window
     computed_chunks: int = 1
+    # buffer_only's write path: the computed request has request 0's tokens (another request computed
+    # the prefix request 0 prefetches), so its insert may cover request 0's staged span on the device
+    computed_shares: bool = False
     # cache mode's write path: once the device eviction (evict_device_round) took the computed
     # request's node on every rank, a request of its tokens arrives, and the scheduler loads its host
     # hit back to the device through the cache's own init_load_back (write_through/run.py)
@@ -152,6 +155,8 @@ class CodeConfig:
                                           or not 1 <= self.computed_chunks <= self.pages):
             raise ValueError(f"computed_chunks {self.computed_chunks}: buffer_only's write path (backup=True), "
                              f"between 1 and pages ({self.pages}) chunks of its computed request")
+        if self.computed_shares and (not self.backup or self.host_memory_mode != "buffer_only"):
+            raise ValueError("computed_shares: buffer_only's write path (backup=True)")
         if self.storage not in ("stand-in", "file"):
             raise ValueError(f"storage {self.storage!r}: the executor runs stand-in, file")
         if self.storage == "file" and (self.host_memory_mode != "cache" or self.world != "ack-drain"
@@ -329,7 +334,7 @@ class CodeConfig:
 
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
-                      "backup": False, "split_round": None, "computed_chunks": 1, "load_back": False, "device_full": False, "write_policy": "write_through", "storage": "stand-in", "file_pages": None,
+                      "backup": False, "split_round": None, "computed_chunks": 1, "computed_shares": False, "load_back": False, "device_full": False, "write_policy": "write_through", "storage": "stand-in", "file_pages": None,
                       "file_metadata_cache": False, "file_lost": (),
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
                       "cache_class": "UnifiedRadixCache", "sidecars": (),

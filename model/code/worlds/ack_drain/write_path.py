@@ -85,11 +85,16 @@ class WritePath:
         super()._spawn(rank)
         self.baton.spawn(f"B{rank.index}", rank.index, "backup", rank.cc.backup_thread_func)
 
+    def computed_request(self) -> int:
+        """Whose tokens the computed request has: its own number (`requests`), or request 0's
+        (CodeConfig.computed_shares)."""
+        return 0 if getattr(self.config, "computed_shares", False) else self.config.requests
+
     def _insert_computed(self, rank: Rank, n: int, have: tuple = ()) -> None:
         """SCH's cache_unfinished_req after a prefill (chunk) of the computed request: its first n
         tokens' KV rows inserted into the tree, `have` the device slots of its earlier chunks (the
         request holds them) and the forward pass's new rows in slots it took."""
-        w, page = self.config.requests, self.config.page_size
+        w, page = self.computed_request(), self.config.page_size
         have = list(have[:n])
         new = rank.tree.device.take(n - len(have), f"req{w}", [f"q{w}p{t // page}" for t in range(len(have), n)])
         slots = have + new

@@ -116,6 +116,13 @@ BUFFER_CASES: tuple[Case, ...] = (
     _case(f"1 rank, {BUFFER}, {WRITE}, nothing stored, prefilled in 2 chunks, host pool of 1 page "
           "(each node's write in turn)",
           _buffer(ranks=1, backup=True, computed_chunks=2, host_pages=1, hits=(0,))),
+    # two requests of one prefix: another request computes request 0's tokens in two chunks while
+    # request 0's prefetch is staged, so at admission the device tree covers the staged span and
+    # the pipeline gives the staged hold back (`_resolve_device_covered`), and a write queued for a
+    # span covered since is retired at the flush. 0.5.23: 25 runs
+    _case(f"1 rank, {BUFFER}, {WRITE}, request 0's prefix computed by another request in 2 chunks (the device "
+          "covers its staged span)",
+          _buffer(ranks=1, backup=True, computed_shares=True, computed_chunks=2)),
     # the write path under the default stop policy, one page (two: 15,443 runs, 45 s untraced).
     # 0.5.23: 5,538 runs, exhaustive, clean; 0.5.22: 9,438 runs, traced near the 120 s budget (cut
     # there under load), so 300 s

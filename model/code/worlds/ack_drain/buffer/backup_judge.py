@@ -59,7 +59,7 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
             out.append(Finding("progress", f"rank {r.index}: nodes {sorted(p.inflight_backup_pools)} believed in "
                                "flight with no write queued, staged or awaiting its ack", STUCK, "", steps))
         if not staged and not p.pending_write_queue:  # at rest: a computed node still on the device is stored
-            for node in _owed(r.tree, run.config.requests, r.cc.mem_pool_host.size):
+            for node in _owed(r.tree, run.computed_request(), r.cc.mem_pool_host.size):
                 missing = [k for k in r.tree.storage_keys(node) if not r.cc.storage_backend.holds(k)]
                 if missing:
                     out.append(Finding("progress", f"rank {r.index}: node {node} of the computed request, still on the "

@@ -71,7 +71,7 @@ class BackupRun(WriteAcksGate, WritePath, BufferRun):
         super().round_begins(rank)
         n = self.computed_tokens(rank.rounds)
         if n:
-            self._insert_computed(rank, n, tuple(rank.tree.resident.get(self.config.requests, ())))
+            self._insert_computed(rank, n, tuple(rank.tree.resident.get(self.computed_request(), ())))
 
     # ---- the round gate (write_gate.py): a write ack or a storage ack on every rank opens a round
     # (MIN > 0), and so does a hit parked for staging once host slots were freed since the rank's round started: the
