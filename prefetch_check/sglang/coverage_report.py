@@ -421,16 +421,14 @@ BUFFER_WHY = {
     # BufferModePipeline methods the buffer_only cases leave out (docs/executor.md, the buffer_only world)
     "_defer_prefetch_for_host_capacity": "buffer_only: a staging allocation failing (the cases park on the rate limit first)",
     "prefetch_prefix_key": "buffer_only: not called on the prefetch path the cases run",
-    "_resolve_device_covered": "buffer_only: the device covering a staged span at admission (no case inserts it meanwhile)",
+    "_resolve_device_covered": "buffer_only: the device covering a staged span at admission (its case, two requests "
+                              "of one prefix, runs 0.5.22 on)",
     "defer_staged_admission": "buffer_only: device capacity short at load-back (making room runs the cache's "
                               "evict_for_alloc walk, which the device tree stand-in does not model)",
     "_minimum_full_transfer_tokens": "buffer_only: the shared host arena or SWA windows (no case has them)",
     "_transfer_tokens": "buffer_only: sidecar pool transfers (no case has them)",
     "_shared_": "buffer_only: the shared host arena (no case has it)",
     "_host_staging_sizes": "buffer_only: the shared host arena (no case has it)",
-    "_drop_queue_head": "buffer_only: the flush's second drop of what admission drops first (an uncovered parent, "
-                        "an oversize span) or of a head covered since (the device tree evicts leaves first and no "
-                        "case stores a queued span meanwhile)",
 }
 BUFFER_WRITE_SIDE = ("buffer_only: a write-path method the write_through cases (0.5.22 on) do not reach: sidecar or "
                      "SWA pools, a split node")
