@@ -5,7 +5,8 @@ SIGABRT, after 17 minutes: no verdicts, only "the executor's child failed").
 
 What the loop asks between two runs: the caps as the process has them (getrlimit: none outside
 the child), the CPU seconds the process used (getrusage) and its address space (Linux:
-/proc/self/statm, what RLIMIT_AS counts; elsewhere the peak RSS, a lower figure). The margins leave room for the run in flight and the answer's own allocations."""
+/proc/self/statm, what RLIMIT_AS counts; elsewhere the peak RSS, a lower figure). The margins
+leave room for the run in flight and the answer's own allocations."""
 
 from __future__ import annotations
 

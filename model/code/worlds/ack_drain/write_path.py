@@ -88,7 +88,7 @@ class WritePath:
     def computed_request(self) -> int:
         """Whose tokens the computed request has: its own number (`requests`), or request 0's
         (CodeConfig.computed_shares)."""
-        return 0 if getattr(self.config, "computed_shares", False) else self.config.requests
+        return 0 if self.config.computed_shares else self.config.requests
 
     def _insert_computed(self, rank: Rank, n: int, have: tuple = ()) -> None:
         """SCH's cache_unfinished_req after a prefill (chunk) of the computed request: its first n
