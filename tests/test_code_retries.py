@@ -21,6 +21,11 @@ PACED = CodeConfig(ranks=1, requests=3, pages=1, retries=True, capacity_pages=1,
 ABORTED = CodeConfig(ranks=1, pages=1, retries=True, abort_round=1)
 # the device match lost with no re-issue left (max attempts 0): admitted with the shorter match, as designed
 NO_REISSUE = CodeConfig(ranks=1, pages=1, retries=True, lost_device_pages=1, retry_attempts=0)
+# req1 arrives in round 1 (CodeConfig.arrival): a full queue it outranks (req0 aborted for it), a full
+# queue that refuses it, a priority the server refuses; _add_request_to_queue's checks run as written
+ARRIVALS = {a: CodeConfig(ranks=1, requests=2, pages=1, retries=True, arrival_round=1, arrival=a)
+            for a in ("preempts", "rejected", "priority_refused")}
+PREEMPTED = ARRIVALS["preempts"]
 
 EDITS = {
     # the device-hit-loss re-query skipped: the request is admitted without what storage holds
@@ -42,6 +47,16 @@ EDITS = {
     "reissue_past_the_cap": (
         SCHED, NO_REISSUE, "            >= get_memory().hicache_storage_prefetch_retry_max_attempts\n",
         "            > get_memory().hicache_storage_prefetch_retry_max_attempts\n", "progress"),
+    # the request a higher-priority arrival preempts keeps its prefetch and cache records
+    "preempted_request_not_released": (
+        SCHED, PREEMPTED, "                self._release_aborted_request(candidate_req)\n", "", "request_release"),
+    # ... or stays in the waiting queue: admitted after the client was told it was aborted
+    "preempted_request_stays_queued": (
+        SCHED, PREEMPTED, "                self.waiting_queue.pop(idx)\n", "", "request_release"),
+    # a refused priority is reported to the client, and the request is queued and prefetched all the same
+    "refused_priority_still_queued": (
+        SCHED, ARRIVALS["priority_refused"], "            self.send_abort_output(abort_req, req)\n            return False\n",
+        "            self.send_abort_output(abort_req, req)\n            return True\n", "request_release"),
     # pop_ready hands back the request alone, not (request, storage_hit_end)
     "pop_ready_wrong_shape": (
         RETRIES, PACED, "            ready.append((req, retry.storage_hit_end))\n", "            ready.append(req)\n",
@@ -74,6 +89,25 @@ def test_0_5_23_releases_an_aborted_request_and_keeps_its_reissue_cap():
     assert "wait_complete_delivers" in check_tree(srt, NO_REISSUE, CodeLimits(max_runs=1)).not_judged
 
 
+@pytest.mark.parametrize("arrival", sorted(ARRIVALS))
+def test_0_5_23_ends_a_request_for_an_arrival_as_written_and_is_clean(arrival):
+    """The late arrival runs the release's own queue checks (found by their text, not line numbers):
+    the preempting arrival aborts the waiting request, the others are refused before their issue."""
+    srt = release("0.5.23")
+    result = check_tree(srt, ARRIVALS[arrival], LIMITS, coverage={})
+    assert result.exhaustive and clean(result), (result.bound, result.verdicts)
+    assert result.verdicts["request_release"] == "VERIFIED"
+    lines = (srt / SCHED).read_text().splitlines()
+    ran = set(result.coverage["lines"][SCHED])
+    # (a line that names the path, then the statement at or after it that must have run)
+    anchor, statement = {"preempts": ("_release_aborted_request(candidate_req)", "_release_aborted_request(candidate_req)"),
+                         "rejected": ('"The request queue is full."', '"The request queue is full."'),
+                         "priority_refused": ("Using priority is disabled", "return False")}[arrival]
+    start = next(i for i, line in enumerate(lines) if anchor in line)
+    at = next(i for i in range(start, len(lines)) if statement in lines[i]) + 1
+    assert at in ran, (arrival, at)
+
+
 @pytest.mark.parametrize("name", sorted(EDITS))
 def test_a_one_place_edit_of_the_retry_path_is_caught(tmp_path, name):
     rel, config, old, new, prop = EDITS[name]
@@ -98,3 +132,14 @@ def test_a_release_without_the_retry_methods_is_refused_by_name():
     result = check_tree(release("0.5.19"), CodeConfig(ranks=1, retries=True), LIMITS)
     assert result.not_modelled and "Scheduler." in result.not_modelled[0], result.not_modelled
     assert "VERIFIED" not in result.verdicts.values()
+
+
+@pytest.mark.parametrize("fields, names", [
+    (dict(arrival_round=1, requests=2), "arrival_round"),  # not the retry world
+    (dict(arrival_round=1, requests=1, retries=True), "arrival_round"),  # nobody to arrive late
+    (dict(arrival_round=0, requests=2, retries=True), "arrival_round"),  # before the first round
+    (dict(arrival="late", requests=2, retries=True), "arrival"),
+])
+def test_a_late_arrival_the_world_does_not_run_is_refused_naming_the_field(fields, names):
+    with pytest.raises(ValueError, match=names):
+        CodeConfig(ranks=1, **fields)

@@ -47,6 +47,10 @@ class CodeConfig:
     lost_device_pages: int = 0  # pages the device matched at the lookup, lost before admission (retries only)
     capacity_pages: Optional[int] = None  # prefetch_capacity_limit in pages (None: every request's; rate limit)
     rid_reuse: bool = False  # after an abort the client reuses the rid for a new request (retries only)
+    # retries only, 2 requests or more: the last request arrives in this scheduler round, not at the start,
+    # and the tree's _add_request_to_queue meets it with the server's queue settings (ARRIVALS says which)
+    arrival_round: Optional[int] = None
+    arrival: str = "preempts"
     driven_clock: bool = False  # the conformance check moves the clock; else under timeout the search fires it
     # the storage backend: the stand-in (stand_ins/storage.py, written_storage.py) or the tree's own
     # HiCacheFile and its LRU file evictor on a fresh directory of each run (stand_ins/file_storage.py)
@@ -117,6 +121,7 @@ class CodeConfig:
             raise ValueError(f"world {self.world!r}: the executor has {', '.join(worlds())}")
         if not self.retries and (self.readmissions or self.batch is not None or self.lost_device_pages or self.rid_reuse):
             raise ValueError("readmissions, batch, lost_device_pages and rid_reuse belong to the retry world: retries=True")
+        _check_arrival(self)
         if self.round_gate not in ROUND_GATES:
             raise ValueError(f"round_gate {self.round_gate!r}: the executor has {', '.join(ROUND_GATES)}")
         if self.round_gate == "any" and self.world != "ack-drain":
@@ -281,7 +286,8 @@ class CodeConfig:
         rate-limited queue head without storage: storage_prefetch.py pop_ready), no device match lost
         with no re-issue left (past the cap the scheduler admits the shorter match as is):
         wait_complete must then deliver the agreed hits."""
-        return (self.abort_round is None and self.evict_device_round is None and self.capacity_pages is None
+        return (self.abort_round is None and self.arrival_round is None and self.evict_device_round is None
+                and self.capacity_pages is None
                 and self.file_pages is None and not self.file_lost
                 and self.sidecar_failing is None
                 and not (self.lost_device_pages and self.retry_attempts < 1)
@@ -339,7 +345,30 @@ _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_dev
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
                       "cache_class": "UnifiedRadixCache", "sidecars": (),
                       "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,
-                      "sidecar_pool_pages": None, "shared_arena": None, "pp_size": 1, "round_gate": "auto"}
+                      "sidecar_pool_pages": None, "shared_arena": None, "pp_size": 1, "round_gate": "auto",
+                      "arrival_round": None, "arrival": "preempts"}
+# CodeConfig.arrival: how the server meets the last request arriving in arrival_round (the waiting queue
+# stand-in's server settings, worlds/ack_drain/waiting_queue.py `QUEUE_SETTINGS`)
+ARRIVALS = {
+    "preempts": "max_queued_requests at the requests waiting, priority scheduling on, and the arrival outranks "
+                "them: _abort_on_queued_limit aborts the least preferred waiting request for it",
+    "rejected": "max_queued_requests at the requests waiting, no priority scheduling: the arrival is aborted",
+    "priority_refused": "a priority on the arrival while priority scheduling is off, abort_on_priority_when_disabled: "
+                        "_set_or_validate_priority aborts it",
+}
+
+
+def _check_arrival(cfg: "CodeConfig") -> None:
+    """A late arrival the retry world runs, or a clear error naming the field."""
+    if cfg.arrival not in ARRIVALS:
+        raise ValueError(f"arrival {cfg.arrival!r}: one of {', '.join(ARRIVALS)}")
+    if cfg.arrival_round is None:
+        return
+    if not cfg.retries or cfg.requests < 2 or cfg.arrival_round < 1 or cfg.host_memory_mode != "cache":
+        raise ValueError("arrival_round: the retry world (retries=True) in cache mode, 2 requests or more (the last "
+                         "one arrives late), a round from 1")
+
+
 SIDECARS = ("swa", "mamba", "indexer")  # what CodeConfig.sidecars may name (worlds/ack_drain/sidecars.py)
 
 

@@ -212,9 +212,10 @@ class Run(WorldRun):
 
     def scripted_rounds(self) -> tuple:
         """The rounds a scripted event of the configuration happens in (an abort, the device
-        eviction, a split): each is unlike the rounds before it (stutter.py `horizon`)."""
+        eviction, a split, a late arrival): each is unlike the rounds before it (stutter.py `horizon`)."""
         cfg = self.config
-        return tuple(r for r in (cfg.abort_round, cfg.evict_device_round, cfg.split_round) if r is not None)
+        return tuple(r for r in (cfg.abort_round, cfg.evict_device_round, cfg.split_round, cfg.arrival_round)
+                     if r is not None)
 
     def _no_new_round(self) -> bool:
         """A spin was found (no round starts again) or a round that changed nothing holds the next."""

@@ -4,7 +4,9 @@
 (_process_storage_prefetch_retries, as SCH _process_hicache_events runs them), the client's aborts,
 then admission; an admitted request is retracted and readmitted (`_add_request_to_queue(req,
 is_retracted=True)`) up to `readmissions` times; with `rid_reuse` the client sends a new request
-under an aborted request's rid."""
+under an aborted request's rid; with `arrival_round` the last request arrives in that round, after
+the client's aborts (SCH process_input_requests), under the server's queue settings of
+CodeConfig.arrival: it may abort a waiting request whose prefetch is in flight, or be refused."""
 
 from __future__ import annotations
 
@@ -39,9 +41,13 @@ def drive(run, rank, staging=None) -> None:
     by_handle = not isinstance(rank.handles[0], str)
     page = cfg.page_size
 
+    late = cfg.requests - 1 if cfg.arrival_round is not None else None
+    late_priority = sch.serve(cfg.arrival, late) if late is not None else None
+    sch.expecting = late is not None  # a round is due until the late request arrives (pending)
+
     def request(q: int) -> Req:
         req = Req(q, f"req{q}", run.tokens(q) + [q * 1000 + 999], page, cfg.lost_device_pages, by_handle,
-                  run.baton.roots)
+                  run.baton.roots, sch.entries, late_priority if q == late else None)
         if staging is not None:  # its device match is the device tree's
             req.match = lambda req=req: staging.match(req)
         sch.sent.append(req)
@@ -55,7 +61,7 @@ def drive(run, rank, staging=None) -> None:
         sch.check = lambda req: deadlines.check(rank, req.q, req.cache_request_handle,
                                                 lambda: cache.check_prefetch_progress(req.cache_request_handle))
 
-    for q in range(cfg.requests):
+    for q in range(late if late is not None else cfg.requests):
         req = request(q)
         sch._add_request_to_queue(req)
         req.device_lost = cfg.lost_device_pages > 0  # evicted from the device while it waits
@@ -78,6 +84,12 @@ def drive(run, rank, staging=None) -> None:
                 if cfg.rid_reuse:  # the client sends a new request under the same rid
                     sch._add_request_to_queue(request(req.q))
                     run.baton.observe(f"req{req.q}'s rid reused by a new request")
+        if rank.rounds == cfg.arrival_round:
+            run.world.draining.pop(rank.index, None)
+            sch.expecting = False
+            req = request(late)
+            sch._add_request_to_queue(req)
+            req.device_lost = cfg.lost_device_pages > 0
         run.world.draining.pop(rank.index, None)
         for req in sch.admit(cfg.batch or cfg.requests):
             q = req.q
@@ -95,12 +107,15 @@ def drive(run, rank, staging=None) -> None:
 
 
 def pending(run) -> bool:
-    """Whether some rank's scheduler still has a retry to pace or a waiting request no prefetch
-    holds (the next round admits or re-issues it): rounds go on while so."""
+    """Whether some rank's scheduler still has a retry to pace, a waiting request no prefetch
+    holds (the next round admits or re-issues it) or a request still to arrive (arrival_round):
+    rounds go on while so."""
     for rank in run.ranks:
         sch = run.schedulers.get(rank.index)
         if sch is None:
             continue
+        if sch.expecting:
+            return True
         armed = getattr(sch.tree_cache.storage_prefetch_retries, "_pending", {})
         if any(r.rid in armed or r.cache_request_handle not in sch.tree_cache.ongoing_prefetch
                for r in sch.waiting_queue):

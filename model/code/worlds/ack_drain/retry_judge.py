@@ -1,8 +1,10 @@
 """What a run of the retry world (CodeConfig.retries) is judged for beyond the prefetch path's
 properties, at the end of a run where every request was admitted or aborted:
 
-- request_release: a request that left the waiting queue (admitted, or aborted by its client)
-  leaves nothing of itself in the cache: no paced retry armed under its rid
+- request_release: a request aborted (by its client, or by the scheduler for another's arrival:
+  the queue full, a higher priority, a refused priority) is never admitted after, nor left in the
+  waiting queue; a request that left the waiting queue (admitted, or aborted) leaves nothing of
+  itself in the cache: no paced retry armed under its rid
   (StoragePrefetchRetries' entries are cancelled at admission, at abort and at expiry) and, once
   aborted, nothing the cache keeps per request (release_aborted_request drops its operation, its
   deadline and its loaded-token records). A rid a new request reuses is that request's, not a
@@ -44,6 +46,8 @@ MISSED = ("a prefetch lost: a request the rate limiter declined is admitted with
 REFETCH_MISSED = ("a prefetch lost: the span a request's staged prefetch or anchor lost is not fetched again "
                   "as the retry policy promises; the request is admitted with less of its prefix (slower but "
                   "correct output)")
+REVIVED = ("an aborted request still scheduled: the server computes a request its client was told has ended, "
+           "with the KV cache and batch room of a live one")
 NOT_RETRIES = "the scheduler's retry path or a client's abort: CodeConfig(retries=True) or CodeConfig(abort_round=N)"
 
 
@@ -76,6 +80,11 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
             if rid not in rids:
                 out.append(Finding(PROPERTY, f"rank {rank.index}: a retry still armed for {rid}, which left the "
                                    "waiting queue", LEFT, "", steps))
+        for req in sch.aborted:
+            if req in sch.revived or req in waiting:
+                where = "was admitted after it" if req in sch.revived else "is still in the waiting queue"
+                out.append(Finding(PROPERTY, f"rank {rank.index}: req{req.q} was aborted and {where}", REVIVED, "",
+                                   steps))
         live = {r.cache_request_handle for r in sch.sent if r not in sch.aborted}  # a reused rid's new request
         for req in sch.aborted:
             handle = req.cache_request_handle

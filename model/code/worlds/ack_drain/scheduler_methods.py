@@ -10,6 +10,8 @@ import __future__
 import ast
 import enum
 import functools
+import sys
+from http import HTTPStatus
 from pathlib import Path
 from typing import Deque, Dict, List, Optional, Set, Tuple, Union
 
@@ -17,7 +19,9 @@ SCHEDULER = "managers/scheduler.py"
 # the methods this world runs as written, when the release has them (0.5.23's names)
 RETRY = ("_process_storage_prefetch_retries", "_retry_storage_prefetch", "_prefetch_after_device_hit_loss")
 ISSUE = ("_prefetch_kvcache", "_add_request_to_queue", "_release_aborted_request")
-METHODS = ISSUE + RETRY
+# what _add_request_to_queue asks before the issue: the request's priority and the waiting queue's cap
+ADMIT = ("_set_or_validate_priority", "_abort_on_queued_limit")
+METHODS = ISSUE + RETRY + ADMIT
 
 
 class CacheRequestOutcome(enum.Enum):
@@ -42,6 +46,14 @@ class _QuietLogger:
     info = warning = error = debug
 
 
+class AbortOutput:
+    """The scheduler's abort message to the tokenizer (scheduler.py `_make_abort_req` builds an
+    AbortReq with the weight-version spans the output reports): only why it ended is kept."""
+
+    def __init__(self, req, finished_reason=None):
+        self.rid, self.finished_reason = req.rid, finished_reason or {}
+
+
 class Memory:
     """get_memory()'s server arguments that these methods read."""
 
@@ -62,7 +74,8 @@ def scheduler_methods(srt: Path, memory: Memory, names: tuple[str, ...] = METHOD
     if code is None:
         return {}
     namespace = dict(get_memory=lambda: memory, logger=_QuietLogger(), CacheRequestOutcome=CacheRequestOutcome,
-                     DisaggregationMode=DisaggregationMode, Optional=Optional, List=List, Dict=Dict, Set=Set,
+                     DisaggregationMode=DisaggregationMode, _make_abort_req=AbortOutput, HTTPStatus=HTTPStatus,
+                     sys=sys, Optional=Optional, List=List, Dict=Dict, Set=Set,
                      Tuple=Tuple, Deque=Deque, Union=Union, __name__="sglang.srt.managers.scheduler")
     exec(code, namespace)
     return {name: namespace[name] for name in defined}

@@ -5,11 +5,16 @@ check_prefetch_progress, the device-hit-loss re-query, admission up to `batch`).
 
 Stood in (not the prefetch path): Req (rid, handle, the match lengths the device tree gives),
 the device radix tree (a match of `device_pages` pages at the first lookup, lost before
-admission when asked), add_one_req (admits while the batch has room), priority and queue limits
-(always accepted), the finished request's cache bookkeeping (tree_cache.finish on ABORT is
-release_aborted_request, base_prefix_cache.py)."""
+admission when asked), add_one_req (admits while the batch has room), the abort message to the
+tokenizer (recorded: the request is aborted), the finished request's cache bookkeeping
+(tree_cache.finish on ABORT is release_aborted_request, base_prefix_cache.py). The priority and
+queue-limit checks run as written, on the server settings of CodeConfig.arrival
+(`QUEUE_SETTINGS`; by default none: every request accepted)."""
 
 from __future__ import annotations
+
+import itertools
+from typing import Optional
 
 from prefetch_check.model.code.rt import stubs
 from prefetch_check.model.code.stand_ins.errors import NotModelled, caller_site
@@ -18,9 +23,22 @@ from prefetch_check.model.code.worlds.ack_drain.scheduler_methods import (CacheR
 from prefetch_check.model.code.worlds.common import ROOT_NODE
 
 
-class _TimeStats:
-    def set_wait_queue_entry_time(self):
+class _Trace:
+    def abort(self, abort_info=None):
         pass
+
+
+class _TimeStats:
+    """The request's timestamps: the waiting-queue entry is a count of entries (the queue limit
+    aborts the newest of the least preferred), from the scheduler's own clock."""
+
+    def __init__(self, clock=None):
+        self.clock = clock or itertools.count(1)
+        self.wait_queue_entry_time = 0
+        self.trace_ctx = _Trace()
+
+    def set_wait_queue_entry_time(self):
+        self.wait_queue_entry_time = next(self.clock)
 
     def observe_storage_prefetch_ready(self, ready):
         pass
@@ -37,7 +55,7 @@ class Req:
     pages (the matched length stops one short of the input: Req._compute_max_prefix_len)."""
 
     def __init__(self, q: int, rid: str, fill_ids: list[int], page_size: int, device_pages: int, by_handle: bool,
-                 roots: tuple[str, ...] = ()):
+                 roots: tuple[str, ...] = (), clock=None, priority=None):
         self.roots = roots  # where the tree's files are: a read of an attribute we lack names its line
         self.q, self.rid = q, rid
         self.cache_request_handle = stubs.CacheRequestHandle(rid, 0) if by_handle else rid
@@ -60,7 +78,8 @@ class Req:
         self.kv = _KV()
         self.extra_key = self.cache_salt = None
         self.session = None
-        self.time_stats = _TimeStats()
+        self.time_stats = _TimeStats(clock)
+        self.priority = priority  # None: the server's default (_set_or_validate_priority)
 
     def __getattr__(self, name: str):
         """An attribute of SGLang's Req this stand-in does not have (another release's scheduler
@@ -85,6 +104,32 @@ class Req:
         pass
 
 
+# per CodeConfig.arrival, the server settings the scheduler's queue checks read (server_args:
+# max_queued_requests, enable_priority_scheduling, abort_on_priority_when_disabled; `queue_cap`: the cap
+# is the requests before the late one) and the late request's priority
+QUEUE_SETTINGS = {
+    "preempts": dict(queue_cap=True, enable_priority_scheduling=True, priority=1),
+    "rejected": dict(queue_cap=True),
+    "priority_refused": dict(abort_on_priority_when_disabled=True, priority=1),
+}
+
+
+class _Stub:
+    """A server component the queue checks call and the prefetch path does not read (the beam
+    coordinator's retire_group: no beam search)."""
+
+    def retire_group(self, req):
+        pass
+
+
+class _Channel:
+    """ipc_channels.send_to_tokenizer (0.5.22 sends an abort through it): the scheduler's send_abort_output."""
+
+    def __init__(self, sch):
+        self.send_to_tokenizer = self
+        self.send_output = sch.send_abort_output
+
+
 class SchedulerStandIn:
     """The scheduler object: the attributes the tree's methods read, the methods bound from the tree."""
 
@@ -97,11 +142,17 @@ class SchedulerStandIn:
         self.observe = observe  # the scheduler thread's observation (our re-issue count enters the state key)
         self.waiting_queue: list[Req] = []
         self.sent: list[Req] = []  # every request the client sent (retry_judge.py judges them at the end)
-        self.aborted: list[Req] = []  # the requests the client aborted
+        self.aborted: list[Req] = []  # the requests the client aborted, or the scheduler did (send_abort_output)
+        self.revived: list[Req] = []  # aborted requests admitted after their abort (retry_judge.py)
         self.enable_hicache_storage = True
         self.enable_lmcache = False
         self.disaggregation_mode = DisaggregationMode.NULL
         self.processed_tokens_counter = 0
+        self.entries = itertools.count(1)  # the waiting-queue entry clock (_TimeStats)
+        self.expecting = False  # a request arrives in a later round (CodeConfig.arrival_round)
+        self.max_queued_requests, self.enable_priority_scheduling = None, False
+        self.schedule_low_priority_values_first = self.abort_on_priority_when_disabled = False
+        self.rust_server, self.beam_coordinator, self.ipc_channels = None, _Stub(), _Channel(self)
         self.methods = scheduler_methods(srt, Memory(poll_interval, max_attempts, host_memory_mode))
         if not hasattr(cache, "finish"):
             cache.finish = self._finish
@@ -113,11 +164,29 @@ class SchedulerStandIn:
         return self.methods[name](self, *args)
 
     # ---- what _add_request_to_queue reads besides the path
+    def serve(self, arrival: str, before: int) -> Optional[int]:
+        """Take the server settings of CodeConfig.arrival (QUEUE_SETTINGS) for a run whose last
+        request arrives late, after `before` others; the late request's priority."""
+        settings = dict(QUEUE_SETTINGS[arrival])
+        if settings.pop("queue_cap", False):
+            self.max_queued_requests = before
+        priority = settings.pop("priority", None)
+        for name, value in settings.items():
+            setattr(self, name, value)
+        return priority
+
     def _set_or_validate_priority(self, req) -> bool:
-        return True
+        return self.call("_set_or_validate_priority", req) if self.has("_set_or_validate_priority") else True
 
     def _abort_on_queued_limit(self, req) -> bool:
-        return False
+        return self.call("_abort_on_queued_limit", req) if self.has("_abort_on_queued_limit") else False
+
+    def send_abort_output(self, abort_req, req) -> None:
+        """The abort the scheduler sends the client for a request it ends itself (the queue is
+        full, a higher priority arrived, a priority was refused): that request is aborted."""
+        if req not in self.aborted:
+            self.aborted.append(req)
+        self.observe(f"req{req.q} aborted by the scheduler: {abort_req.finished_reason.get('message', '')}")
 
     def _prefetch_kvcache(self, req, storage_hit_end=None):
         """The tree's issue; a lookup the rate limiter declined (the cache's own outcome count)
@@ -199,6 +268,9 @@ class SchedulerStandIn:
             if staging is not None and not staging.load_back(req):
                 continue
             admitted.append(req)
+            if req in self.aborted:  # retry_judge.py: the client was told it ended
+                self.observe(f"req{req.q} admitted after its abort")
+                self.revived.append(req)
         retries = getattr(self.tree_cache, "storage_prefetch_retries", None)
         if retries is not None:
             for req in admitted:

@@ -94,6 +94,17 @@ CASES: tuple[Case, ...] = (
          _config(ranks=1, pages=1, retries=True, abort_round=1), skip=retry_skip),
     Case("1 rank, retries: aborted in round 1, its rid reused by a new request",
          _config(ranks=1, pages=1, retries=True, abort_round=1, rid_reuse=True), skip=retry_skip),
+    # the scheduler ends a request itself as another arrives (_add_request_to_queue's checks as
+    # written, CodeConfig.arrival): at a full waiting queue a higher-priority arrival aborts the
+    # waiting request, whose prefetch may be in flight (1,711 runs on 0.5.22-0.5.23); the arrival
+    # refused by the full queue or for its priority, before its issue (41 runs each); clean
+    Case("1 rank x 2 requests, retries: req1 arrives in round 1 at a full queue and outranks req0 (aborted)",
+         _config(ranks=1, requests=2, pages=1, retries=True, arrival_round=1, arrival="preempts"), skip=retry_skip),
+    Case("1 rank x 2 requests, retries: req1 arrives in round 1 at a full queue (refused)",
+         _config(ranks=1, requests=2, pages=1, retries=True, arrival_round=1, arrival="rejected"), skip=retry_skip),
+    Case("1 rank x 2 requests, retries: req1 arrives in round 1 with a priority the server refuses",
+         _config(ranks=1, requests=2, pages=1, retries=True, arrival_round=1, arrival="priority_refused"),
+         skip=retry_skip),
     # a rate-limited request aborted while its paced retry is armed: the abort must cancel it
     # (issue 29's held-out edit abort_keeps_paced_retry: no other case aborted with a retry armed).
     # 38 runs, exhaustive, clean on 0.5.22-0.5.23
