@@ -259,6 +259,20 @@ def test_a_file_no_case_loads_is_named_by_what_the_worlds_stand_in_for_it():
     assert file_reason("layers/dp_attention.py").startswith(STOOD_IN) and "stub" in file_reason("layers/dp_attention.py")
 
 
+def test_a_base_method_a_subclass_the_cases_run_overrides_is_named_so():
+    from prefetch_check.sglang.left_out import overridden
+
+    bases = {"HiCacheController": (), "HybridCacheController": ("HiCacheController",),
+             "Deeper": ("HybridCacheController",), "Unrelated": ()}
+    entered = {"HybridCacheController._storage_hit_query", "Deeper.reset"}
+    assert "HybridCacheController._storage_hit_query" in overridden("HiCacheController._storage_hit_query", bases,
+                                                                     entered)
+    assert "Deeper.reset" in overridden("HiCacheController.reset", bases, entered)  # through two levels
+    assert overridden("HiCacheController.write", bases, entered) == ""  # no subclass ran its own
+    assert overridden("Unrelated._storage_hit_query", bases, entered) == ""  # not a base of the one that ran
+    assert overridden("module_function", bases, entered) == ""
+
+
 def test_a_function_that_ran_on_no_piece_of_the_path_is_named_off_the_path():
     from prefetch_check.sglang.coverage_report import off_path
 

@@ -19,6 +19,7 @@ table of a `prefetch-check sglang --json` report as Markdown (docs/coverage.md i
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass, field
@@ -219,6 +220,7 @@ def tree_coverage(row, read=None) -> Optional[TreeCoverage]:
         executed = sum(1 for s in own if s.covers(ran))
         functions.append(FunctionCoverage(ident, rel, node.lineno, len(own), executed,
                                           _left_out(ident, rel, own, ran, executed)))
+    functions = _overridden(functions, modules)
     functions.sort(key=lambda f: (f.file, f.line))
     result = TreeCoverage(functions, [name for name, _ in checks], row.changed,
                           off_path=off_path(row.path, {f.ident for f in functions}, raw, read, modules))
@@ -240,6 +242,23 @@ def tree_coverage(row, read=None) -> Optional[TreeCoverage]:
                                    why_never(c, covered.get(c.file, set()), bool(raw.get(c.file)), by_block.get(c.file, {})))
             result.changed.append(runs)
     return result
+
+
+def _overridden(functions: list[FunctionCoverage], modules: Mapping[str, ast.Module]) -> list[FunctionCoverage]:
+    """A never-entered method whose class a subclass the cases run overrides it in is named so
+    (left_out.overridden), not "no case calls it"."""
+    bases = {node.name: tuple(b.id if isinstance(b, ast.Name) else b.attr for b in node.bases
+                              if isinstance(b, (ast.Name, ast.Attribute)))
+             for module in modules.values() for node in ast.walk(module) if isinstance(node, ast.ClassDef)}
+    entered = {f.name for f in functions if f.entered}
+    out = []
+    for f in functions:
+        if f.left_out == ((left_out.NO_CALLER, f.statements),):
+            why = left_out.overridden(f.name, bases, entered)
+            if why:
+                f = dataclasses.replace(f, left_out=((why, f.statements),))
+        out.append(f)
+    return out
 
 
 def off_path(path: Mapping, on_path: set[str], raw: Mapping[str, set[int]], read,

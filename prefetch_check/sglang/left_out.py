@@ -8,8 +8,9 @@ statement left out is one of:
 
 - in a file no case loads: the concept it implements is stood in or stubbed by the worlds
   (FILE_REASONS: the storage backends, the host pools, the device pools, the radix tree, ...);
-- in a function of a loaded file that no case enters: coverage_report.known_why names the
-  world that would reach it where one is known, else "no case calls it";
+- in a function of a loaded file that no case enters: a method a subclass the cases run
+  overrides (`overridden`), or coverage_report.known_why names the world that would reach it
+  where one is known, else "no case calls it";
 - inside a function a case entered: the innermost block around it that no case ran says why
   (a branch not taken, an exception not raised, a loop body not run), or every case returns or
   raises before it.
@@ -50,6 +51,7 @@ ELSEWHERE = ("the model runner, server configuration or a utility the path reach
              "not the protocol; the worlds stub it (rt/stubs.py)")
 
 NO_CALLER = "never entered: no case calls it"
+OVERRIDDEN = "never entered: a subclass the cases run overrides it ({by})"
 BLOCKS = {"If": "a branch no case takes", "except": "an exception no case raises (its except)",
           "For": "a loop body no case runs", "While": "a loop body no case runs",
           "Try": "a try no case leaves without an exception", "case": "a match case no case matches",
@@ -70,6 +72,29 @@ def file_reason(rel: str) -> str:
 def function_reason(known: str) -> str:
     """Why no case enters a function of a file that runs (`known`: coverage_report.known_why)."""
     return f"never entered: {known}" if known else NO_CALLER
+
+
+def overridden(name: str, bases: dict[str, tuple[str, ...]], entered: set[str]) -> str:
+    """For `name` ("Class.method") that no case entered: the reason when a subclass of Class
+    (`bases`: class name -> its base classes' names, over the path's files) defines the method and
+    a case entered that definition: the worlds build the subclass, so the base's method is dead
+    there, not missed. "" when none does."""
+    cls, _, method = name.rpartition(".")
+    if not cls or "." in cls:
+        return ""
+    by = sorted(f"{sub}.{method}" for sub in _subclasses(cls, bases) if f"{sub}.{method}" in entered)
+    return OVERRIDDEN.format(by=", ".join(by)) if by else ""
+
+
+def _subclasses(cls: str, bases: dict[str, tuple[str, ...]]) -> set[str]:
+    out, todo = set(), [cls]
+    while todo:
+        base = todo.pop()
+        for sub, its in bases.items():
+            if base in its and sub not in out:
+                out.add(sub)
+                todo.append(sub)
+    return out
 
 
 def statement_reasons(own: list[Statement], ran: set[int]) -> Counter:
