@@ -105,6 +105,8 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
     ("1x1 retries, aborted in round 1", dict(ranks=1, pages=1, retries=True, abort_round=1)),
     ("1x1 retries, aborted in round 1, the rid reused", dict(ranks=1, pages=1, retries=True, abort_round=1,
                                                               rid_reuse=True)),
+    ("1x2 retries, req1 arrives in round 1 and preempts req0", dict(ranks=1, requests=2, pages=1, retries=True,
+                                                                     arrival_round=1, arrival="preempts")),
     ("1x1 host pool of 2 pages held by the tree, evicted", dict(ranks=1, host_pages=2, host_held_pages=2)),
     ("2x1 the same, 1 page locked: a partial prefix", dict(ranks=2, host_pages=2, host_held_pages=2, host_locked_pages=1)),
     ("1x1 sidecars swa,mamba,indexer", dict(ranks=1, sidecars=("swa", "mamba", "indexer"))),
