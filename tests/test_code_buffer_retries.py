@@ -87,3 +87,17 @@ def test_the_head_refetch_dropped_is_made_up_for_by_the_device_hit_loss_requery(
     assert result.verdicts["progress"] == "VIOLATED", result.verdicts
     assert "armed for an immediate refetch" in result.violations["progress"].message
     assert "a prefetch lost" in result.violations["progress"].consequence
+
+
+def test_a_staged_request_preempted_by_an_arrival_is_released_and_its_release_dropped_is_caught(tmp_path):
+    """A higher-priority arrival at a full queue aborts req0 while its prefetch is staged and
+    anchored (CodeConfig.arrival): clean on 0.5.23, and without the release of the preempted
+    request its staging slot, its anchor's pin and its records all outlive it."""
+    srt = release("0.5.23")
+    preempted = buffer_retries(ranks=1, requests=2, device_pages=1, arrival_round=1, arrival="preempts")
+    result = check_tree(srt, preempted, LIMITS)
+    assert result.exhaustive and clean(result), result.verdicts
+    assert result.verdicts["anchor_release"] == result.verdicts["request_release"] == "VERIFIED"
+    dropped = edited(tmp_path, srt, SCHEDULER, "                self._release_aborted_request(candidate_req)\n", "")
+    result = check_tree(dropped, preempted, LIMITS)
+    assert {"host_memory", "anchor_release", "request_release"} <= set(result.violations), result.verdicts

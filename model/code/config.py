@@ -364,9 +364,9 @@ def _check_arrival(cfg: "CodeConfig") -> None:
         raise ValueError(f"arrival {cfg.arrival!r}: one of {', '.join(ARRIVALS)}")
     if cfg.arrival_round is None:
         return
-    if not cfg.retries or cfg.requests < 2 or cfg.arrival_round < 1 or cfg.host_memory_mode != "cache":
-        raise ValueError("arrival_round: the retry world (retries=True) in cache mode, 2 requests or more (the last "
-                         "one arrives late), a round from 1")
+    if not cfg.retries or cfg.requests < 2 or cfg.arrival_round < 1:
+        raise ValueError("arrival_round: the retry world (retries=True), 2 requests or more (the last one arrives "
+                         "late), a round from 1")
 
 
 SIDECARS = ("swa", "mamba", "indexer")  # what CodeConfig.sidecars may name (worlds/ack_drain/sidecars.py)

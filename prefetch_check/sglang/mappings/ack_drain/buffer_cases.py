@@ -77,6 +77,13 @@ BUFFER_CASES: tuple[Case, ...] = (
     Case(f"1 rank x 3 pages, {BUFFER}, retries, 2 on a 3-page device, evicted in round 2",
          _buffer(ranks=1, pages=3, device_pages=2, device_room=3, evict_device_round=2, retries=True),
          skip=_retry_skip),
+    # a higher-priority arrival at a full queue aborts the waiting request whose prefetch is staged
+    # and anchored (the retry world's late arrival, CodeConfig.arrival): 1,712 runs on 0.5.23, clean;
+    # without the release the staged slot, the anchor's pin and the records stay (three properties)
+    Case(f"1 rank x 2 requests, {BUFFER}, retries, 1 page on the device, req1 arrives in round 1 and "
+         "outranks req0 (aborted)",
+         _buffer(ranks=1, requests=2, device_pages=1, retries=True, arrival_round=1, arrival="preempts"),
+         skip=_retry_skip),
     # the write side: in round 1 the scheduler inserts a request it computed, whose new node the
     # tree's insert hands to the pipeline (enqueue, flush: staging and the node's lock, the D2H ack,
     # the backup thread's storage write, the storage ack freeing the staging); beside it the
