@@ -128,6 +128,17 @@ def test_a_refactor_of_the_retry_path_keeps_every_figure(tmp_path):
     assert (a.verdicts, a.runs, a.states) == (b.verdicts, b.runs, b.states)
 
 
+def test_0_5_20_reads_the_device_match_as_prefix_indices_and_runs_the_retry_world():
+    """0.5.20-0.5.21's scheduler reads len(req.prefix_indices) where 0.5.22 reads prefix_len: the
+    same methods otherwise, so the retry world runs them (the case list's retry_shape marker)."""
+    srt = release("0.5.20")
+    assert "len(req.prefix_indices) + req.host_hit_length" in (srt / SCHED).read_text()
+    result = check_tree(srt, READMITTED, LIMITS)
+    assert result.exhaustive and not result.not_modelled and clean(result), (result.not_modelled, result.verdicts)
+    from prefetch_check.sglang.mappings.ack_drain.retry_shape import retry_skip
+    assert retry_skip(srt) == "" and retry_skip(release("0.5.19")) != ""
+
+
 def test_a_release_without_the_retry_methods_is_refused_by_name():
     result = check_tree(release("0.5.19"), CodeConfig(ranks=1, retries=True), LIMITS)
     assert result.not_modelled and "Scheduler." in result.not_modelled[0], result.not_modelled

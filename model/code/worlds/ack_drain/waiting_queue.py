@@ -97,6 +97,12 @@ class Req:
             return
         self.prefix_len = 0 if self.device_lost else self.device_pages * self.page_size
 
+    @property
+    def prefix_indices(self):
+        """The device match's slots as 0.5.20-0.5.21's scheduler reads them (`len(req.prefix_indices)`;
+        0.5.22 on reads `prefix_len`): only their number is the path's."""
+        return range(self.prefix_len)
+
     def _compute_max_prefix_len(self, input_len: int) -> int:
         return input_len - 1
 
