@@ -425,7 +425,8 @@ WHY_NOT_RUN = {
                                       "page's prefix while its write-through is pending; other shapes are not run"),
     "write_back": ("the write_back policy: its cases (cache mode) write a leaf back as the device eviction takes it; "
                    "a sidecar state's write-back (Mamba, SWA) is not run"),
-    "abort": "aborts: only the buffer_only and retry cases abort a request (0.5.22 on)",
+    "abort": ("aborts: an abort path the cases do not take (they abort by the client, as soon as issued or in a "
+              "round, and by the scheduler for an arrival: the queue full, a priority)"),
     "__init__": "the executor builds the objects with __new__ and the attributes the path reads",
     "attach_storage_backend": "the executor builds the objects with __new__ and the attributes the path reads",
     "_start_storage_threads": "the executor starts the threads itself",
