@@ -134,3 +134,18 @@ def test_random_small_configurations_keep_every_verdict(config):
 def test_random_two_rank_configurations_keep_every_verdict(config):
     dfs, dpor = against_dfs(release("0.5.23"), config, reduce=True)
     same_findings(dfs, dpor)
+
+
+def test_the_dpor_keeps_one_object_per_distinct_summary_and_footprint():
+    """The memory the two-rank searches need (2x1 best_effort: 220 -> 53 MiB peak, docs/benchmark.md):
+    equal summaries and footprints met at different states are stored once, and a stored summary
+    is never the caller's dict (a merge copies; sharing one it later changed would corrupt others)."""
+    from prefetch_check.model.code.strategies.dpor import StatefulDPOR
+
+    dpor = StatefulDPOR(max_depth=10)
+    a = {"S0": (frozenset({"q"}), frozenset({"lock"})), "P0": (frozenset(), frozenset({"q"}))}
+    b = {"P0": (frozenset(), frozenset({"q"})), "S0": (frozenset({"q"}), frozenset({"lock"}))}
+    first, second = dpor._summary(a), dpor._summary(b)
+    assert first is second and first == a and first is not a
+    assert first["S0"][0] is first["S0"][0] and dpor._intern(frozenset({"q"})) is first["S0"][0]
+    assert dpor._summary({"S0": (frozenset(), frozenset())}) is not first
