@@ -162,3 +162,29 @@ def test_a_violation_of_an_unmodified_release_says_where_its_reproduction_is_and
                         v).cases[0].reproduction == ""  # no reproduction for a release the script was not run on
     v.case = "1 rank, best_effort"
     assert code_verdict(release_row, "operation_identity", v).cases[0].reproduction == ""  # nor in another case
+
+
+ABORT_KEEPS = REPRO / "abort_keeps_loaded_tokens.py"
+# the fix docs/findings.md gives (0.5.21's): pop the records by the request's handle, their key
+RELEASE_BY_RID = ("        self.prefetch_loaded_tokens_by_reqid.pop(rid, None)\n"
+                  "        self.prefetch_loaded_storage_start_by_reqid.pop(rid, None)\n")
+RELEASE_BY_HANDLE = ("        self.prefetch_loaded_tokens_by_reqid.pop(request, None)\n"
+                     "        self.prefetch_loaded_storage_start_by_reqid.pop(request, None)\n")
+
+
+@pytest.mark.parametrize("version, shown", [("0.5.20", True), ("0.5.23", False)])
+def test_an_aborted_requests_loaded_tokens_outlive_it_on_0_5_20_only(version, shown):
+    answer = run_unit_script(release(version), ABORT_KEEPS)
+    assert not answer["error"] and answer["exit"] == int(shown), answer
+    if shown:
+        assert answer["stdout"].startswith("REPRODUCED: after the abort the cache still holds req0 in "
+                                           "prefetch_loaded_tokens_by_reqid, prefetch_loaded_storage_start_by_reqid; "
+                                           "a new request under the same rid is admitted with the aborted one's "
+                                           "loaded span (1, 0)"), answer
+
+
+def test_the_aborted_requests_records_are_dropped_once_popped_by_its_handle(tmp_path):
+    fixed = edited(tmp_path, release("0.5.20"), "mem_cache/unified_radix_cache.py", RELEASE_BY_RID, RELEASE_BY_HANDLE)
+    answer = run_unit_script(fixed, ABORT_KEEPS)
+    assert answer == {"exit": 0, "error": "", "stdout": "not reproduced: release_aborted_request dropped the "
+                                                       "aborted request's loaded-token records\n"}, answer

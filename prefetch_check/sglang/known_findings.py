@@ -30,6 +30,7 @@ _STALE_ACK = ("a-stale-completion-ack-is-applied-to-a-readmitted-requests-new-pr
               "stale_ack_handles_new_prefetch.py")
 _STALE_ACK_INSERT = (_STALE_ACK[0], "stale_ack_inserts_unwritten_slot.py")
 _QUERY_RAISES = ("a-storage-query-that-raises-ends-the-prefetch-thread", "storage_query_raises_ends_prefetch_thread.py")
+_ABORT_KEEPS = ("an-aborted-requests-loaded-token-records-outlive-it", "abort_keeps_loaded_tokens.py")
 _THRESHOLD_ZERO = ("at-a-prefetch-threshold-of-0-a-request-storage-does-not-hold-is-never-admitted",
                    "threshold_zero_never_admits.py")
 
@@ -46,6 +47,8 @@ KNOWN: tuple[KnownFinding, ...] = (
     KnownFinding("2 ranks, rank 0's storage query raises", "no_crash", ("0.5.19", "0.5.20", "0.5.21"), *_QUERY_RAISES),
     KnownFinding("2 ranks, rank 0's storage query raises", "progress", ("0.5.19", "0.5.20", "0.5.21"), *_QUERY_RAISES),
     KnownFinding("1 rank, no hits, threshold 0", "progress", ("0.5.18",), *_THRESHOLD_ZERO),
+    KnownFinding("1 rank, aborted by its client in round 2 (pages fetched)", "request_release", ("0.5.20",),
+                 *_ABORT_KEEPS),
 )
 
 
