@@ -260,14 +260,15 @@ def test_a_file_no_case_loads_is_named_by_what_the_worlds_stand_in_for_it():
 
 
 def test_a_base_method_a_subclass_the_cases_run_overrides_is_named_so():
-    from prefetch_check.sglang.left_out import overridden
+    from prefetch_check.sglang.left_out import OVERRIDDEN, overridden, overriding
 
     bases = {"HiCacheController": (), "HybridCacheController": ("HiCacheController",),
              "Deeper": ("HybridCacheController",), "Unrelated": ()}
     entered = {"HybridCacheController._storage_hit_query", "Deeper.reset"}
-    assert "HybridCacheController._storage_hit_query" in overridden("HiCacheController._storage_hit_query", bases,
-                                                                     entered)
-    assert "Deeper.reset" in overridden("HiCacheController.reset", bases, entered)  # through two levels
+    assert overriding("HiCacheController._storage_hit_query", bases, entered) == [
+        "HybridCacheController._storage_hit_query"]
+    assert overriding("HiCacheController.reset", bases, entered) == ["Deeper.reset"]  # through two levels
+    assert overridden("HiCacheController.reset", bases, entered) == OVERRIDDEN
     assert overridden("HiCacheController.write", bases, entered) == ""  # no subclass ran its own
     assert overridden("Unrelated._storage_hit_query", bases, entered) == ""  # not a base of the one that ran
     assert overridden("module_function", bases, entered) == ""

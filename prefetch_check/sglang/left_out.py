@@ -51,7 +51,7 @@ ELSEWHERE = ("the model runner, server configuration or a utility the path reach
              "not the protocol; the worlds stub it (rt/stubs.py)")
 
 NO_CALLER = "never entered: no case calls it"
-OVERRIDDEN = "never entered: a subclass the cases run overrides it ({by})"
+OVERRIDDEN = "never entered: a subclass the cases build overrides it, and its own definition runs"
 BLOCKS = {"If": "a branch no case takes", "except": "an exception no case raises (its except)",
           "For": "a loop body no case runs", "While": "a loop body no case runs",
           "Try": "a try no case leaves without an exception", "case": "a match case no case matches",
@@ -75,15 +75,19 @@ def function_reason(known: str) -> str:
 
 
 def overridden(name: str, bases: dict[str, tuple[str, ...]], entered: set[str]) -> str:
-    """For `name` ("Class.method") that no case entered: the reason when a subclass of Class
-    (`bases`: class name -> its base classes' names, over the path's files) defines the method and
-    a case entered that definition: the worlds build the subclass, so the base's method is dead
-    there, not missed. "" when none does."""
+    """For `name` ("Class.method") that no case entered: OVERRIDDEN when a subclass of Class
+    (`bases`: class name -> its base classes' names, over the path's files) defines the method and a
+    case entered that definition (`overriding`): the worlds build the subclass, so the base's method
+    is dead there, not missed. "" when none does. One text for all, so the tables group them."""
+    return OVERRIDDEN if overriding(name, bases, entered) else ""
+
+
+def overriding(name: str, bases: dict[str, tuple[str, ...]], entered: set[str]) -> list[str]:
+    """The entered definitions ("Subclass.method") that override `name` in a subclass of its class."""
     cls, _, method = name.rpartition(".")
     if not cls or "." in cls:
-        return ""
-    by = sorted(f"{sub}.{method}" for sub in _subclasses(cls, bases) if f"{sub}.{method}" in entered)
-    return OVERRIDDEN.format(by=", ".join(by)) if by else ""
+        return []
+    return sorted(f"{sub}.{method}" for sub in _subclasses(cls, bases) if f"{sub}.{method}" in entered)
 
 
 def _subclasses(cls: str, bases: dict[str, tuple[str, ...]]) -> set[str]:
