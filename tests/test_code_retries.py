@@ -108,6 +108,18 @@ def test_0_5_23_ends_a_request_for_an_arrival_as_written_and_is_clean(arrival):
     assert at in ran, (arrival, at)
 
 
+def test_0_5_22_sends_the_refusal_through_its_ipc_channel_and_is_clean():
+    """0.5.22's _abort_on_queued_limit sends the abort through ipc_channels.send_to_tokenizer (0.5.23:
+    send_abort_output); the stand-in's channel records it the same way."""
+    srt = release("0.5.22")
+    result = check_tree(srt, ARRIVALS["rejected"], LIMITS, coverage={})
+    assert result.exhaustive and clean(result), (result.bound, result.verdicts)
+    lines = (srt / SCHED).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if "def _abort_on_queued_limit" in line)
+    send = next(i for i in range(start, len(lines)) if "self.ipc_channels.send_to_tokenizer.send_output(" in lines[i]) + 1
+    assert send in set(result.coverage["lines"][SCHED])
+
+
 @pytest.mark.parametrize("name", sorted(EDITS))
 def test_a_one_place_edit_of_the_retry_path_is_caught(tmp_path, name):
     rel, config, old, new, prop = EDITS[name]
