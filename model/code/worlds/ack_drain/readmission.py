@@ -84,13 +84,12 @@ def drive(run, rank, staging=None) -> None:
                 if cfg.rid_reuse:  # the client sends a new request under the same rid
                     sch._add_request_to_queue(request(req.q))
                     run.baton.observe(f"req{req.q}'s rid reused by a new request")
+        run.world.draining.pop(rank.index, None)  # what follows is the scheduler's own, not the drain's
         if rank.rounds == cfg.arrival_round:
-            run.world.draining.pop(rank.index, None)
             sch.expecting = False
             req = request(late)
             sch._add_request_to_queue(req)
             req.device_lost = cfg.lost_device_pages > 0
-        run.world.draining.pop(rank.index, None)
         for req in sch.admit(cfg.batch or cfg.requests):
             q = req.q
             held = run.held_tokens(rank, q)
