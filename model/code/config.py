@@ -51,6 +51,10 @@ class CodeConfig:
     # and the tree's _add_request_to_queue meets it with the server's queue settings (ARRIVALS says which)
     arrival_round: Optional[int] = None
     arrival: str = "preempts"
+    # the cache's reset while requests wait (worlds/ack_drain/cache_reset.py): the engine paused, flush_cache
+    # calls tree_cache.reset() with the waiting requests' prefetches in flight, in this scheduler round (0: as
+    # soon as every request is issued), and the engine resumes
+    reset_round: Optional[int] = None
     driven_clock: bool = False  # the conformance check moves the clock; else under timeout the search fires it
     # the storage backend: the stand-in (stand_ins/storage.py, written_storage.py) or the tree's own
     # HiCacheFile and its LRU file evictor on a fresh directory of each run (stand_ins/file_storage.py)
@@ -122,6 +126,7 @@ class CodeConfig:
         if not self.retries and (self.readmissions or self.batch is not None or self.lost_device_pages or self.rid_reuse):
             raise ValueError("readmissions, batch, lost_device_pages and rid_reuse belong to the retry world: retries=True")
         _check_arrival(self)
+        _check_reset(self)
         if self.round_gate not in ROUND_GATES:
             raise ValueError(f"round_gate {self.round_gate!r}: the executor has {', '.join(ROUND_GATES)}")
         if self.round_gate == "any" and self.world != "ack-drain":
@@ -287,6 +292,7 @@ class CodeConfig:
         with no re-issue left (past the cap the scheduler admits the shorter match as is):
         wait_complete must then deliver the agreed hits."""
         return (self.abort_round is None and self.arrival_round is None and self.evict_device_round is None
+                and self.reset_round is None
                 and self.capacity_pages is None
                 and self.file_pages is None and not self.file_lost
                 and self.sidecar_failing is None
@@ -346,7 +352,7 @@ _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_dev
                       "cache_class": "UnifiedRadixCache", "sidecars": (),
                       "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,
                       "sidecar_pool_pages": None, "shared_arena": None, "pp_size": 1, "round_gate": "auto",
-                      "arrival_round": None, "arrival": "preempts"}
+                      "arrival_round": None, "arrival": "preempts", "reset_round": None}
 # CodeConfig.arrival: how the server meets the last request arriving in arrival_round (the waiting queue
 # stand-in's server settings, worlds/ack_drain/waiting_queue.py `QUEUE_SETTINGS`)
 ARRIVALS = {
@@ -367,6 +373,19 @@ def _check_arrival(cfg: "CodeConfig") -> None:
     if not cfg.retries or cfg.requests < 2 or cfg.arrival_round < 1:
         raise ValueError("arrival_round: the retry world (retries=True), 2 requests or more (the last one arrives "
                          "late), a round from 1")
+
+
+def _check_reset(cfg: "CodeConfig") -> None:
+    """A cache reset the world runs (worlds/ack_drain/cache_reset.py), or a clear error naming the field."""
+    if cfg.reset_round is None:
+        return
+    if cfg.reset_round < 0:
+        raise ValueError(f"reset_round {cfg.reset_round}: a round from 0 (0: as soon as every request is issued)")
+    if (cfg.world != "ack-drain" or cfg.host_memory_mode != "cache" or cfg.cache_class != "UnifiedRadixCache"
+            or cfg.retries or cfg.backup or cfg.reissue or cfg.sidecars or cfg.host_held_pages or cfg.pp_size != 1
+            or cfg.storage != "stand-in" or cfg.abort_round is not None):
+        raise ValueError("reset_round: the ack-drain world's cache mode on UnifiedRadixCache with the storage stand-in, "
+                         "without retries, backup, reissue, sidecars, host_held_pages, PP or an abort")
 
 
 SIDECARS = ("swa", "mamba", "indexer")  # what CodeConfig.sidecars may name (worlds/ack_drain/sidecars.py)

@@ -37,6 +37,10 @@ class Point:
     site: str
     enabled: Callable[[], bool]
     guard: tuple = ()  # the shared objects `enabled` reads: part of the step's footprint
+    # a wait with a timeout (a timed queue get, a timed join): also enabled where `timeout()` holds and
+    # no thread can move otherwise (the timeout is taken to expire only then: it ends a wait nothing
+    # else would end, and nothing else moves meanwhile)
+    timeout: Optional[Callable[[], bool]] = None
 
 
 @dataclass
@@ -55,6 +59,7 @@ class Managed:
     unobserved: int = 0
     error: Optional[tuple[str, str, str]] = None  # (exception, site, traceback) when it died
     died_at: int = 0  # the steps taken when it died (its counterexample ends there, not at the run's end)
+    generation: int = 0  # times the code under test started it again in its slot (restart)
     thread: Optional[greenlet.greenlet] = None
     starts: bool = True  # parks at "start" before its target (False: its target's first point is its first choice)
     touches: tuple = ()  # objects every step of this thread writes (the scheduler: its loop's own state)
@@ -100,15 +105,17 @@ class Baton:
     def current(self) -> Optional[Managed]:
         return self.by_glet.get(greenlet.getcurrent())
 
-    def point(self, label: str, enabled: Optional[Callable[[], bool]] = None, guard: tuple = ()) -> None:
+    def point(self, label: str, enabled: Optional[Callable[[], bool]] = None, guard: tuple = (),
+              timeout: Optional[Callable[[], bool]] = None) -> None:
         """Park the calling managed thread until the scheduler picks it (no-op for other code).
-        `guard`: the shared objects `enabled` reads (a step that writes one may enable or disable it)."""
+        `guard`: the shared objects `enabled` reads (a step that writes one may enable or disable it);
+        `timeout`: see Point."""
         me = self.current()
         if me is None:
             return
         if self.abandoning:
             raise Abandon()
-        me.point = Point(label, caller_site(self.roots), enabled or _always, guard)
+        me.point = Point(label, caller_site(self.roots), enabled or _always, guard, timeout)
         me.unobserved += 1
         me.status = "parked"
         self.hub.switch()
@@ -171,6 +178,17 @@ class Baton:
                 self.steps[-1].observed = (self.steps[-1].observed + "; died: " + m.error[0]).lstrip("; ")
                 m.died_at = len(self.steps)
 
+    def restart(self, m: Managed, target: Callable[[], None], site: str) -> None:
+        """Start a thread again in the slot of one that ended (the code under test made and started a
+        new thread of the same role: the cache's reset, stand_ins/threads.py): it keeps its name, so
+        choices and the search's vector clocks stay valid, and parks at its start, whose guard is the
+        slot (the step that restarts it writes that)."""
+        m.target, m.starts, m.digest, m.unobserved = target, False, b"", 0
+        m.thread = greenlet.greenlet(lambda: self._body(m), parent=self.hub)
+        self.by_glet[m.thread] = m
+        m.point = Point("start", site, _always, (slot(m.name),))
+        m.status = "parked"
+
     def _body(self, m: Managed) -> None:
         try:
             if m.starts:
@@ -189,7 +207,10 @@ class Baton:
             m.error = (message, _raise_site(exc, self.roots), traceback.format_exc(limit=-8))
 
     def enabled(self) -> list[Managed]:
-        return [m for m in self.threads if m.status == "parked" and m.point.enabled()]
+        ready = [m for m in self.threads if m.status == "parked" and m.point.enabled()]
+        if ready:
+            return ready
+        return [m for m in self.threads if m.status == "parked" and m.point.timeout is not None and m.point.timeout()]
 
     def can_run(self, name: str) -> bool:
         """Whether the thread called `name` is parked and enabled (a replay's one check)."""
@@ -197,7 +218,12 @@ class Baton:
         if m is None:
             self.named = {t.name: t for t in self.threads}
             m = self.named.get(name)
-        return m is not None and m.status == "parked" and m.point.enabled()
+        if m is None or m.status != "parked":
+            return False
+        if m.point.enabled():
+            return True
+        return m.point.timeout is not None and m.point.timeout() and not any(
+            t.status == "parked" and t.point.enabled() for t in self.threads)
 
     def abandon(self) -> None:
         """End the run: every parked thread unwinds with Abandon (its `finally` blocks run), then
@@ -236,6 +262,12 @@ class Baton:
 
 def _always() -> bool:
     return True
+
+
+def slot(name: str) -> str:
+    """A thread's slot in a step's footprint: written where it ends or is started again (restart),
+    read by a join or an is_alive on it (stand_ins/threads.py)."""
+    return f"thread {name}"
 
 
 def _raised_in_stand_in(exc: BaseException) -> bool:

@@ -81,6 +81,8 @@ def _terminal(run, steps: int) -> list[Finding]:
             what = f"{m.name} waits forever in {label} at {m.point.site}: the other stage never sends or receives"
         elif label.startswith("acquire"):
             what = f"{m.name} waits forever for a lock at {m.point.site}"
+        elif label.startswith("join "):  # a join without a timeout (one with a timeout returns: threads.py)
+            what = f"{m.name} waits forever in {label} at {m.point.site}: the thread never ends"
         else:
             continue
         if m.role == "scheduler":

@@ -43,6 +43,8 @@ class World:
     # rank -> whether its scheduler's drain may wait in a blocking get by design (the ack-drain world
     # sets it: PP stages after the first take the first stage's counts); None: not judged
     drain_may_block: Optional[Callable[[int], bool]] = None
+    starts_threads: bool = False  # the code under test may start threads (stand_ins/threads.py; the cache's reset)
+    stop_events: dict = field(default_factory=dict)  # rank -> the Event that ends its threads' timed gets (the reset)
 
     def register(self, part) -> None:
         self.baton.touch("world.parts")  # the order of the parts is the order of the state key's

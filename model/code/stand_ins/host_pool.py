@@ -87,6 +87,12 @@ class HostPool(Strict):
             self.status[i] = FREE
             self.written.pop(i, None)
 
+    def clear(self) -> None:
+        """Every slot free again (the cache's reset, once its storage threads stopped)."""
+        self.world.baton.touch(self._pc_name)
+        self.status = [FREE] * self.size
+        self.written.clear()
+
     def resolve_host_transfers(self, transfers, **kwargs):
         """The group's side-pool allocation (a write's extra pools): none here."""
         if transfers:

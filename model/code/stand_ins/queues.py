@@ -1,7 +1,10 @@
 """queue.Queue and queue.Empty for the code under test: every call is a scheduling point, and a
 `get` is enabled only when the queue holds an item (with or without a timeout: the threads poll
-`get(timeout=1)` in a loop, so an empty timed get only loops back to the same place; nobody sets
-the stop event during a run, so that loop is the same as waiting)."""
+`get(timeout=1)` in a loop, so an empty timed get only loops back to the same place: the same as
+waiting). Where the cache's reset stops the threads (`World.stop_events`), a timed get on an empty
+queue times out once the rank's stop event is set and nothing else can move (rt/baton.py
+Point.timeout): its loop then sees the event, as upstream's does within its second; a None the
+reset puts on the queue ends the wait first."""
 
 from __future__ import annotations
 
@@ -30,11 +33,12 @@ class Queue:
         self.puts = 0  # items ever put (the ack-drain round gate asks whether any came since a round started)
         world.register(self)
 
-    def _point(self, what: str, enabled=None, write: bool = True) -> None:
+    def _point(self, what: str, enabled=None, write: bool = True, also: tuple = (), timeout=None) -> None:
         """A scheduling point on this queue; the step's footprint writes (or reads) the queue, and a
-        blocking get's guard reads it (a put enables it)."""
+        blocking get's guard reads it (a put enables it), and `also` (a stop event that ends a
+        timed wait)."""
         baton = self.world.baton
-        baton.point(f"{what} {self.name}", enabled, (self.name,) if enabled is not None else ())
+        baton.point(f"{what} {self.name}", enabled, ((self.name,) + also) if enabled is not None else (), timeout)
         baton.touch(self.name, write)
 
     def put(self, item, block: bool = True, timeout=None) -> None:
@@ -47,7 +51,14 @@ class Queue:
         self.put(item)
 
     def get(self, block: bool = True, timeout=None):
-        if block:
+        me = self.world.baton.current()
+        stop = self.world.stop_events.get(me.rank) if block and timeout is not None and me is not None else None
+        if stop is not None:  # a timed wait the thread's loop ends once its stop event is set
+            self._point("get", lambda: bool(self.items), also=(stop.name,), timeout=lambda: stop.flag)
+            if not self.items:
+                self.world.baton.observe("timed out")
+                raise Empty()
+        elif block:
             self._judge_drain_wait()
             self._point("get", lambda: bool(self.items))
         else:
@@ -57,7 +68,7 @@ class Queue:
                 raise Empty()
         item = self.items.popleft()
         self.world.baton.observe(f"got {self.world.label(item)}")
-        me = self.world.baton.current()
+        me = self.world.baton.current()  # (the same thread: a point does not change it)
         if me is not None and self.name.endswith(".prefetch_hit_queue"):
             self.world.draining[me.rank] = item
         elif me is not None and self.name.endswith(".ack_prefetch_queue"):
@@ -94,12 +105,33 @@ class Queue:
         self.world.baton.observe(f"empty {not self.items}")
         return not self.items
 
+    @property
+    def queue(self) -> "_Contents":
+        """The deque behind the queue, as the cache's reset empties it (`q.queue.clear()`)."""
+        return _Contents(self)
+
     def peek_size(self) -> int:
         """The size without a scheduling point (the scheduler's own look)."""
         return len(self.items)
 
     def snapshot(self) -> tuple:
         return (self.name, tuple(self.world.label(x) for x in self.items))
+
+
+class _Contents:
+    """`Queue.queue`: only `clear`, which writes the queue (no point: the caller's step goes on)."""
+
+    def __init__(self, queue: Queue):
+        self._queue = queue
+
+    def clear(self) -> None:
+        q = self._queue
+        q.world.baton.touch(q.name)
+        q.items.clear()
+
+    def __len__(self) -> int:
+        self._queue.world.baton.touch(self._queue.name, write=False)
+        return len(self._queue.items)
 
 
 __all__ = ["Empty", "Queue", "QueueFactory"]

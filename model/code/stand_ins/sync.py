@@ -1,10 +1,14 @@
 """threading for the code under test: Lock and Event are scheduling points (an acquire is
-enabled only while the lock is free); starting a thread is not modelled (the executor starts
-the threads itself, as `_start_storage_threads` would)."""
+enabled only while the lock is free). The executor starts the threads itself, as
+`_start_storage_threads` would; a world where the code stops and starts them again (the cache's
+reset) sets `World.starts_threads`, and `threading.Thread` is then stand_ins/threads.py's, else
+not modelled."""
 
 from __future__ import annotations
 
 import types
+
+from prefetch_check.model.code.stand_ins.threads import Thread
 
 
 class Lock:
@@ -71,6 +75,8 @@ def make_threading(world, not_modelled) -> types.ModuleType:
     mod.Lock = lambda: Lock(world, world.name_object(object(), "lock"))
     mod.RLock = mod.Lock
     mod.Event = lambda: Event(world, world.name_object(object(), "event"))
+    mod.Thread = lambda *a, **k: (Thread(world, *a, **k) if world.starts_threads
+                                  else not_modelled("threading.Thread")(*a, **k))
     mod.get_ident = real.get_ident
     mod.current_thread = real.current_thread
     mod.__getattr__ = lambda name: not_modelled(f"threading.{name}")

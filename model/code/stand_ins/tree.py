@@ -67,9 +67,17 @@ class _DecParams:
     node_id: object
 
 
+class _KvEvents:
+    """The tree's KV event recorder (the cache's reset records that everything was cleared)."""
+
+    def record_all_cleared(self) -> None:
+        return None
+
+
 class TreeCore(Strict):
     _pc_what = "tree_core"
     _pc_footprint = True  # its calls enter a step's footprint (rt/hooks.py as_value)
+    kv_events = _KvEvents()
 
     def __init__(self, world, rank: int, pool, page_size: int, host_only=None):
         self.world, self.rank, self.pool = world, rank, pool
@@ -83,6 +91,16 @@ class TreeCore(Strict):
         self.derived: list = []  # KV-derived sidecar pools: each inserted KV slot's row must hold its page too
         self._pc_name = f"r{rank}.tree"  # its name in a step's footprint (rt/baton.py)
         world.register(self)
+
+    def reset(self) -> None:
+        """The whole tree dropped (the cache's reset): nothing held, no lock (host-only pages held
+        before the run are not modelled through a reset)."""
+        if self.host_only is not None:
+            raise self.world.not_modelled("tree_core.reset with host pages held before the run")
+        self.world.baton.touch(self._pc_name)
+        self.held.clear()
+        self.locks = 0
+        self._last_inserted = None
 
     def prefetch_anchor_info(self, node_id):
         return None, None

@@ -171,7 +171,7 @@ class Run(WorldRun):
 
     def after_events(self, rank: Rank) -> None:
         """What the scheduler does after a round's check_hicache_events (cache mode's load-back:
-        write_through/load_back.py)."""
+        write_through/load_back.py; the cache's reset: cache_reset.py)."""
 
     def round_begins(self, rank: Rank) -> None:
         """What happens outside the prefetch path as a round begins (buffer_only: device eviction)."""
@@ -260,13 +260,19 @@ class Run(WorldRun):
             return True
         if self.any_gate() and self._queued_since_round_start():
             return True
-        if self.config.sidecars and self._declined_on_every_rank():  # its next check admits it: a deciding round
+        if self._admits_without_prefetch() and self._declined_on_every_rank():  # its next check admits it
             return True
         if self.config.retries and readmission.pending(self):
             return True
         if self.deadlines is not None:  # timeout: a round is due where a deadline fired or a check is new
             return self.deadlines.round_due()
         return self.config.policy != "wait_complete" and any(r.waiting for r in self.ranks)
+
+    def _admits_without_prefetch(self) -> bool:
+        """A request may wait with no prefetch in flight, which its next check admits (a deciding
+        round the drained queues do not announce): with sidecar pools (declined or forfeited at
+        issue) and after the cache's reset (cache_reset.py: the reset drops every prefetch)."""
+        return bool(self.config.sidecars) or self.config.reset_round is not None
 
     def _declined_on_every_rank(self) -> bool:
         """A waiting request with no prefetch in flight on any rank (declined or forfeited at
@@ -313,8 +319,8 @@ class Run(WorldRun):
     def _gate_may_open(self, rank: Rank) -> bool:
         if self.any_gate():  # any rank's enqueue on a drained queue opens every gate
             return True
-        declined_here = bool(self.config.sidecars) and any(rank.handles[q] not in rank.cache.ongoing_prefetch
-                                                           for q in rank.waiting)
+        declined_here = self._admits_without_prefetch() and any(rank.handles[q] not in rank.cache.ongoing_prefetch
+                                                                for q in rank.waiting)
         return (super()._gate_may_open(rank) or (self.deadlines is not None and self.deadlines.may_open(rank))
                 or (bool(self.config.sidecars) and sidecars.queued(rank)) or declined_here)
 

@@ -13,6 +13,7 @@ from prefetch_check.model.code.worlds.ack_drain import identity, transfer_hooks
 from prefetch_check.model.code.worlds.ack_drain import judge
 from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer
 from prefetch_check.model.code.worlds.ack_drain.buffer.backup_run import BackupRun
+from prefetch_check.model.code.worlds.ack_drain.cache_reset import ResetRun
 from prefetch_check.model.code.worlds.ack_drain.write_through.run import WriteThroughRun
 from prefetch_check.model.code.worlds.ack_drain.buffer import params as buffer_params
 from prefetch_check.model.code.worlds.ack_drain.buffer.tickets import TicketStagesRun
@@ -55,7 +56,8 @@ def load(srt: Path, torch, holder, roots: tuple[str, ...]) -> dict:
 
 def make_run(modules, config: CodeConfig, holder, roots):
     """The harness of this configuration: buffer_only runs the tree's BufferModePipeline (buffer/),
-    pp_size > 1 pipeline stages (stages.py), cache_class HiRadixCache that class (hiradix/)."""
+    pp_size > 1 pipeline stages (stages.py), cache_class HiRadixCache that class (hiradix/), reset_round
+    the cache's reset while requests wait (cache_reset.py)."""
     if config.cache_class == "HiRadixCache":
         return hiradix.HiRadixRun(modules, config, holder, roots)
     if config.pp_size > 1:
@@ -65,6 +67,8 @@ def make_run(modules, config: CodeConfig, holder, roots):
     if config.backup:  # the write path: buffer_only's (buffer/backup_run.py), cache mode's (write_through/)
         cls = BackupRun if config.host_memory_mode == "buffer_only" else WriteThroughRun
         return cls(modules, config, holder, roots)
+    if config.reset_round is not None:  # flush_cache while requests wait (cache_reset.py)
+        return ResetRun(modules, config, holder, roots)
     cls = buffer.BufferRun if config.host_memory_mode == "buffer_only" else Run
     return cls(modules, config, holder, roots)
 

@@ -15,6 +15,7 @@ from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL, release_o
 from prefetch_check.sglang.mappings.ack_drain.retry_shape import retry_skip
 from prefetch_check.sglang.mappings.ack_drain.sidecar_cases import SIDECAR_CASES
 from prefetch_check.sglang.mappings.ack_drain.pp_cases import PP_CASES
+from prefetch_check.sglang.mappings.ack_drain.reset_cases import RESET_CASES
 from prefetch_check.sglang.mappings.ack_drain.write_through_cases import WRITE_THROUGH_CASES
 from prefetch_check.sglang.mappings.ack_drain.file_storage_cases import FILE_STORAGE_CASES
 
@@ -130,7 +131,8 @@ CASES: tuple[Case, ...] = (
     Case("1 rank x 3 requests, retries: device match lost, rate-limited to one, a cap of 1",
          _config(ranks=1, requests=3, pages=2, retries=True, lost_device_pages=1, capacity_pages=1, batch=1,
                  retry_attempts=1), skip=retry_skip),
-) + BUFFER_CASES + WRITE_THROUGH_CASES + FILE_STORAGE_CASES + HOST_PRESSURE_CASES + SIDECAR_CASES + PP_CASES
+) + (BUFFER_CASES + WRITE_THROUGH_CASES + FILE_STORAGE_CASES + HOST_PRESSURE_CASES + SIDECAR_CASES + PP_CASES
+     + RESET_CASES)
 
 # The cases whose search keeps the round gate's MIN assumption ("agreed"), with why: under "any"
 # the search takes far past the case's budget. 0.5.23, one core: 26,755 runs, 214,546 states,

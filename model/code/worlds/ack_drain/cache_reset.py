@@ -1,0 +1,99 @@
+"""The cache's reset while requests wait (CodeConfig.reset_round). SGLang's flush_cache with the
+engine paused (pause_generation, as RL frameworks do around a weight update) ignores the waiting
+requests that hold no KV (Scheduler.is_fully_idle(ignore_waiting=True)), so a waiting request's
+prefetch may be anywhere in the storage threads when the scheduler calls tree_cache.reset().
+
+The tree's code runs as written from there: UnifiedRadixCache.reset -> _reset_full -> the
+controller's reset (_stop_storage_threads: the stop event set, a None put on each thread's queue,
+each thread joined with a 10 s timeout and a RuntimeError if one still runs; the queues cleared;
+the threads started again, stand_ins/threads.py) -> mem_pool_host.clear(). Per rank one more
+thread, B, the backup thread the reset stops and starts too. The engine then resumes: the
+scheduler checks its waiting requests again, and nothing of their prefetches is left (each is
+admitted with what the emptied tree holds, so wait_complete_delivers is not judged)."""
+
+from __future__ import annotations
+
+from prefetch_check.model.code.rt.baton import slot
+from prefetch_check.model.code.stand_ins.context import Strict
+from prefetch_check.model.code.stand_ins.threads import ROLES, Thread
+from prefetch_check.model.code.worlds.ack_drain.harness import Run
+from prefetch_check.model.code.worlds.common import Rank
+
+THREAD_FIELDS = {"P": "prefetch_thread", "IO": "prefetch_io_aux_thread", "Y": "prefetch_sync_thread",
+                 "B": "backup_thread"}  # the controller's attribute holding each role's thread object
+
+
+class _SessionRefs(Strict):
+    """The cache's session reference tracker: no session holds anything in this world."""
+
+    _pc_what = "session_refs"
+
+    def __init__(self, world):
+        self.world = world
+
+    def reset(self) -> None:
+        return None
+
+
+class _Session(Strict):
+    """The cache's streaming-session state: its slots, which no request of this world holds."""
+
+    _pc_what = "session"
+
+    def __init__(self, world):
+        self.world, self.slots = world, {}
+
+
+class ResetRun(Run):
+    """The ack-drain world (harness.py) with the backup thread B per rank, and the scheduler's
+    flush_cache in round CodeConfig.reset_round, after its drain (0: right after it issued every
+    request)."""
+
+    PER_RANK = 5  # S, P, IO, Y, B
+
+    def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
+        super().__init__(modules, config, holder, roots)
+        self.world.starts_threads = True
+
+    def _build(self, i: int) -> Rank:
+        rank = super()._build(i)
+        cc, cache = rank.cc, rank.cache
+        cc.load_queue = []  # what the reset clears beside the write queues (the device transfers: none here)
+        cc.pp_prefetch_command_thread = None  # no PP ticket thread (pp_size 1)
+        cache.session_refs, cache.session = _SessionRefs(self.world), _Session(self.world)
+        self.world.stop_events[i] = cc.storage_stop_event  # its threads' timed gets end once it is set
+        return rank
+
+    def _spawn(self, rank: Rank) -> None:
+        super()._spawn(rank)
+        i, cc = rank.index, rank.cc
+        self.baton.spawn(f"B{i}", i, "backup", cc.backup_thread_func)
+        for m in self.baton.threads[-self.PER_RANK + 1:]:  # a storage thread's end is what a join waits on
+            m.edge_touches = (slot(m.name),)
+            setattr(cc, THREAD_FIELDS[m.name[:-len(str(i))]], Thread.adopt(self.world, m))
+        assert set(THREAD_FIELDS) == set(ROLES.values())
+
+    def scripted_rounds(self) -> tuple:
+        """The flush's round is unlike the rounds before it (stutter.py)."""
+        return super().scripted_rounds() + (self.config.reset_round,)
+
+    def abort_at_issue(self, rank: Rank) -> None:
+        """reset_round 0: the flush comes right after the scheduler issued every request."""
+        super().abort_at_issue(rank)
+        if self.config.reset_round == 0:
+            self._flush(rank)
+
+    def after_events(self, rank: Rank) -> None:
+        """reset_round n > 0: the flush comes after round n's check_hicache_events, whose drain may
+        have handed a fetch to IO (so it may be in flight on one rank and not yet on another)."""
+        super().after_events(rank)
+        if rank.rounds == self.config.reset_round:
+            self._flush(rank)
+
+    def _flush(self, rank: Rank) -> None:
+        """SCH's flush_cache with the engine paused: tree_cache.reset() (the tree's own), then the
+        engine resumes."""
+        self.world.draining.pop(rank.index, None)
+        self.baton.observe("flush_cache: tree_cache.reset()")
+        rank.cache.reset()
+        self.baton.observe("reset done")
