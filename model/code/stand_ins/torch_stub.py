@@ -46,6 +46,11 @@ class Tensor:
     def __iter__(self):
         return (Tensor([x], scalar=True) for x in self.data)
 
+    def fill_(self, value) -> "Tensor":
+        """Every element set to `value`, in place (a unit-level script's stand-in collective)."""
+        self.data = [int(value.item() if isinstance(value, Tensor) else value)] * len(self.data)
+        return self
+
     def item(self) -> int:
         if len(self.data) != 1:
             raise RuntimeError("item() of a tensor with more than one element")

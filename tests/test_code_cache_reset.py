@@ -1,0 +1,83 @@
+"""The cache's reset while requests wait (CodeConfig.reset_round, worlds/ack_drain/cache_reset.py):
+flush_cache with the engine paused runs the tree's own reset with a fetch in flight, which stops,
+joins and restarts the storage threads (stand_ins/threads.py). One rank is clean; at two ranks a
+sync thread can wait forever in the completion ACK's all_reduce its peer left, and the reset then
+raises (0.5.21-0.5.23) or never returns (0.5.19-0.5.20). One-place edits of the reset are caught."""
+
+from __future__ import annotations
+
+import pytest
+
+from prefetch_check.model.code import CodeConfig, CodeLimits, check_tree
+from tests.test_code_executor import clean, edited, release
+
+LIMITS = CodeLimits(max_seconds=150)
+ONE = CodeConfig(ranks=1, reset_round=1)
+# the 2-rank search is exhaustive in about 65,000 runs (150 s): these stop at the hang
+TWO = CodeConfig(ranks=2, reset_round=1, round_gate="any")
+TO_THE_HANG = CodeLimits(max_seconds=150, stop_on=("progress",))
+CONTROLLER, CACHE = "managers/cache_controller.py", "mem_cache/unified_radix_cache.py"
+
+
+@pytest.mark.parametrize("version,reset_round", [("0.5.23", 0), ("0.5.23", 1), ("0.5.20", 1)])
+def test_one_rank_reset_is_clean_and_exhausted(version, reset_round):
+    result = check_tree(release(version), CodeConfig(ranks=1, reset_round=reset_round), LIMITS)
+    assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
+    assert clean(result), result.verdicts
+    assert result.verdicts["wait_complete_delivers"] == "NOT JUDGED"  # the reset discards the fetch
+    assert result.runs > 100, result.runs
+
+
+def test_0_5_23_reset_at_two_ranks_raises_in_the_join():
+    result = check_tree(release("0.5.23"), TWO, TO_THE_HANG)
+    crash = result.violations["no_crash"]
+    assert "RuntimeError: Failed to stop HiCache storage threads cleanly" in crash.message, crash.message
+    assert crash.site.startswith(CONTROLLER), crash.site
+    hang = result.violations["progress"]
+    assert "all_reduce" in hang.message and "Y-completion" in hang.message, hang.message
+    # the schedule: a sync thread in the ACK's all_reduce, its peer's join, the other's join timed out
+    labels = [step for step in crash.schedule]
+    assert labels.count("S0") > 5 and labels.count("S1") > 5
+
+
+def test_0_5_20_reset_at_two_ranks_waits_forever_in_the_join():
+    result = check_tree(release("0.5.20"), TWO, TO_THE_HANG)
+    hang = result.violations["deadlock_freedom"]
+    assert "waits forever in join Y" in hang.message and "the thread never ends" in hang.message, hang.message
+    assert "no_crash" not in result.violations  # 0.5.20's join has no timeout: nothing raises
+
+
+EDITS = {
+    # the reset no longer joins the threads it stopped: one still runs at the is_alive check
+    "reset_skips_the_joins": (CONTROLLER, "                t.join(timeout=10)\n", "                pass\n",
+                              "no_crash"),
+    # the host pool is not cleared: the in-flight fetch's slots are held by no one
+    "reset_keeps_host_pages": (CACHE, "            self.cache_controller.mem_pool_host.clear()\n", "", "host_memory"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_edits_of_the_reset_are_caught(tmp_path, name):
+    rel, old, new, prop = EDITS[name]
+    srt = edited(tmp_path, release("0.5.23"), rel, old, new)
+    result = check_tree(srt, ONE, CodeLimits(max_seconds=150, stop_on=(prop,)))
+    assert prop in result.violations, (name, result.verdicts)
+
+
+def test_reset_round_outside_its_world_is_refused():
+    with pytest.raises(ValueError, match="reset_round"):
+        CodeConfig(ranks=1, reset_round=1, retries=True)
+    with pytest.raises(ValueError, match="reset_round"):
+        CodeConfig(ranks=1, reset_round=-1)
+
+
+def test_the_two_ranks_reset_cases_split_the_releases_by_how_their_reset_joins():
+    """One of the two cases of the same search runs on each tree: the join that waits (0.5.19-0.5.20)
+    or the one that times out (0.5.21 on)."""
+    from prefetch_check.sglang.mappings.ack_drain.reset_cases import RESET_CASES, STRANDED
+
+    two = [case for case in RESET_CASES if case.name.startswith(STRANDED)]
+    for version, judged in (("0.5.20", "deadlock_freedom"), ("0.5.23", "no_crash")):
+        srt = release(version)
+        run = [case for case in two if not case.skip(srt)]
+        assert len(run) == 1 and judged in run[0].judges, (version, [c.name for c in run])
