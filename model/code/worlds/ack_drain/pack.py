@@ -176,6 +176,10 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
                                                                       query_raises=(False, True))),
     ("PP=2 buffer_only tickets, 1 page, aborted as issued", dict(ranks=2, pp_size=2, pages=1,
                                                                  host_memory_mode="buffer_only", abort_round=0)),
+    # the cache's reset while requests wait (cache_reset.py): flush_cache after round 1's drain
+    ("1x1 cache reset after round 1's drain", dict(ranks=1, reset_round=1)),
+    # exhaustive under the gate "agreed" (68,985 runs, 187 s): no_crash and progress violated (0.5.21 on)
+    ("2x1 cache reset after round 1's drain", dict(ranks=2, reset_round=1)),
 ))
 
 PACK = WorldPack(

@@ -48,7 +48,7 @@ FIXED_STEPS = {
 LEFT_OUT = (
     "the timeout's length (the clock may fire at any time once it runs)",
     "PP > 1, host_memory_mode buffer_only, sidecar pools and their pool_hits ACKs, PP tickets (0.5.21+), "
-    "storage_prefetch_retries (0.5.20+)",
+    "storage_prefetch_retries (0.5.20+), the cache's reset (flush_cache)",
 )
 
 

@@ -36,14 +36,14 @@ def skip_timed(srt) -> str:
 TWO = CodeConfig(world=PROTOCOL, ranks=2, reset_round=1)
 STRANDED = "2 ranks, flush_cache (the cache's reset) after round 1's drain, a fetch in flight"
 RESET_CASES: tuple[Case, ...] = (
-    # 942 runs, exhaustive, clean on 0.5.23 (198 on 0.5.20)
+    # 942 runs, exhaustive, clean on 0.5.21-0.5.23 (198 on 0.5.19-0.5.20)
     Case("1 rank, flush_cache (the cache's reset) after round 1's drain, its fetch in flight",
          CodeConfig(world=PROTOCOL, ranks=1, reset_round=1), skip=skip),
     # the same at two ranks: a rank's sync thread may have taken its completion ACK into the
     # all_reduce while its peer's stop came first, so the peer's sync thread leaves and the first
-    # waits forever. Its exhaustive search takes 150 s and more, so each case judges only what the
-    # stranded thread does to the reset and stops once both are violated (899 runs on 0.5.23 under
-    # the gate "any", 448 on 0.5.20); the other properties are the other cases'
+    # waits forever. Its exhaustive search takes 187 s (0.5.23, gate "agreed"), so each case judges
+    # only what the stranded thread does to the reset and stops once both are violated (899 runs on
+    # 0.5.23 under the gate "any", 448 on 0.5.20); the other properties are the other cases'
     Case(f"{STRANDED} (the reset's join times out)", TWO, judges=("no_crash", "progress"),
          limits=CodeLimits(max_seconds=300, stop_on=("no_crash", "progress")), skip=skip_timed),
     Case(f"{STRANDED} (the reset's join waits)", TWO, judges=("deadlock_freedom", "progress"),
