@@ -79,10 +79,7 @@ class Thread:
             raise NotModelled("join of a thread never started", caller_site(baton.roots))
         timed = timeout is not None
         label = f"join {m.name}" + (f" (timeout {timeout})" if timed else "")
-        baton.point(label, lambda: not self._alive(), (slot(m.name),), timeout=_always if timed else None)
+        baton.point(label, lambda: not self._alive(), (slot(m.name),), timeout=(lambda: True) if timed else None)
         baton.touch(slot(m.name), write=False)
         baton.observe(f"joined {m.name}" if not self._alive() else f"join of {m.name} timed out: it still runs")
 
-
-def _always() -> bool:
-    return True
