@@ -68,7 +68,6 @@ class Queue:
                 raise Empty()
         item = self.items.popleft()
         self.world.baton.observe(f"got {self.world.label(item)}")
-        me = self.world.baton.current()  # (the same thread: a point does not change it)
         if me is not None and self.name.endswith(".prefetch_hit_queue"):
             self.world.draining[me.rank] = item
         elif me is not None and self.name.endswith(".ack_prefetch_queue"):

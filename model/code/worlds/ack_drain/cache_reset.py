@@ -21,6 +21,7 @@ from prefetch_check.model.code.worlds.common import Rank
 
 THREAD_FIELDS = {"P": "prefetch_thread", "IO": "prefetch_io_aux_thread", "Y": "prefetch_sync_thread",
                  "B": "backup_thread"}  # the controller's attribute holding each role's thread object
+assert set(THREAD_FIELDS) == set(ROLES.values())  # every role a Thread may start has its field
 
 
 class _SessionRefs(Strict):
@@ -71,7 +72,6 @@ class ResetRun(Run):
         for m in self.baton.threads[-self.PER_RANK + 1:]:  # a storage thread's end is what a join waits on
             m.edge_touches = (slot(m.name),)
             setattr(cc, THREAD_FIELDS[m.name[:-len(str(i))]], Thread.adopt(self.world, m))
-        assert set(THREAD_FIELDS) == set(ROLES.values())
 
     def scripted_rounds(self) -> tuple:
         """The flush's round is unlike the rounds before it (stutter.py)."""
