@@ -2,7 +2,8 @@
 flush_cache with the engine paused runs the tree's own reset with a fetch in flight, which stops,
 joins and restarts the storage threads (stand_ins/threads.py). One rank is clean; at two ranks a
 sync thread can wait forever in the completion ACK's all_reduce its peer left, and the reset then
-raises (0.5.21-0.5.23) or never returns (0.5.19-0.5.20). One-place edits of the reset are caught."""
+raises (0.5.21-0.5.23) or never returns (0.5.19-0.5.20). One-place edits of the reset are caught,
+those of its restart by a request arriving after it (CodeConfig.reset_arrival)."""
 
 from __future__ import annotations
 
@@ -64,11 +65,45 @@ def test_edits_of_the_reset_are_caught(tmp_path, name):
     assert prop in result.violations, (name, result.verdicts)
 
 
+ARRIVAL = CodeConfig(ranks=1, requests=2, reset_round=1, reset_arrival=True)
+
+
+def test_a_request_arriving_after_the_reset_is_served_by_the_restarted_threads():
+    result = check_tree(release("0.5.23"), ARRIVAL, LIMITS)
+    assert result.exhaustive and clean(result), (result.bound, result.verdicts)
+    assert result.verdicts["wait_complete_delivers"] == "VERIFIED"  # judged for the late request
+
+
+# what only a request after the reset exercises: the restarted threads. Without one both are clean
+# (the stop event left set: 791 runs, exhaustive)
+RESTART_EDITS = {
+    # the stop event stays set: every restarted thread leaves at its first look
+    "reset_leaves_the_stop_event_set": ("        self.storage_stop_event.clear()\n\n        if self.enable_storage:\n",
+                                        "        if self.enable_storage:\n"),
+    # the IO thread is made but not started: the new request's fetch is never read
+    "reset_does_not_start_the_io_thread": ("            self.prefetch_io_aux_thread.start()\n", ""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESTART_EDITS))
+def test_edits_of_the_restart_are_caught_by_a_request_after_it(tmp_path, name):
+    old, new = RESTART_EDITS[name]
+    srt = edited(tmp_path, release("0.5.23"), CONTROLLER, old, new)
+    arrival = check_tree(srt, ARRIVAL, CodeLimits(max_seconds=150, stop_on=("progress",)))
+    assert "req1 is never admitted" in arrival.violations["progress"].message, arrival.verdicts
+    alone = check_tree(srt, ONE, LIMITS)
+    assert alone.exhaustive and clean(alone), (name, alone.verdicts)  # the reset alone does not see it
+
+
 def test_reset_round_outside_its_world_is_refused():
     with pytest.raises(ValueError, match="reset_round"):
         CodeConfig(ranks=1, reset_round=1, retries=True)
     with pytest.raises(ValueError, match="reset_round"):
         CodeConfig(ranks=1, reset_round=-1)
+    with pytest.raises(ValueError, match="reset_arrival.*needs reset_round"):
+        CodeConfig(ranks=1, requests=2, reset_arrival=True)
+    with pytest.raises(ValueError, match="reset_arrival: 2 requests"):
+        CodeConfig(ranks=1, reset_round=1, reset_arrival=True)
 
 
 def test_the_two_ranks_reset_cases_split_the_releases_by_how_their_reset_joins():

@@ -55,6 +55,9 @@ class CodeConfig:
     # calls tree_cache.reset() with the waiting requests' prefetches in flight, in this scheduler round (0: as
     # soon as every request is issued), and the engine resumes
     reset_round: Optional[int] = None
+    # with reset_round: the last request arrives as the engine resumes, issued after the reset and served by the
+    # storage threads the reset started (what the restart must leave working: the stop event cleared, the queues)
+    reset_arrival: bool = False
     driven_clock: bool = False  # the conformance check moves the clock; else under timeout the search fires it
     # the storage backend: the stand-in (stand_ins/storage.py, written_storage.py) or the tree's own
     # HiCacheFile and its LRU file evictor on a fresh directory of each run (stand_ins/file_storage.py)
@@ -311,6 +314,17 @@ class CodeConfig:
                      and self.fetches() == 1 and not self.backup)
         return self.room_pages() >= self.needed_pages() or bool(pressured)
 
+    def judged_deliveries(self) -> tuple[int, ...]:
+        """The requests wait_complete_delivers judges: every one where `judges_delivery`; after the
+        cache's reset (reset_arrival) the request arriving after it, which nothing else disturbs (the
+        reset emptied the host pool: room for it)."""
+        if self.judges_delivery():
+            return tuple(range(self.requests))
+        if not self.reset_arrival:
+            return ()
+        late = dataclasses.replace(self, reset_round=None, reset_arrival=False, requests=1)
+        return (self.requests - 1,) if late.judges_delivery() else ()
+
     def arena_pages(self, agreed_pages: int) -> int:
         """With a shared arena: the longest KV prefix whose pages and trailing windows fit in it
         (allocate_storage_hit's search for a prefix; the windows are cut to the prefix)."""
@@ -352,7 +366,8 @@ _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_dev
                       "cache_class": "UnifiedRadixCache", "sidecars": (),
                       "sidecar_hits": None, "sidecar_failing": None, "swa_window_pages": 2,
                       "sidecar_pool_pages": None, "shared_arena": None, "pp_size": 1, "round_gate": "auto",
-                      "arrival_round": None, "arrival": "preempts", "reset_round": None}
+                      "arrival_round": None, "arrival": "preempts", "reset_round": None,
+                      "reset_arrival": False}
 # CodeConfig.arrival: how the server meets the last request arriving in arrival_round (the waiting queue
 # stand-in's server settings, worlds/ack_drain/waiting_queue.py `QUEUE_SETTINGS`)
 ARRIVALS = {
@@ -378,7 +393,11 @@ def _check_arrival(cfg: "CodeConfig") -> None:
 def _check_reset(cfg: "CodeConfig") -> None:
     """A cache reset the world runs (worlds/ack_drain/cache_reset.py), or a clear error naming the field."""
     if cfg.reset_round is None:
+        if cfg.reset_arrival:
+            raise ValueError("reset_arrival: a request arriving after the cache's reset needs reset_round")
         return
+    if cfg.reset_arrival and cfg.requests < 2:
+        raise ValueError("reset_arrival: 2 requests or more (the last one arrives after the reset)")
     if cfg.reset_round < 0:
         raise ValueError(f"reset_round {cfg.reset_round}: a round from 0 (0: as soon as every request is issued)")
     if (cfg.world != "ack-drain" or cfg.host_memory_mode != "cache" or cfg.cache_class != "UnifiedRadixCache"

@@ -39,7 +39,8 @@ def not_judged(config, world: dict[str, str]) -> dict[str, str]:
     out = {**NOT_JUDGED, **world}
     if config.reissue:
         out.pop("operation_identity")
-    if not config.judges_delivery():
+    judged = config.judged_deliveries()
+    if not judged:
         out["wait_complete_delivers"] = ("judged only under wait_complete with nothing disturbing the request "
                                          "(no short read, no storage exception, room in the host pool)")
     return out
@@ -126,6 +127,7 @@ def _terminal(run, steps: int) -> list[Finding]:
         if queued:
             out.append(Finding("host_memory", f"rank {r.index}: {queued} release-queue entries no drain will free "
                                "(a drain pops the MIN over the ranks)", LEAK, "", steps))
+    judged = cfg.judged_deliveries()
     for q in range(cfg.requests):
         rounds = [r.admitted_round.get(q) for r in run.ranks]
         if len(set(rounds)) > 1:
@@ -137,7 +139,7 @@ def _terminal(run, steps: int) -> list[Finding]:
                                SPLIT, "", steps))
         agreed = min(cfg.agreed_pages_of(i) for i in range(cfg.ranks)) * cfg.page_size
         want = cfg.delivered_tokens(agreed)
-        if cfg.judges_delivery():
+        if q in judged:
             short = [(r.index, g) for r, g in zip(run.ranks, got) if g is not None and g < want]
             if short:
                 room = f" (the host pool has room for {want})" if want < agreed else ""

@@ -9,7 +9,10 @@ each thread joined with a 10 s timeout and a RuntimeError if one still runs; the
 the threads started again, stand_ins/threads.py) -> mem_pool_host.clear(). Per rank one more
 thread, B, the backup thread the reset stops and starts too. The engine then resumes: the
 scheduler checks its waiting requests again, and nothing of their prefetches is left (each is
-admitted with what the emptied tree holds, so wait_complete_delivers is not judged)."""
+admitted with what the emptied tree holds, so wait_complete_delivers is not judged for it). With
+CodeConfig.reset_arrival the last request arrives as the engine resumes: the scheduler issues it after
+the reset, and the threads the reset started serve it (a restart that leaves them stopped or fed
+stale queue items fails it; its delivery is judged)."""
 
 from __future__ import annotations
 
@@ -63,6 +66,8 @@ class ResetRun(Run):
         cc.pp_prefetch_command_thread = None  # no PP ticket thread (pp_size 1)
         cache.session_refs, cache.session = _SessionRefs(self.world), _Session(self.world)
         self.world.stop_events[i] = cc.storage_stop_event  # its threads' timed gets end once it is set
+        if self.config.reset_arrival:  # the last request is not issued with the others: it arrives later
+            rank.waiting.remove(self.config.requests - 1)
         return rank
 
     def _spawn(self, rank: Rank) -> None:
@@ -97,3 +102,8 @@ class ResetRun(Run):
         self.baton.observe("flush_cache: tree_cache.reset()")
         rank.cache.reset()
         self.baton.observe("reset done")
+        if self.config.reset_arrival:  # SCH's _add_request_to_queue -> _prefetch_kvcache for the new request
+            q = self.config.requests - 1
+            rank.cache.prefetch_from_storage(rank.handles[q], self.anchor(rank), self.tokens(q))
+            rank.waiting.append(q)
+            self.baton.observe(f"req{q} arrives after the reset")

@@ -144,8 +144,8 @@ class Run(WorldRun):
         if self.config.retries:  # the tree's own Scheduler methods on a waiting-queue stand-in
             return readmission.drive(self, rank)
         cache = rank.cache
-        for q, handle in enumerate(rank.handles):
-            cache.prefetch_from_storage(handle, self.anchor(rank), self.tokens(q))
+        for q in list(rank.waiting):  # every request but one arriving later (cache_reset.py)
+            cache.prefetch_from_storage(rank.handles[q], self.anchor(rank), self.tokens(q))
         self.abort_at_issue(rank)
         reissued: set = set()
         while True:

@@ -178,6 +178,8 @@ BENCH = tuple((name, CodeConfig(world=PROTOCOL, **kwargs)) for name, kwargs in (
                                                                  host_memory_mode="buffer_only", abort_round=0)),
     # the cache's reset while requests wait (cache_reset.py): flush_cache after round 1's drain
     ("1x1 cache reset after round 1's drain", dict(ranks=1, reset_round=1)),
+    ("1x2 cache reset after round 1's drain, then a request arrives", dict(ranks=1, requests=2, reset_round=1,
+                                                                          reset_arrival=True)),
     # exhaustive under the gate "agreed" (68,985 runs, 187 s): no_crash and progress violated (0.5.21 on)
     ("2x1 cache reset after round 1's drain", dict(ranks=2, reset_round=1)),
 ))

@@ -39,6 +39,11 @@ RESET_CASES: tuple[Case, ...] = (
     # 942 runs, exhaustive, clean on 0.5.21-0.5.23 (198 on 0.5.19-0.5.20)
     Case("1 rank, flush_cache (the cache's reset) after round 1's drain, its fetch in flight",
          CodeConfig(world=PROTOCOL, ranks=1, reset_round=1), skip=skip),
+    # a new request as the engine resumes, served by the threads the reset started: their stop
+    # event cleared, their queues emptied of the dropped fetch's items (1,111 runs on 0.5.21-0.5.23,
+    # 296 on 0.5.19-0.5.20, exhaustive, clean; its delivery is judged)
+    Case("1 rank, flush_cache after round 1's drain, a fetch in flight, then a request arrives",
+         CodeConfig(world=PROTOCOL, ranks=1, requests=2, reset_round=1, reset_arrival=True), skip=skip),
     # the same at two ranks: a rank's sync thread may have taken its completion ACK into the
     # all_reduce while its peer's stop came first, so the peer's sync thread leaves and the first
     # waits forever. Its exhaustive search takes 187 s (0.5.23, gate "agreed"), so each case judges
