@@ -3,7 +3,9 @@ flush_cache with the engine paused runs the tree's own reset with a fetch in fli
 joins and restarts the storage threads (stand_ins/threads.py). One rank is clean; at two ranks a
 sync thread can wait forever in the completion ACK's all_reduce its peer left, and the reset then
 raises (0.5.21-0.5.23) or never returns (0.5.19-0.5.20). One-place edits of the reset are caught,
-those of its restart by a request arriving after it (CodeConfig.reset_arrival)."""
+those of its restart by a request arriving after it (CodeConfig.reset_arrival); under buffer_only
+the reset runs the pipeline's own reset too, and in the scheduler's retry path it drops the retry
+registry."""
 
 from __future__ import annotations
 
@@ -95,15 +97,56 @@ def test_edits_of_the_restart_are_caught_by_a_request_after_it(tmp_path, name):
     assert alone.exhaustive and clean(alone), (name, alone.verdicts)  # the reset alone does not see it
 
 
+BUFFER = CodeConfig(ranks=1, requests=2, host_memory_mode="buffer_only", device_pages=1, reset_round=1,
+                    reset_arrival=True)
+PIPELINE = "mem_cache/buffer_mode/pipeline.py"
+
+
+def test_a_buffer_only_reset_drops_the_anchor_and_the_restart_serves_a_new_request():
+    result = check_tree(release("0.5.23"), BUFFER, LIMITS)
+    assert result.exhaustive and not result.not_modelled and clean(result), (result.bound, result.verdicts)
+    assert result.verdicts["anchor_release"] == result.verdicts["wait_complete_delivers"] == "VERIFIED"
+
+
+def test_a_buffer_only_reset_that_skips_the_pipelines_own_reset_leaves_its_anchor_lock(tmp_path):
+    srt = edited(tmp_path, release("0.5.23"), CACHE, "            self.buffer_pipeline.reset()\n", "            pass\n")
+    result = check_tree(srt, BUFFER, CodeLimits(max_seconds=150, stop_on=("anchor_release",)))
+    assert "anchor locks ['req0']" in result.violations["anchor_release"].message, result.verdicts
+
+
+def test_a_pipeline_field_its_own_reset_no_longer_sets_is_the_trees_crash_not_a_gap_of_the_world(tmp_path):
+    """The pipeline's __init__ calls its reset, and the world builds it through that __init__: a
+    field the reset drops is an AttributeError of the tree's own code (no_crash), where before it
+    read as a field the world forgot to set (not modelled, no verdict)."""
+    srt = edited(tmp_path, release("0.5.23"), PIPELINE,
+                 "        self.anchor_locks: dict[CacheRequestHandle, _AnchorLock] = {}\n", "")
+    result = check_tree(srt, BUFFER, CodeLimits(max_seconds=150, stop_on=("no_crash",)))
+    assert not result.not_modelled, result.not_modelled
+    crash = result.violations["no_crash"]
+    assert "no attribute 'anchor_locks'" in crash.message and crash.site.startswith(PIPELINE), (crash.message, crash.site)
+
+
+def test_a_reset_in_the_schedulers_retry_path_is_clean_and_exhausted():
+    """The tree's own Scheduler methods keep the request in their queue while the reset drops the
+    cache's retry registry and the fetch; the next round admits it."""
+    result = check_tree(release("0.5.23"), CodeConfig(ranks=1, pages=1, retries=True, reset_round=1), LIMITS)
+    assert result.exhaustive and not result.not_modelled and clean(result), (result.bound, result.verdicts)
+    assert result.runs > 100, result.runs
+
+
 def test_reset_round_outside_its_world_is_refused():
     with pytest.raises(ValueError, match="reset_round"):
-        CodeConfig(ranks=1, reset_round=1, retries=True)
+        CodeConfig(ranks=1, reset_round=1, backup=True)
     with pytest.raises(ValueError, match="reset_round"):
         CodeConfig(ranks=1, reset_round=-1)
     with pytest.raises(ValueError, match="reset_arrival.*needs reset_round"):
         CodeConfig(ranks=1, requests=2, reset_arrival=True)
     with pytest.raises(ValueError, match="reset_arrival: 2 requests"):
         CodeConfig(ranks=1, reset_round=1, reset_arrival=True)
+    with pytest.raises(ValueError, match="reset_round with retries: from round 1"):
+        CodeConfig(ranks=1, reset_round=0, retries=True)
+    with pytest.raises(ValueError, match="reset_round with retries"):
+        CodeConfig(ranks=1, requests=2, reset_round=1, reset_arrival=True, retries=True)
 
 
 def test_the_two_ranks_reset_cases_split_the_releases_by_how_their_reset_joins():

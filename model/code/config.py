@@ -400,11 +400,17 @@ def _check_reset(cfg: "CodeConfig") -> None:
         raise ValueError("reset_arrival: 2 requests or more (the last one arrives after the reset)")
     if cfg.reset_round < 0:
         raise ValueError(f"reset_round {cfg.reset_round}: a round from 0 (0: as soon as every request is issued)")
-    if (cfg.world != "ack-drain" or cfg.host_memory_mode != "cache" or cfg.cache_class != "UnifiedRadixCache"
-            or cfg.retries or cfg.backup or cfg.reissue or cfg.sidecars or cfg.host_held_pages or cfg.pp_size != 1
+    if cfg.retries and (cfg.reset_round < 1 or cfg.reset_arrival or cfg.abort_round is not None
+                        or cfg.arrival_round is not None or cfg.rid_reuse):
+        raise ValueError("reset_round with retries: from round 1 (the retry world's scheduler loop), without "
+                         "reset_arrival, an abort, a late arrival or a reused rid")
+    if cfg.host_memory_mode == "buffer_only" and (cfg.ranks != 1 or cfg.retries or cfg.evict_device_round is not None):
+        raise ValueError("reset_round under buffer_only: one rank, without retries or evict_device_round")
+    if (cfg.world != "ack-drain" or cfg.cache_class != "UnifiedRadixCache"
+            or cfg.backup or cfg.reissue or cfg.sidecars or cfg.host_held_pages or cfg.pp_size != 1
             or cfg.storage != "stand-in" or cfg.abort_round is not None):
-        raise ValueError("reset_round: the ack-drain world's cache mode on UnifiedRadixCache with the storage stand-in, "
-                         "without retries, backup, reissue, sidecars, host_held_pages, PP or an abort")
+        raise ValueError("reset_round: the ack-drain world on UnifiedRadixCache with the storage stand-in, "
+                         "without backup, reissue, sidecars, host_held_pages, PP or an abort")
 
 
 SIDECARS = ("swa", "mamba", "indexer")  # what CodeConfig.sidecars may name (worlds/ack_drain/sidecars.py)

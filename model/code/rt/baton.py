@@ -271,7 +271,7 @@ def slot(name: str) -> str:
 
 
 def _raised_in_stand_in(exc: BaseException) -> bool:
-    if isinstance(exc, WorldFault):
+    if isinstance(exc, WorldFault) or getattr(exc, "_pc_tree_own", False):
         return False
     frames = list(traceback.walk_tb(exc.__traceback__))
     return bool(frames) and _HERE in frames[-1][0].f_code.co_filename

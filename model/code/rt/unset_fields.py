@@ -10,7 +10,10 @@ as not modelled (a BaseException: no `except Exception` takes it), naming the fi
 
 What stays an AttributeError: the path's own probes, `getattr(obj, name, default)` and
 `hasattr(obj, name)` (the reading frame is in a call, not an attribute load: told apart by the
-opcode it executes), dunder lookups, reads from outside the tree (the worlds' own code)."""
+opcode it executes), dunder lookups, reads from outside the tree (the worlds' own code), and any
+read on an object the world built through its class's own `__init__` (`constructed`: the buffer
+pipeline): a field that constructor did not set is the tree's own AttributeError (an edit of the
+pipeline's `reset`, which its `__init__` calls, dropping a field is no_crash, not "not modelled")."""
 
 from __future__ import annotations
 
@@ -34,6 +37,10 @@ def guard(cls, roots: tuple[str, ...]) -> None:
     def __getattr__(self, name: str):
         if name.startswith("__") or name.startswith("_pc"):
             raise AttributeError(name)
+        if self.__dict__.get("_pc_constructed"):
+            error = AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            error._pc_tree_own = True  # the tree's own, though raised here (rt/baton.py _raised_in_stand_in)
+            raise error
         frame = sys._getframe(1)
         relative = _below(frame.f_code.co_filename, roots)
         if relative is None or frame.f_code.co_code[frame.f_lasti] not in _LOAD_CODES:
@@ -43,3 +50,8 @@ def guard(cls, roots: tuple[str, ...]) -> None:
 
     type.__setattr__(cls, "__getattr__", __getattr__)
     type.__setattr__(cls, "_pc_unset_guarded", True)
+
+
+def constructed(obj) -> None:
+    """`obj`'s fields are what its class's own `__init__` set: a field missing is the tree's own."""
+    object.__setattr__(obj, "_pc_constructed", True)

@@ -12,13 +12,16 @@ scheduler checks its waiting requests again, and nothing of their prefetches is 
 admitted with what the emptied tree holds, so wait_complete_delivers is not judged for it). With
 CodeConfig.reset_arrival the last request arrives as the engine resumes: the scheduler issues it after
 the reset, and the threads the reset started serve it (a restart that leaves them stopped or fed
-stale queue items fails it; its delivery is judged)."""
+stale queue items fails it; its delivery is judged). The reset is a mixin (`Resets`): in cache mode's
+world (ResetRun, also in the scheduler's retry path, readmission.py) and in buffer_only's
+(BufferResetRun, where it runs the pipeline's own reset and the device pool is cleared)."""
 
 from __future__ import annotations
 
 from prefetch_check.model.code.rt.baton import slot
 from prefetch_check.model.code.stand_ins.context import Strict
 from prefetch_check.model.code.stand_ins.threads import ROLES, Thread
+from prefetch_check.model.code.worlds.ack_drain.buffer.harness import BufferRun
 from prefetch_check.model.code.worlds.ack_drain.harness import Run
 from prefetch_check.model.code.worlds.common import Rank
 
@@ -48,10 +51,10 @@ class _Session(Strict):
         self.world, self.slots = world, {}
 
 
-class ResetRun(Run):
-    """The ack-drain world (harness.py) with the backup thread B per rank, and the scheduler's
-    flush_cache in round CodeConfig.reset_round, after its drain (0: right after it issued every
-    request)."""
+class Resets:
+    """Mixed into a world's run (ResetRun, BufferResetRun): the backup thread B per rank, and the
+    scheduler's flush_cache in round CodeConfig.reset_round, after its drain (0: right after it
+    issued every request)."""
 
     PER_RANK = 5  # S, P, IO, Y, B
 
@@ -64,7 +67,9 @@ class ResetRun(Run):
         cc, cache = rank.cc, rank.cache
         cc.load_queue = []  # what the reset clears beside the write queues (the device transfers: none here)
         cc.pp_prefetch_command_thread = None  # no PP ticket thread (pp_size 1)
-        cache.session_refs, cache.session = _SessionRefs(self.world), _Session(self.world)
+        cache.session_refs = _SessionRefs(self.world)
+        if "session" not in vars(cache):  # buffer_only's world has its own (buffer/harness.py)
+            cache.session = _Session(self.world)
         self.world.stop_events[i] = cc.storage_stop_event  # its threads' timed gets end once it is set
         if self.config.reset_arrival:  # the last request is not issued with the others: it arrives later
             rank.waiting.remove(self.config.requests - 1)
@@ -104,6 +109,25 @@ class ResetRun(Run):
         self.baton.observe("reset done")
         if self.config.reset_arrival:  # SCH's _add_request_to_queue -> _prefetch_kvcache for the new request
             q = self.config.requests - 1
-            rank.cache.prefetch_from_storage(rank.handles[q], self.anchor(rank), self.tokens(q))
+            self.issue(rank, q, device_tokens=0)  # nothing of it on the emptied device (buffer_only)
             rank.waiting.append(q)
             self.baton.observe(f"req{q} arrives after the reset")
+
+
+class ResetRun(Resets, Run):
+    """The cache's reset in cache mode (harness.py's world)."""
+
+
+class BufferResetRun(Resets, BufferRun):
+    """The cache's reset under host_memory_mode buffer_only (buffer/harness.py's world): the cache's
+    _reset_full also runs the pipeline's own reset and clears the storage beliefs' in-flight
+    entries, and flush_cache clears the device pool after the tree (token_to_kv_pool_allocator.clear()).
+    A request whose load-back is in flight is running, so the engine is not idle: flush_cache then
+    refuses (upstream returns False) and the run goes on without the reset."""
+
+    def _flush(self, rank: Rank) -> None:
+        if rank.cache.buffer_pipeline.ongoing_buffer_load_back:
+            self.baton.observe("flush_cache refused: a load-back in flight (a request runs)")
+            return
+        super()._flush(rank)
+        rank.tree.device.clear()

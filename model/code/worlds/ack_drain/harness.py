@@ -145,7 +145,7 @@ class Run(WorldRun):
             return readmission.drive(self, rank)
         cache = rank.cache
         for q in list(rank.waiting):  # every request but one arriving later (cache_reset.py)
-            cache.prefetch_from_storage(rank.handles[q], self.anchor(rank), self.tokens(q))
+            self.issue(rank, q)
         self.abort_at_issue(rank)
         reissued: set = set()
         while True:
@@ -168,6 +168,11 @@ class Run(WorldRun):
                         reissued.add(q)
                         cache.prefetch_from_storage(rank.handles[q], self.anchor(rank), self.tokens(q))
                         rank.waiting.append(q)
+
+    def issue(self, rank: Rank, q: int, device_tokens=None) -> None:
+        """SCH's _prefetch_kvcache for request q: the tree's prefetch_from_storage (`device_tokens`:
+        buffer_only's device match, buffer/harness.py)."""
+        rank.cache.prefetch_from_storage(rank.handles[q], self.anchor(rank), self.tokens(q))
 
     def after_events(self, rank: Rank) -> None:
         """What the scheduler does after a round's check_hicache_events (cache mode's load-back:

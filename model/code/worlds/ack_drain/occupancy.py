@@ -27,7 +27,7 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
         if not occupied or r.cache.ongoing_prefetch:
             continue
         p = getattr(r.cache, "buffer_pipeline", None)
-        if p is not None and (p.staged_prefetches or p.ongoing_buffer_load_back):
+        if p is not None and (vars(p).get("staged_prefetches") or vars(p).get("ongoing_buffer_load_back")):
             continue
         out.append(Finding("host_memory", f"rank {r.index}: prefetch_tokens_occupied is {occupied} when no prefetch "
                            "is in flight, staged or loading back (every request admitted or aborted)", BOOKS, "",

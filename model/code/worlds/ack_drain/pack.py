@@ -13,7 +13,7 @@ from prefetch_check.model.code.worlds.ack_drain import identity, transfer_hooks
 from prefetch_check.model.code.worlds.ack_drain import judge
 from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer
 from prefetch_check.model.code.worlds.ack_drain.buffer.backup_run import BackupRun
-from prefetch_check.model.code.worlds.ack_drain.cache_reset import ResetRun
+from prefetch_check.model.code.worlds.ack_drain.cache_reset import BufferResetRun, ResetRun
 from prefetch_check.model.code.worlds.ack_drain.write_through.run import WriteThroughRun
 from prefetch_check.model.code.worlds.ack_drain.buffer import params as buffer_params
 from prefetch_check.model.code.worlds.ack_drain.buffer.tickets import TicketStagesRun
@@ -68,7 +68,8 @@ def make_run(modules, config: CodeConfig, holder, roots):
         cls = BackupRun if config.host_memory_mode == "buffer_only" else WriteThroughRun
         return cls(modules, config, holder, roots)
     if config.reset_round is not None:  # flush_cache while requests wait (cache_reset.py)
-        return ResetRun(modules, config, holder, roots)
+        cls = BufferResetRun if config.host_memory_mode == "buffer_only" else ResetRun
+        return cls(modules, config, holder, roots)
     cls = buffer.BufferRun if config.host_memory_mode == "buffer_only" else Run
     return cls(modules, config, holder, roots)
 

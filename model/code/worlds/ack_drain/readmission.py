@@ -1,6 +1,7 @@
 """The scheduler loop of the retry world (CodeConfig.retries): the tree's own Scheduler methods
 (scheduler_methods.py) issue, re-issue and readmit, on the waiting-queue stand-in
-(waiting_queue.py). Each round: the drain (check_hicache_events), the due retries
+(waiting_queue.py). Each round: the drain (check_hicache_events), in reset_round the cache's reset
+(cache_reset.py), the due retries
 (_process_storage_prefetch_retries, as SCH _process_hicache_events runs them), the client's aborts,
 then admission; an admitted request is retracted and readmitted (`_add_request_to_queue(req,
 is_retracted=True)`) up to `readmissions` times; with `rid_reuse` the client sends a new request
@@ -73,6 +74,7 @@ def drive(run, rank, staging=None) -> None:
         if deadlines is not None:
             deadlines.round_starts(rank)
         cache.check_hicache_events()
+        run.after_events(rank)  # the cache's reset (cache_reset.py) comes here, before the retries' poll
         sch._process_storage_prefetch_retries()
         if rank.rounds == cfg.abort_round:  # SCH's abort path: _release_aborted_request -> tree_cache.finish
             for req in list(sch.waiting_queue):

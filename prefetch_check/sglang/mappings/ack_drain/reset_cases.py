@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from prefetch_check.model.code import CodeConfig, CodeLimits
 from prefetch_check.sglang.code_checks import Case, needs
+from prefetch_check.sglang.mappings.ack_drain.buffer_cases import skip as buffer_skip
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
+from prefetch_check.sglang.mappings.ack_drain.retry_shape import retry_skip
 
 # the reset the world runs: the cache's _reset_full hands the storage threads to the controller's reset
 _resets = needs("mem_cache/unified_radix_cache.py", "self.cache_controller.reset()",
@@ -22,6 +24,14 @@ _joins_untimed = needs("managers/cache_controller.py", UNTIMED_JOIN,
 
 def skip(srt) -> str:
     return _resets(srt)
+
+
+def skip_retries(srt) -> str:
+    return _resets(srt) or retry_skip(srt)
+
+
+def skip_buffer(srt) -> str:
+    return _resets(srt) or buffer_skip(srt)
 
 
 def skip_untimed(srt) -> str:
@@ -44,6 +54,17 @@ RESET_CASES: tuple[Case, ...] = (
     # 296 on 0.5.19-0.5.20, exhaustive, clean; its delivery is judged)
     Case("1 rank, flush_cache after round 1's drain, a fetch in flight, then a request arrives",
          CodeConfig(world=PROTOCOL, ranks=1, requests=2, reset_round=1, reset_arrival=True), skip=skip),
+    # under host_memory_mode buffer_only: the cache's reset runs the pipeline's own reset too (its
+    # anchor locks, staged prefetches), and flush_cache clears the device pool; the prefetch anchored
+    # at a device page pinned at the reset (1,093 runs on 0.5.22-0.5.23, exhaustive, clean)
+    Case("1 rank, buffer_only, 1 device page, flush_cache after round 1's drain, then a request arrives",
+         CodeConfig(world=PROTOCOL, ranks=1, requests=2, host_memory_mode="buffer_only", device_pages=1,
+                    reset_round=1, reset_arrival=True), skip=skip_buffer),
+    # the same flush in the scheduler's retry path (the tree's own Scheduler methods, retries on as by
+    # default): the reset drops the cache's retry registry while the scheduler's queue keeps the
+    # request (924 runs on 0.5.21-0.5.23, 196 on 0.5.20, exhaustive, clean)
+    Case("1 rank, retries: flush_cache after round 1's drain, its fetch in flight",
+         CodeConfig(world=PROTOCOL, ranks=1, pages=1, retries=True, reset_round=1), skip=skip_retries),
     # the same at two ranks: a rank's sync thread may have taken its completion ACK into the
     # all_reduce while its peer's stop came first, so the peer's sync thread leaves and the first
     # waits forever. Its exhaustive search takes 187 s (0.5.23, gate "agreed"), so each case judges

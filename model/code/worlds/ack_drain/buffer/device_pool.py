@@ -117,6 +117,12 @@ class DevicePool:
             self.owner[i] = None
             self.data.pop(i, None)
 
+    def clear(self) -> None:
+        """flush_cache's token_to_kv_pool_allocator.clear() after the tree's reset: every slot free."""
+        self.world.baton.touch(self._pc_name)
+        self.owner = [None] * len(self.owner)
+        self.data.clear()
+
     def own(self, slots, owner: str) -> None:
         self.world.baton.touch(self._pc_name)
         for i in slots:

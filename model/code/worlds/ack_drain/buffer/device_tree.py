@@ -134,6 +134,14 @@ class DeviceTree(InsertWalk, TreeCore):
                 self.resident[request] = slots[:keep]
                 self.world.baton.observe(f"evicted req{request} down to {keep}")
 
+    def reset(self) -> None:
+        """The whole tree dropped (the cache's reset): no resident span, no pin. Its device slots go
+        back with the allocator's clear that follows in flush_cache (DevicePool.clear)."""
+        super().reset()
+        self.resident.clear()
+        self.pins.clear()
+        self._inserting = False
+
     # ---- insert (the loaded span published; the walk around it: device_side.py)
     def begin_insert(self, params) -> InsertStep:
         self.world.baton.point(f"insert {len(params.key)} tokens into device tree (rank {self.rank})")

@@ -8,6 +8,7 @@ make it: `check_prefetch_progress`, `pop_prefetch_loaded_span`, the pipeline's
 
 from __future__ import annotations
 
+from prefetch_check.model.code.rt import unset_fields
 from prefetch_check.model.code.worlds.ack_drain.buffer.component import FullComponent
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_pool import DevicePool, ack_queue_name
 from prefetch_check.model.code.worlds.ack_drain.buffer.device_tree import DeviceTree
@@ -27,6 +28,9 @@ FILES = (BELIEFS, PIPELINE)  # loaded after the cache's files; a tree without th
 
 class Session:
     """The cache's streaming session: no session holds a row or a lock here."""
+
+    def __init__(self):
+        self.slots: dict = {}  # the cache's reset clears them (cache_reset.py)
 
     def try_match_prefix(self, params):
         return None
@@ -48,10 +52,11 @@ class _PipelinePart:
         p = self.cache.buffer_pipeline
         if p is None:
             return ("pipeline", None)
-        return ("pipeline", tuple(sorted(h.rid for h in p.staged_prefetches)),
-                tuple(self.world.label(op) for op in p.pending_hit_allocs),
-                tuple(sorted((h.rid, lock.node_id, lock.tokens) for h, lock in p.anchor_locks.items())),
-                tuple(sorted(p.ongoing_buffer_load_back)), p.anchor_locked_tokens_)
+        f = vars(p).get  # a field an edited reset no longer sets is the tree's own AttributeError, not ours
+        return ("pipeline", tuple(sorted(h.rid for h in f("staged_prefetches", ()))),
+                tuple(self.world.label(op) for op in f("pending_hit_allocs", ())),
+                tuple(sorted((h.rid, lock.node_id, lock.tokens) for h, lock in f("anchor_locks", {}).items())),
+                tuple(sorted(f("ongoing_buffer_load_back", ()))), f("anchor_locked_tokens_", 0))
 
 
 class BufferRun(NumberedFromZero, Run):
@@ -115,15 +120,13 @@ class BufferRun(NumberedFromZero, Run):
         object.__setattr__(pipeline, "_pc_label", f"r{rank.index}.pipeline")  # its fields in a step's footprint
         # init_hicache's cap: twice the device pool (a leak backstop, never binding on live content)
         pipeline.__init__(cache, None, write_backlog_cap=2 * len(rank.tree.device.owner))
+        unset_fields.constructed(pipeline)
         cache.buffer_pipeline = pipeline
         rank.tree.pin_cap = lambda: pipeline.anchor_lock_cap_tokens  # judged at every pin (device_tree.py)
         if cfg.retries:  # the tree's own Scheduler methods issue, retry and admit (readmission.py)
             return readmission.drive(self, rank, Staging(self, rank))
-        d = cfg.device_pages * cfg.page_size
-        for q, handle in enumerate(rank.handles):
-            tokens = self.tokens(q)
-            self.issued(rank, q, cache.prefetch_from_storage(handle, ROOT_NODE, tokens[d:],
-                                                             matched_prefix_tokens=tokens[:d]))
+        for q in list(rank.waiting):  # every request but one arriving later (cache_reset.py)
+            self.issue(rank, q)
         self.abort_at_issue(rank)
         while True:
             self.enter_round(rank)
@@ -131,6 +134,7 @@ class BufferRun(NumberedFromZero, Run):
             if self.deadlines is not None:  # timeout: each check judged by the deadlines (worlds/deadlines.py)
                 self.deadlines.round_starts(rank)
             cache.check_hicache_events()
+            self.after_events(rank)
             if rank.rounds == cfg.abort_round:
                 self._abort_waiting(rank)
             for q in list(rank.waiting):
@@ -139,6 +143,14 @@ class BufferRun(NumberedFromZero, Run):
                     rank.waiting.remove(q)
                     rank.admitted_round[q] = rank.rounds
                     self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens {self.HELD_WHERE}")
+
+    def issue(self, rank: Rank, q: int, device_tokens=None) -> None:
+        """SCH's _prefetch_kvcache: the prefetch of what follows the device match (`device_tokens`,
+        by default the configured device pages)."""
+        d = self.config.device_pages * self.config.page_size if device_tokens is None else device_tokens
+        tokens = self.tokens(q)
+        self.issued(rank, q, rank.cache.prefetch_from_storage(rank.handles[q], ROOT_NODE, tokens[d:],
+                                                              matched_prefix_tokens=tokens[:d]))
 
     def issued(self, rank: Rank, q: int, decision) -> None:
         """After the scheduler issued request q's prefetch (`decision`: what prefetch_from_storage

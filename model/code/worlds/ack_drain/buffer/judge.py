@@ -32,10 +32,12 @@ def judge(run, terminal: bool, found: list[Finding]) -> list[Finding]:
         if tree.pins:
             out.append(Finding(PROPERTY, f"rank {r.index}: device nodes {sorted(tree.pins)} still pinned when every "
                                "request was admitted or aborted", PINNED, "", steps))
-        if p.anchor_locks or p.anchor_locked_tokens_:
-            out.append(Finding(PROPERTY, f"rank {r.index}: anchor locks {sorted(h.rid for h in p.anchor_locks)} "
-                               f"({p.anchor_locked_tokens_} tokens) left in the pipeline", PINNED, "", steps))
-        left = sorted(h.rid for h in p.staged_prefetches) + sorted(map(str, p.ongoing_buffer_load_back))
+        f = vars(p).get  # a field an edited tree never set: its own code's AttributeError says so (no_crash)
+        locks, locked = f("anchor_locks", {}), f("anchor_locked_tokens_", 0)
+        if locks or locked:
+            out.append(Finding(PROPERTY, f"rank {r.index}: anchor locks {sorted(h.rid for h in locks)} "
+                               f"({locked} tokens) left in the pipeline", PINNED, "", steps))
+        left = sorted(h.rid for h in f("staged_prefetches", ())) + sorted(map(str, f("ongoing_buffer_load_back", ())))
         if left:
             out.append(Finding("host_memory", f"rank {r.index}: staged prefetches or load-backs {left} never consumed "
                                "or released", LEAK, "", steps))
