@@ -314,6 +314,17 @@ class CodeConfig:
                      and self.fetches() == 1 and not self.backup)
         return self.room_pages() >= self.needed_pages() or bool(pressured)
 
+    def scripted_events(self) -> dict[str, str]:
+        """The events the configuration puts in a scheduler round, each with what it is. A search
+        in which no run reaches one checked nothing of it (CodeResult.unreached, rt/search.py): the
+        request admitted before the round, say, as an edit that admits early would make it."""
+        events = (("abort_round", "the client's abort of a waiting request in round {}"),
+                  ("evict_device_round", "the device eviction in round {}"),
+                  ("split_round", "the node split in round {}"),
+                  ("arrival_round", "the last request's arrival in round {}"),
+                  ("reset_round", "flush_cache (the cache's reset) in round {}"))
+        return {name: what.format(getattr(self, name)) for name, what in events if getattr(self, name) is not None}
+
     def judged_deliveries(self) -> tuple[int, ...]:
         """The requests wait_complete_delivers judges: every one where `judges_delivery`; after the
         cache's reset (reset_arrival) the request arriving after it, which nothing else disturbs (the
@@ -542,6 +553,7 @@ class CodeResult:
     not_judged: dict = field(default_factory=dict)  # property -> why this configuration cannot judge it
     coverage: Optional[dict] = None  # the lines of the tree the check ran, when asked (rt/tracer.py)
     limit: Optional[dict] = None  # what cut the search as fields (Bound); None: exhaustive
+    unreached: list = field(default_factory=list)  # scripted events no run reached (CodeConfig.scripted_events)
 
     @property
     def cut(self) -> Optional[Bound]:

@@ -242,6 +242,8 @@ def code_rests_on(code) -> str:
             cut[run.result.get("bound") or "a limit"] = cut.get(run.result.get("bound") or "a limit", 0) + 1
     parts = [f"{whole} exhaustive"] + [f"{n} cut ({why})" for why, n in cut.items()]
     parts += [f"{failed} could not run"] if failed else []
+    vacant = sum(1 for run in code.runs if run.result and run.result.get("unreached"))
+    parts += [f"{vacant} whose scripted event no run reached (--json: unreached)"] if vacant else []
     return f"{len(code.runs)} case(s) of {span}: " + ", ".join(parts)
 
 
@@ -380,7 +382,8 @@ def _code_json(row: ReleaseCheck, base=None) -> dict:
         "rests_on": code_rests_on(row.code) if row.code.ran else "",
         "cases": [{"case": run.case, "config": run.config.to_json(), "judges": list(run.judges) or "all",
                    "cached": run.cached, "error": run.error,
-                   **({k: run.result.get(k) for k in ("runs", "states", "seconds", "exhaustive", "bound", "limit")}
+                   **({k: run.result.get(k) for k in ("runs", "states", "seconds", "exhaustive", "bound", "limit",
+                                                      "unreached")}
                       if run.result else {})} for run in row.code.runs],
         "properties": props,
     }

@@ -55,6 +55,7 @@ class RunOutcome:
     faults: list  # verdicts.Finding
     steps: list  # baton.StepRecord
     not_modelled: list[str] = field(default_factory=list)
+    reached: frozenset = frozenset()  # the scripted events the run took (WorldRun.happened)
 
 
 def drive(run, strategy) -> str:
@@ -107,4 +108,5 @@ class Executor:
         finally:
             run.baton.abandon()
         nm = sorted({f.message for f in findings if f.prop == "not_modelled"})
-        return RunOutcome([s.choice for s in run.baton.steps], end, findings, run.baton.steps, nm)
+        return RunOutcome([s.choice for s in run.baton.steps], end, findings, run.baton.steps, nm,
+                          frozenset(run.reached))

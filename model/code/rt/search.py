@@ -27,6 +27,7 @@ def explore(executor, limits: CodeLimits, strategy=None) -> CodeResult:
     bound = None  # Bound: what cut the search
     violations: dict[str, Violation] = {}
     not_modelled: set[str] = set()
+    reached: set[str] = set()  # the scripted events some run took (CodeConfig.scripted_events)
     caps_set = caps.limits()  # the child's RLIMIT_CPU and RLIMIT_AS (none in-process)
     while strategy.more():
         if runs >= limits.max_runs:
@@ -42,6 +43,7 @@ def explore(executor, limits: CodeLimits, strategy=None) -> CodeResult:
         strategy.start()
         out = executor.run(strategy)
         runs += 1
+        reached |= out.reached
         if out.end == "depth":
             bound = bound or Bound("depth", limits.max_depth)
         schedule = out.schedule
@@ -80,4 +82,12 @@ def explore(executor, limits: CodeLimits, strategy=None) -> CodeResult:
                       bound.text(runs) if bound else "", sorted(not_modelled),
                       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                       not_judged={p: skipped[p] for p in world.properties if p in skipped and p not in violations},
-                      limit=dataclasses.asdict(bound) if bound else None)
+                      limit=dataclasses.asdict(bound) if bound else None,
+                      unreached=unreached(config, reached, exhaustive, runs))
+
+
+def unreached(config, reached: set[str], exhaustive: bool, runs: int) -> list[str]:
+    """The configuration's scripted events no run took: what its verdicts say nothing of."""
+    where = "in no schedule" if exhaustive else f"in none of the {runs} runs made"
+    return [f"{what} happens {where}: the verdicts say nothing of it"
+            for name, what in config.scripted_events().items() if name not in reached]

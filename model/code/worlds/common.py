@@ -74,6 +74,7 @@ class WorldRun:
 
     def __init__(self, modules: dict, config: CodeConfig, holder, roots: tuple[str, ...]):
         self.config, self.modules = config, modules
+        self.reached: set[str] = set()  # the scripted events this run took (`happened`)
         self.baton = Baton(roots)
         self.baton.recording = self.FOOTPRINTS  # nobody reads the footprints of a world that has none
         self.world = World(self.baton)
@@ -96,6 +97,10 @@ class WorldRun:
             storage = rank.cc.storage_backend
             self.baton.spawn(f"X{rank.index}", rank.index, "external", lambda s=storage: s._pc_lose(
                 config.file_lost, range(config.requests)), starts=False)
+
+    def happened(self, event: str) -> None:
+        """A scripted event of the configuration (a CodeConfig.scripted_events name) took place."""
+        self.reached.add(event)
 
     # ---- building (a world's own: _build(i) -> Rank, and these helpers)
     def _point_to_point(self):

@@ -106,6 +106,7 @@ class Resets:
         self.world.draining.pop(rank.index, None)
         self.baton.observe("flush_cache: tree_cache.reset()")
         rank.cache.reset()
+        self.happened("reset_round")
         self.baton.observe("reset done")
         if self.config.reset_arrival:  # SCH's _add_request_to_queue -> _prefetch_kvcache for the new request
             q = self.config.requests - 1

@@ -196,6 +196,7 @@ class Run(WorldRun):
     def _abort_waiting(self, rank: Rank) -> None:
         """SCH's abort path (tree_cache.finish -> release_aborted_request) for every waiting request."""
         for q in list(rank.waiting):
+            self.happened("abort_round")
             self.world.draining.pop(rank.index, None)
             rank.cache.release_aborted_request(rank.handles[q])
             rank.waiting.remove(q)

@@ -78,6 +78,7 @@ def drive(run, rank, staging=None) -> None:
         sch._process_storage_prefetch_retries()
         if rank.rounds == cfg.abort_round:  # SCH's abort path: _release_aborted_request -> tree_cache.finish
             for req in list(sch.waiting_queue):
+                run.happened("abort_round")
                 run.world.draining.pop(rank.index, None)
                 sch._release_aborted_request(req)
                 sch.waiting_queue.remove(req)
@@ -88,6 +89,7 @@ def drive(run, rank, staging=None) -> None:
                     run.baton.observe(f"req{req.q}'s rid reused by a new request")
         run.world.draining.pop(rank.index, None)  # what follows is the scheduler's own, not the drain's
         if rank.rounds == cfg.arrival_round:
+            run.happened("arrival_round")
             sch.expecting = False
             req = request(late)
             sch._add_request_to_queue(req)

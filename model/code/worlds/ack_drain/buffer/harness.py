@@ -179,6 +179,7 @@ class BufferRun(NumberedFromZero, Run):
     def round_begins(self, rank: Rank) -> None:
         """In round `evict_device_round` another request's allocation evicts (evict_for_alloc)."""
         if rank.rounds == self.config.evict_device_round:
+            self.happened("evict_device_round")
             rank.tree.evict_unpinned()
 
     HELD_WHERE = "on the device"

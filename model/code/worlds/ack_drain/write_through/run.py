@@ -132,6 +132,8 @@ class WriteThroughRun(RoundViews, WriteAcksGate, LoadBack, WritePath, NumberedFr
         if rank.rounds == COMPUTED_ROUND:
             self._insert_computed(rank, self.computed_tokens(rank.rounds))
         if rank.rounds == self.config.split_round:
+            self.happened("split_round")
             self._insert_sharing(rank)
         if rank.rounds == self.config.evict_device_round:
+            self.happened("evict_device_round")
             self._allocate_short(rank)
