@@ -40,3 +40,17 @@ def test_a_cut_search_says_how_many_runs_did_not_reach_it():
                         CodeLimits(max_runs=3))
     assert not result.exhaustive and result.unreached == [
         "flush_cache (the cache's reset) in round 2 happens in none of the 3 runs made: the verdicts say nothing of it"]
+
+
+def test_the_sglang_line_of_what_the_code_verdicts_rest_on_counts_such_cases():
+    from prefetch_check.sglang.code_checks import CodeCheck, CodeRun
+    from prefetch_check.sglang.report import code_rests_on
+
+    def run(name, unreached):
+        return CodeRun(name, name, CodeConfig(ranks=1), result={"exhaustive": True, "unreached": unreached})
+
+    code = CodeCheck(runs=[run("a", []), run("b", ["flush_cache (the cache's reset) in round 2 happens in no "
+                                                   "schedule: the verdicts say nothing of it"])])
+    assert code_rests_on(code) == ("2 case(s) of 1 rank: 2 exhaustive, 1 whose scripted event no run reached "
+                                   "(--json: unreached)")
+    assert code_rests_on(CodeCheck(runs=[run("a", [])])) == "1 case(s) of 1 rank: 1 exhaustive"
