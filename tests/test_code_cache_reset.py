@@ -126,6 +126,13 @@ def test_a_pipeline_field_its_own_reset_no_longer_sets_is_the_trees_crash_not_a_
     assert "no attribute 'anchor_locks'" in crash.message and crash.site.startswith(PIPELINE), (crash.message, crash.site)
 
 
+def test_a_reset_with_sidecar_pools_clears_every_pool_of_the_group_and_is_clean():
+    """The host pool group's clear clears each entry's pool (group.py), and the hybrid controller's
+    reset the sidecars' release queues."""
+    result = check_tree(release("0.5.23"), CodeConfig(ranks=1, reset_round=1, sidecars=("swa", "indexer")), LIMITS)
+    assert result.exhaustive and not result.not_modelled and clean(result), (result.bound, result.verdicts)
+
+
 def test_a_reset_in_the_schedulers_retry_path_is_clean_and_exhausted():
     """The tree's own Scheduler methods keep the request in their queue while the reset drops the
     cache's retry registry and the fetch; the next round admits it."""

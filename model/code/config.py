@@ -418,10 +418,12 @@ def _check_reset(cfg: "CodeConfig") -> None:
     if cfg.host_memory_mode == "buffer_only" and (cfg.ranks != 1 or cfg.retries or cfg.evict_device_round is not None):
         raise ValueError("reset_round under buffer_only: one rank, without retries or evict_device_round")
     if (cfg.world != "ack-drain" or cfg.cache_class != "UnifiedRadixCache"
-            or cfg.backup or cfg.reissue or cfg.sidecars or cfg.host_held_pages or cfg.pp_size != 1
+            or cfg.backup or cfg.reissue or cfg.host_held_pages or cfg.pp_size != 1
             or cfg.storage != "stand-in" or cfg.abort_round is not None):
         raise ValueError("reset_round: the ack-drain world on UnifiedRadixCache with the storage stand-in, "
-                         "without backup, reissue, sidecars, host_held_pages, PP or an abort")
+                         "without backup, reissue, host_held_pages, PP or an abort")
+    if cfg.sidecars and (cfg.host_memory_mode != "cache" or cfg.retries or cfg.shared_arena is not None):
+        raise ValueError("reset_round with sidecars: cache mode, without retries or a shared arena")
 
 
 SIDECARS = ("swa", "mamba", "indexer")  # what CodeConfig.sidecars may name (worlds/ack_drain/sidecars.py)

@@ -86,6 +86,11 @@ class HostPoolGroup(Strict):
     def available_size(self) -> int:
         return self.kv.available_size()
 
+    def clear(self) -> None:
+        """Every entry's pool cleared, as the group's own clear does (the cache's reset)."""
+        for entry in self.entries:
+            entry.host_pool.clear()
+
     def free(self, indices, pool=None) -> None:
         """Free into the named pool (the KV pool when none is named). Slots the KV pool does not
         have, or has free while a sidecar pool holds them, are a sidecar's freed into the KV pool
