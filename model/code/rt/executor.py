@@ -108,5 +108,6 @@ class Executor:
         finally:
             run.baton.abandon()
         nm = sorted({f.message for f in findings if f.prop == "not_modelled"})
+        # a world pack's own run class may script no event (WorldRun.happened records them)
         return RunOutcome([s.choice for s in run.baton.steps], end, findings, run.baton.steps, nm,
-                          frozenset(run.reached))
+                          frozenset(getattr(run, "reached", ())))
