@@ -137,7 +137,13 @@ def test_the_cases_run_0_5_19_on():
     assert {case.skip(release("0.5.19")) for case in WRITE_THROUGH_CASES} == {""}
 
 
-@pytest.mark.parametrize("case", WRITE_THROUGH_CASES, ids=[case.name for case in WRITE_THROUGH_CASES])
+# every write-through case but the one under timeout, whose exhaustive search took 24 s of the suite's
+# CPU (2026-12-07: the suite at 15 min 7 s in a clean clone, its budget 15): `prefetch-check sglang`
+# runs that case, test_code_deadlines.py the deadlines' machinery, and the cases here the write path
+UNTIMED = [case for case in WRITE_THROUGH_CASES if case.config.policy != "timeout"]
+
+
+@pytest.mark.parametrize("case", UNTIMED, ids=[case.name for case in UNTIMED])
 def test_0_5_23s_write_path_is_exhaustive_and_clean(case):
     result = check_tree(release("0.5.23"), case.config, LIMITS)
     assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
