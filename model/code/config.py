@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -328,13 +329,8 @@ class CodeConfig:
     def judged_deliveries(self) -> tuple[int, ...]:
         """The requests wait_complete_delivers judges: every one where `judges_delivery`; after the
         cache's reset (reset_arrival) the request arriving after it, which nothing else disturbs (the
-        reset emptied the host pool: room for it)."""
-        if self.judges_delivery():
-            return tuple(range(self.requests))
-        if not self.reset_arrival:
-            return ()
-        late = dataclasses.replace(self, reset_round=None, reset_arrival=False, requests=1)
-        return (self.requests - 1,) if late.judges_delivery() else ()
+        reset emptied the host pool: room for it). Asked at every terminal run: computed once."""
+        return _judged_deliveries(self)
 
     def arena_pages(self, agreed_pages: int) -> int:
         """With a shared arena: the longest KV prefix whose pages and trailing windows fit in it
@@ -399,6 +395,18 @@ def _check_arrival(cfg: "CodeConfig") -> None:
     if not cfg.retries or cfg.requests < 2 or cfg.arrival_round < 1:
         raise ValueError("arrival_round: the retry world (retries=True), 2 requests or more (the last one arrives "
                          "late), a round from 1")
+
+
+@functools.lru_cache(maxsize=64)
+def _judged_deliveries(cfg: "CodeConfig") -> tuple[int, ...]:
+    """CodeConfig.judged_deliveries, once per configuration (the late request's check builds a
+    configuration of its own, whose checks would otherwise run at every terminal run)."""
+    if cfg.judges_delivery():
+        return tuple(range(cfg.requests))
+    if not cfg.reset_arrival:
+        return ()
+    late = dataclasses.replace(cfg, reset_round=None, reset_arrival=False, requests=1)
+    return (cfg.requests - 1,) if late.judges_delivery() else ()
 
 
 def _check_reset(cfg: "CodeConfig") -> None:

@@ -166,7 +166,7 @@ class Run(WorldRun):
                     self.baton.observe(f"admitted req{q} with {rank.resolved[q]} tokens {self.HELD_WHERE}")
                     if self.config.reissue and q not in reissued:  # retracted: SCH re-adds it to the queue
                         reissued.add(q)
-                        cache.prefetch_from_storage(rank.handles[q], self.anchor(rank), self.tokens(q))
+                        self.issue(rank, q)
                         rank.waiting.append(q)
 
     def issue(self, rank: Rank, q: int, device_tokens=None) -> None:
