@@ -37,9 +37,11 @@ def test_the_reductions_keep_every_verdict(config, predicate):
     assert not hidden_steps(reduced, plain), (config, hidden_steps(reduced, plain))
 
 
+# two requests of one page each (the plain search about 11,000 states and 1 s a row, against 8-15 s
+# a row at two pages: 35 s of the suite's CPU); two pages in the two-rank rows
 ISSUE_23 = [
     uniform_ack_config(ranks=r, requests=q, pages=p, storage_batch_size=1, policy="timeout", cache=cache)
-    for r, q, p in ((1, 2, 2), (2, 1, 2)) for cache in ("unified", "hiradix")
+    for r, q, p in ((1, 2, 1), (2, 1, 2)) for cache in ("unified", "hiradix")
 ] + [
     uniform_ack_config(ranks=2, requests=1, pages=2, storage_batch_size=1, policy="timeout", failing={1: {1}}),
     AckConfig(ranks=2, requests=(Request(pages=1, hits=(1, 1), failing=(frozenset(), frozenset()), abort_round=2),),

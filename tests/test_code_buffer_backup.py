@@ -46,7 +46,14 @@ def test_the_write_cases_are_eleven_and_run_0_5_22_on():
     assert {case.skip(release("0.5.23")) for case in WRITES} == {""}
 
 
-@pytest.mark.parametrize("case", WRITES, ids=[case.name for case in WRITES])
+# every write case but the one under timeout, whose exhaustive search took 24 s of the suite's CPU
+# (2026-12-07: the suite at its 15-minute budget): `prefetch-check sglang` runs that case,
+# test_code_deadlines.py the deadlines' machinery, test_code_buffer.py buffer_only's read path
+# under timeout, and the cases here the write path
+UNTIMED = [case for case in WRITES if case.config.policy != "timeout"]
+
+
+@pytest.mark.parametrize("case", UNTIMED, ids=[case.name for case in UNTIMED])
 def test_0_5_23s_write_path_is_exhaustive_and_clean(case):
     result = check_tree(release("0.5.23"), case.config, LIMITS)
     assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)

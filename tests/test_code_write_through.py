@@ -151,7 +151,8 @@ def test_0_5_23s_write_path_is_exhaustive_and_clean(case):
     assert result.verdicts["anchor_release"] == "VERIFIED" and result.verdicts["host_memory"] == "VERIFIED"
 
 
-@pytest.mark.parametrize("kwargs", [dict(), dict(evict_device_round=1), dict(split_round=1), LOADED],
+# the load-back at one page (6,583 unreduced runs, against 10,335 at two: 11 s of the suite's CPU less)
+@pytest.mark.parametrize("kwargs", [dict(), dict(evict_device_round=1), dict(split_round=1), dict(pages=1, **LOADED)],
                          ids=["1x1", "evicted", "split", "loaded back"])
 def test_the_write_paths_footprints_keep_every_state_of_the_unreduced_search(kwargs):
     """Sleep sets prune transitions, never states: a footprint the write path missed (the tree's

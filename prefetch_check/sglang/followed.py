@@ -193,7 +193,9 @@ def build(trees: Iterable[tuple[str, Mapping[str, str], Optional[str]]]) -> Foll
 
 
 def refusal(differing: list[PathFunction], followed: Followed) -> str:
-    """The 'not modelled' note for a tree whose path differs from every followed release."""
+    """The 'not modelled' note for a tree whose path differs from every followed release: the
+    edited functions first, then the files fingerprinted whole (an edit shows in both)."""
+    differing = sorted(differing, key=lambda p: p.whole)
     first = differing[0]
     text = (f"{first.name} at {first.where()} differs from every release the model follows "
             f"({followed.span()}): the model has not read this code")
