@@ -39,9 +39,9 @@ NO_REQUERY = ("        if current_match_len >= previous_match_len:\n            
 # every buffer_only case of 0.5.23's list, once with the buffer world's own loop (its re-issue of a
 # shrunk staged span is ours) and once under the scheduler's retry path (upstream's), the write path's
 # cases too but one: its timeout case under the retry path took 52 s of the suite's CPU (2026-12-07,
-# the suite near its 15-minute budget). Its parts stay run: the write path under timeout in the
-# world's own loop (test_code_buffer_backup.py), the retry path under timeout without the write path
-# (here); `prefetch-check sglang` runs the case in the world's own loop
+# the suite near its 15-minute budget), and in the world's own loop 24 s more (cut from
+# test_code_buffer_backup.py too): `prefetch-check sglang` runs the case in the world's own loop; the
+# suite runs its parts, the write path without the clock and the retry path under timeout (here)
 OWN_LOOP = [case for case in BUFFER_CASES if not case.config.retries
             and not (case.config.backup and case.config.policy == "timeout")]
 
