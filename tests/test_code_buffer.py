@@ -125,6 +125,19 @@ def test_a_cache_mode_configuration_keeps_its_json():
         CodeConfig(device_pages=1)
 
 
+def test_a_host_pool_the_release_cannot_load_into_is_refused_and_two_tokens_are_enough():
+    """0.5.23 loads into at most int(0.9 * pool size) tokens: a 1-token pool parks every storage hit
+    for good, which the search reported as "req0 is never admitted" under either policy (a pool no
+    server has). The configuration is refused with its reason; one page in a 2-token pool is clean."""
+    with pytest.raises(ValueError, match="host pool of 1 token: the release loads into at most 0.9"):
+        buffer(ranks=1, pages=1)
+    assert buffer(ranks=1, pages=1, hits=(0,)).pages == 1  # nothing stored: no hit to park
+    for policy in ("wait_complete", "best_effort"):
+        result = check_tree(release("0.5.23"), buffer(ranks=1, pages=1, host_pages=2, policy=policy), LIMITS)
+        assert result.exhaustive and judged_clean(result), (policy, result.verdicts)
+        assert result.verdicts["progress"] == "VERIFIED"
+
+
 def test_under_timeout_the_worlds_own_loop_fires_the_deadlines_and_keeps_every_state():
     """SGLang's default stop policy in the buffer world's own loop: the deadlines fire as the
     search's choices (worlds/deadlines.py judges each check), the search ends (before, with no

@@ -213,6 +213,13 @@ class CodeConfig:
             raise ValueError(f"pp_size {self.pp_size}: a divisor of ranks ({self.ranks}), each stage the same TP size")
         if self.pp_size > 1 and self.world != "ack-drain":
             raise ValueError(f"pp_size > 1: the executor runs pipeline stages in the ack-drain world, not {self.world}")
+        if (self.host_memory_mode == "buffer_only" and self.pp_size == 1 and self.pool_pages() * self.page_size < 2
+                and (self.hits is None or any(self.hits))):
+            # CC.__init__: prefetch_capacity_limit = int(0.9 * pool size), 0 for a 1-token pool, so
+            # prefetch_rate_limited() parks every hit for good: "never admitted" about a pool no server has
+            raise ValueError(f"host_memory_mode buffer_only with a host pool of {self.pool_pages() * self.page_size} "
+                             "token: the release loads into at most 0.9 of its pool, none of 1 token, so every storage "
+                             "hit parks for good; give it 2 tokens or more (pages, host_pages or page_size)")
         if self.pp_size > 1 and self.host_memory_mode == "buffer_only" and (self.retries or self.device_pages):
             raise ValueError("pp_size > 1 with buffer_only (the PP tickets) runs without retries and device pages")
         if self.pp_size > 1 and (self.sidecars or self.cache_class != "UnifiedRadixCache"):
