@@ -432,11 +432,13 @@ def _check_reset(cfg: "CodeConfig") -> None:
                          "reset_arrival, an abort, a late arrival or a reused rid")
     if cfg.host_memory_mode == "buffer_only" and (cfg.ranks != 1 or cfg.retries or cfg.evict_device_round is not None):
         raise ValueError("reset_round under buffer_only: one rank, without retries or evict_device_round")
+    if cfg.backup and (cfg.host_memory_mode != "buffer_only" or cfg.computed_chunks != 1 or cfg.computed_shares):
+        raise ValueError("reset_round with backup: buffer_only's write path, its computed request in one chunk")
     if (cfg.world != "ack-drain" or cfg.cache_class != "UnifiedRadixCache"
-            or cfg.backup or cfg.reissue or cfg.host_held_pages or cfg.pp_size != 1
+            or cfg.reissue or cfg.host_held_pages or cfg.pp_size != 1
             or cfg.storage != "stand-in" or cfg.abort_round is not None):
         raise ValueError("reset_round: the ack-drain world on UnifiedRadixCache with the storage stand-in, "
-                         "without backup, reissue, host_held_pages, PP or an abort")
+                         "without reissue, host_held_pages, PP or an abort")
     if cfg.sidecars and (cfg.host_memory_mode != "cache" or cfg.retries or cfg.shared_arena is not None):
         raise ValueError("reset_round with sidecars: cache mode, without retries or a shared arena")
 

@@ -60,6 +60,19 @@ RESET_CASES: tuple[Case, ...] = (
     Case("1 rank, buffer_only, 1 device page, flush_cache after round 1's drain, then a request arrives",
          CodeConfig(world=PROTOCOL, ranks=1, requests=2, host_memory_mode="buffer_only", device_pages=1,
                     reset_round=1, reset_arrival=True), skip=skip_buffer),
+    # under buffer_only's write path (hicache write_through): flush_cache waits for no write, so the
+    # computed request's write is dropped by the pipeline's reset wherever it is. After round 1's drain
+    # its D2H copy is in flight: the controller's reset clears its ack unsynchronised, the copy lands
+    # when the write stream runs it, and the request arriving after the reset gets the same host slot
+    # (2,091 runs on 0.5.22-0.5.23, exhaustive: data_integrity VIOLATED, docs/findings.md)
+    Case("1 rank, buffer_only, write_through, flush_cache mid-D2H copy, then a request arrives",
+         CodeConfig(world=PROTOCOL, ranks=1, requests=2, host_memory_mode="buffer_only", device_pages=1, backup=True,
+                    reset_round=1, reset_arrival=True), skip=skip_buffer),
+    # after round 2's drain the write is in the backup thread's storage write, which the reset's join
+    # lets finish; its storage ack is dropped with the pipeline's entry (4,006 runs, exhaustive, clean)
+    Case("1 rank, buffer_only, write_through, flush_cache mid-storage write",
+         CodeConfig(world=PROTOCOL, ranks=1, host_memory_mode="buffer_only", backup=True, reset_round=2),
+         skip=skip_buffer),
     # the same flush in the scheduler's retry path (the tree's own Scheduler methods, retries on as by
     # default): the reset drops the cache's retry registry while the scheduler's queue keeps the
     # request (924 runs on 0.5.21-0.5.23, 196 on 0.5.20, exhaustive, clean)

@@ -27,6 +27,12 @@ class BackupDeviceTree(DeviceLocks, DeviceTree):
         self.spans: dict[int, int] = {}  # node -> its parent node (the span it continues)
         self.locked: dict[int, int] = {}  # node -> the pipeline's lock count (inc_lock_ref)
 
+    def reset(self) -> None:
+        """The cache's reset drops every node, the write path's locked ones too."""
+        super().reset()
+        self.spans.clear()
+        self.locked.clear()
+
     # ---- the nodes
     def _alive(self, node: int) -> bool:
         request, end = request_of_node(node)

@@ -18,6 +18,10 @@ from prefetch_check.model.code.stand_ins.host_pool import HELD, TREE
 from prefetch_check.model.code.stand_ins.torch_stub import Tensor
 
 
+LANDS_LATE = ("wrong KV data served: the cache's reset does not wait for a write's D2H copy, which overwrites "
+              "host memory the pool handed out again after the reset")
+
+
 class _KVCache:
     def __init__(self, size: int):
         self.size = size
@@ -26,12 +30,22 @@ class _KVCache:
 @dataclass
 class _Event:
     copy: object  # the pending copy to run at synchronize
+    late: object = None  # the same copy landing after the cache's reset dropped its ack (D2H only)
+    done: bool = False  # synchronised: the copy ran
 
     def query(self) -> bool:
         return True  # the H2D of this model is done by the next poll
 
     def synchronize(self) -> None:
-        self.copy()
+        if not self.done:
+            self.done = True
+            self.copy()
+
+    def land_late(self) -> None:
+        """The copy lands with nobody waiting for it (its ack dropped), unless it was synchronised."""
+        if not self.done:
+            self.done = True
+            self.late()
 
 
 class _Stream:
@@ -237,7 +251,19 @@ class DevicePool:
                                      "slot the pool handed out again: another request's KV corrupted", site)
                 self.host.written[h] = got
 
-        return SimpleNamespace(start_event=None, finish_event=_Event(copy), timing_enabled=False)
+        def late() -> None:
+            """The copy landing after the cache's reset dropped its ack (cache_reset.py): nobody
+            waits for it any more. It harms a host slot the pool handed out again after the reset
+            and its new owner already wrote (one not yet written is written after it)."""
+            baton.touch(self.host._pc_name)
+            for h, d in pairs:
+                if self.host.status[h] in (HELD, TREE) and h in self.host.written:
+                    self.world.fault("data_integrity", f"rank {self.rank}: the D2H copy of {what}, left in flight by "
+                                     f"the cache's reset, lands in host slot {h} after it was handed out again and "
+                                     f"written ({self.host.written[h]})", LANDS_LATE, site)
+                    self.host.written[h] = f"stale D2H of device row {d}"
+
+        return SimpleNamespace(start_event=None, finish_event=_Event(copy, late), timing_enabled=False)
 
     def _submitted(self, transfers, label: str, ack_list: str) -> tuple:
         """An L2 submission, at a point of its own that writes the pool and the ack list: its
