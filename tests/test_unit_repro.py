@@ -147,6 +147,27 @@ def test_a_reset_at_two_ranks_strands_a_sync_thread_in_its_all_reduce(version, h
     assert "all_reduce" in answer["stdout"] and "rank 1's sync thread left" in answer["stdout"]
 
 
+LATE_D2H = REPRO / "reset_leaves_d2h_copy_in_flight.py"
+# the fix docs/findings.md gives: the controller's reset waits for the D2H copies whose acks it drops
+ACKS_CLEARED = "        self.ack_write_queue.clear()\n        self.ack_load_queue.clear()\n"
+ACKS_SYNCED = "        for ack in self.ack_write_queue:\n            ack.finish_event.synchronize()\n" + ACKS_CLEARED
+
+
+@pytest.mark.parametrize("version", ["0.5.22", "0.5.23"])
+def test_the_reset_leaves_a_writes_d2h_copy_in_flight(version):
+    answer = run_unit_script(release(version), LATE_D2H)
+    assert answer["exit"] == 1 and not answer["error"], answer
+    assert answer["stdout"].startswith("REPRODUCED: the reset cleared the write's D2H ack without synchronising it"), answer
+    assert "host slot(s) [1] hold ['old request, device row 2']" in answer["stdout"]
+
+
+def test_the_late_copy_is_not_reproduced_once_the_reset_synchronises_its_write_acks(tmp_path):
+    fixed = edited(tmp_path, release("0.5.23"), "managers/cache_controller.py", ACKS_CLEARED, ACKS_SYNCED)
+    answer = run_unit_script(fixed, LATE_D2H)
+    assert answer == {"exit": 0, "error": "",
+                      "stdout": "not reproduced: the reset waited for the write's D2H copy before clearing its ack\n"}
+
+
 # ---- the report points at them (prefetch_check/sglang/known_findings.py)
 
 def test_every_known_finding_names_a_script_and_a_section_that_exist():
