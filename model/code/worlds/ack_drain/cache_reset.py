@@ -13,8 +13,9 @@ admitted with what the emptied tree holds, so wait_complete_delivers is not judg
 CodeConfig.reset_arrival the last request arrives as the engine resumes: the scheduler issues it after
 the reset, and the threads the reset started serve it (a restart that leaves them stopped or fed
 stale queue items fails it; its delivery is judged). The reset is a mixin (`Resets`): in cache mode's
-world (ResetRun, also in the scheduler's retry path, readmission.py) and in buffer_only's
-(BufferResetRun, where it runs the pipeline's own reset and the device pool is cleared)."""
+world (ResetRun, also in the scheduler's retry path, readmission.py), in buffer_only's
+(BufferResetRun, where it runs the pipeline's own reset and the device pool is cleared) and in
+buffer_only's write path (BackupResetRun, where a D2H copy whose ack the reset drops lands later)."""
 
 from __future__ import annotations
 
