@@ -15,7 +15,8 @@ the reset, and the threads the reset started serve it (a restart that leaves the
 stale queue items fails it; its delivery is judged). The reset is a mixin (`Resets`): in cache mode's
 world (ResetRun, also in the scheduler's retry path, readmission.py), in buffer_only's
 (BufferResetRun, where it runs the pipeline's own reset and the device pool is cleared) and in
-buffer_only's write path (BackupResetRun, where a D2H copy whose ack the reset drops lands later)."""
+buffer_only's write path (BackupResetRun: a D2H copy whose ack the reset drops lands later,
+late_copies.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from prefetch_check.model.code.stand_ins.threads import ROLES, Thread
 from prefetch_check.model.code.worlds.ack_drain.buffer.backup_run import BackupRun
 from prefetch_check.model.code.worlds.ack_drain.buffer.harness import BufferRun
 from prefetch_check.model.code.worlds.ack_drain.harness import Run
+from prefetch_check.model.code.worlds.ack_drain.late_copies import LateCopies
 from prefetch_check.model.code.worlds.common import Rank
 
 THREAD_FIELDS = {"P": "prefetch_thread", "IO": "prefetch_io_aux_thread", "Y": "prefetch_sync_thread",
@@ -143,47 +145,9 @@ class BufferResetRun(BufferResets, BufferRun):
     """The reset in buffer_only's world."""
 
 
-class BackupResetRun(BufferResets, BackupRun):
+class BackupResetRun(LateCopies, BufferResets, BackupRun):
     """The reset in buffer_only's write path (CodeConfig.backup, buffer/backup_run.py): flush_cache
     does not wait for the writes (Scheduler.is_fully_idle reads no write), so the computed request's
     write may be queued, in its D2H copy or in the backup thread's storage write when the pipeline's
-    reset drops it and the controller's reset stops B and clears its queues. Nothing synchronises the
-    D2H copies whose acks the reset clears (the write stream's work is the GPU's): each lands at a
-    moment the search chooses, on one more thread per rank, G (the write stream)."""
-
-    PER_RANK = 6  # S, P, IO, Y, B, G
-
-    def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
-        self.in_flight: dict[int, list] = {}  # rank -> the D2H copies its reset left in flight
-        super().__init__(modules, config, holder, roots)
-
-    def _spawn(self, rank: Rank) -> None:
-        super()._spawn(rank)
-        self.baton.spawn(f"G{rank.index}", rank.index, "device", lambda: self._write_stream(rank.index))
-
-    def _write_stream(self, i: int) -> None:
-        name = late_copies(i)
-        while True:
-            self.baton.point(f"a D2H copy the reset left in flight lands (rank {i})",
-                             lambda: bool(self.in_flight.get(i)), (name,))
-            self.baton.touch(name)
-            self.in_flight[i].pop(0).land_late()
-            self.baton.observe("the D2H copy landed")
-
-    def _flush(self, rank: Rank) -> None:
-        pending = [ack.finish_event for ack in rank.cc.ack_write_queue if not ack.finish_event.done]
-        super()._flush(rank)
-        if pending and not rank.cc.ack_write_queue:  # the reset cleared their acks: nobody waits for them
-            self.baton.touch(late_copies(rank.index))
-            self.in_flight.setdefault(rank.index, []).extend(pending)
-            self.baton.observe(f"{len(pending)} D2H cop{'y' if len(pending) == 1 else 'ies'} left in flight")
-
-    def key(self) -> tuple:
-        """The run's key, and how many copies each rank's write stream has still to land."""
-        late = tuple(sorted((i, len(c)) for i, c in self.in_flight.items() if c))
-        return super().key() + ((("late D2H",) + late,) if late else ())
-
-
-def late_copies(rank: int) -> str:
-    """The D2H copies a rank's reset left in flight, in a step's footprint."""
-    return f"r{rank}.late_d2h"
+    reset drops it and the controller's reset stops B and clears its queues; a D2H copy whose ack
+    the reset clears lands later (late_copies.py)."""
