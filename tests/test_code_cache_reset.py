@@ -143,7 +143,7 @@ def test_a_reset_in_the_schedulers_retry_path_is_clean_and_exhausted():
 
 def test_reset_round_outside_its_world_is_refused():
     with pytest.raises(ValueError, match="reset_round"):
-        CodeConfig(ranks=1, reset_round=1, backup=True)
+        CodeConfig(ranks=2, reset_round=1, backup=True)
     with pytest.raises(ValueError, match="reset_round"):
         CodeConfig(ranks=1, reset_round=-1)
     with pytest.raises(ValueError, match="reset_arrival.*needs reset_round"):

@@ -153,8 +153,10 @@ ACKS_CLEARED = "        self.ack_write_queue.clear()\n        self.ack_load_queu
 ACKS_SYNCED = "        for ack in self.ack_write_queue:\n            ack.finish_event.synchronize()\n" + ACKS_CLEARED
 
 
-@pytest.mark.parametrize("version", ["0.5.22", "0.5.23"])
+@pytest.mark.parametrize("version", ["0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"])
 def test_the_reset_leaves_a_writes_d2h_copy_in_flight(version):
+    """The controller's reset is the same in both host memory modes: cache mode's write-through from
+    0.5.19, buffer_only's write path from 0.5.22."""
     answer = run_unit_script(release(version), LATE_D2H)
     assert answer["exit"] == 1 and not answer["error"], answer
     assert answer["stdout"].startswith("REPRODUCED: the reset cleared the write's D2H ack without synchronising it"), answer

@@ -1,8 +1,8 @@
 """The cache's reset drops a write's D2H ack unsynchronised: the copy lands after the host pool
 handed its slots to a new request.
 
-SGLang 0.5.22-0.5.23 with --hicache-host-memory-mode buffer_only and write_through, one rank, no GPU
-needed:
+SGLang 0.5.19-0.5.23 under hicache write_through (the default write policy), in the default host
+memory mode (cache) and, from 0.5.22, in buffer_only; one rank, no GPU needed:
 
     pip install sglang==0.5.23      # torch on the CPU is enough
     python docs/repro/reset_leaves_d2h_copy_in_flight.py   # stand_ins.py beside it

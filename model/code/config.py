@@ -432,8 +432,13 @@ def _check_reset(cfg: "CodeConfig") -> None:
                          "reset_arrival, an abort, a late arrival or a reused rid")
     if cfg.host_memory_mode == "buffer_only" and (cfg.ranks != 1 or cfg.retries or cfg.evict_device_round is not None):
         raise ValueError("reset_round under buffer_only: one rank, without retries or evict_device_round")
-    if cfg.backup and (cfg.host_memory_mode != "buffer_only" or cfg.computed_chunks != 1 or cfg.computed_shares):
-        raise ValueError("reset_round with backup: buffer_only's write path, its computed request in one chunk")
+    if cfg.backup and (cfg.computed_chunks != 1 or cfg.computed_shares):
+        raise ValueError("reset_round with backup: the computed request in one chunk, not sharing a request's tokens")
+    if cfg.backup and cfg.host_memory_mode == "cache" and (
+            cfg.ranks != 1 or cfg.write_policy != "write_through" or cfg.split_round is not None
+            or cfg.evict_device_round is not None or cfg.load_back):
+        raise ValueError("reset_round with cache mode's write path: one rank under write_through, without "
+                         "split_round, evict_device_round or load_back")
     if (cfg.world != "ack-drain" or cfg.cache_class != "UnifiedRadixCache"
             or cfg.reissue or cfg.host_held_pages or cfg.pp_size != 1
             or cfg.storage != "stand-in" or cfg.abort_round is not None):

@@ -60,6 +60,8 @@ KNOWN: tuple[KnownFinding, ...] = (
     KnownFinding(_WAITS, "progress", ("0.5.19", "0.5.20"), *_RESET),
     KnownFinding("1 rank, buffer_only, write_through, flush_cache mid-D2H copy, then a request arrives",
                  "data_integrity", ("0.5.22", "0.5.23"), *_LATE_D2H),
+    KnownFinding("1 rank, write_through, flush_cache mid-D2H copy, then a request arrives", "data_integrity",
+                 ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"), *_LATE_D2H),
 )
 
 

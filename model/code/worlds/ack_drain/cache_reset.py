@@ -16,7 +16,7 @@ stale queue items fails it; its delivery is judged). The reset is a mixin (`Rese
 world (ResetRun, also in the scheduler's retry path, readmission.py), in buffer_only's
 (BufferResetRun, where it runs the pipeline's own reset and the device pool is cleared) and in
 buffer_only's write path (BackupResetRun: a D2H copy whose ack the reset drops lands later,
-late_copies.py)."""
+late_copies.py) and cache mode's (WriteThroughResetRun: every D2H copy on the write stream)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ from prefetch_check.model.code.stand_ins.threads import ROLES, Thread
 from prefetch_check.model.code.worlds.ack_drain.buffer.backup_run import BackupRun
 from prefetch_check.model.code.worlds.ack_drain.buffer.harness import BufferRun
 from prefetch_check.model.code.worlds.ack_drain.harness import Run
-from prefetch_check.model.code.worlds.ack_drain.late_copies import LateCopies
+from prefetch_check.model.code.worlds.ack_drain.late_copies import LateCopies, StreamedWrites
+from prefetch_check.model.code.worlds.ack_drain.write_through.run import WriteThroughRun
 from prefetch_check.model.code.worlds.common import Rank
 
 THREAD_FIELDS = {"P": "prefetch_thread", "IO": "prefetch_io_aux_thread", "Y": "prefetch_sync_thread",
@@ -151,3 +152,14 @@ class BackupResetRun(LateCopies, BufferResets, BackupRun):
     write may be queued, in its D2H copy or in the backup thread's storage write when the pipeline's
     reset drops it and the controller's reset stops B and clears its queues; a D2H copy whose ack
     the reset clears lands later (late_copies.py)."""
+
+
+class WriteThroughResetRun(StreamedWrites, Resets, WriteThroughRun):
+    """The reset in cache mode's write path (write_through/run.py): flush_cache waits for no write,
+    so the computed request's D2H copy may still run when `_reset_full` drops the cache's
+    write-through bookkeeping and the controller's reset clears its ack; flush_cache then clears the
+    device pool (token_to_kv_pool_allocator.clear()) after the tree."""
+
+    def _flush(self, rank: Rank) -> None:
+        super()._flush(rank)
+        rank.tree.device.clear()

@@ -13,7 +13,8 @@ from prefetch_check.model.code.worlds.ack_drain import identity, transfer_hooks
 from prefetch_check.model.code.worlds.ack_drain import judge
 from prefetch_check.model.code.worlds.ack_drain.buffer import harness as buffer
 from prefetch_check.model.code.worlds.ack_drain.buffer.backup_run import BackupRun
-from prefetch_check.model.code.worlds.ack_drain.cache_reset import BackupResetRun, BufferResetRun, ResetRun
+from prefetch_check.model.code.worlds.ack_drain.cache_reset import (BackupResetRun, BufferResetRun, ResetRun,
+                                                                    WriteThroughResetRun)
 from prefetch_check.model.code.worlds.ack_drain.write_through.run import WriteThroughRun
 from prefetch_check.model.code.worlds.ack_drain.buffer import params as buffer_params
 from prefetch_check.model.code.worlds.ack_drain.buffer.tickets import TicketStagesRun
@@ -67,7 +68,7 @@ def make_run(modules, config: CodeConfig, holder, roots):
     if config.backup:  # the write path: buffer_only's (buffer/backup_run.py), cache mode's (write_through/)
         cls = BackupRun if config.host_memory_mode == "buffer_only" else WriteThroughRun
         if config.reset_round is not None:  # flush_cache with a write in flight (cache_reset.py)
-            cls = BackupResetRun
+            cls = BackupResetRun if config.host_memory_mode == "buffer_only" else WriteThroughResetRun
         return cls(modules, config, holder, roots)
     if config.reset_round is not None:  # flush_cache while requests wait (cache_reset.py)
         cls = BufferResetRun if config.host_memory_mode == "buffer_only" else ResetRun

@@ -10,6 +10,7 @@ from prefetch_check.sglang.code_checks import Case, needs
 from prefetch_check.sglang.mappings.ack_drain.buffer_cases import skip as buffer_skip
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
 from prefetch_check.sglang.mappings.ack_drain.retry_shape import retry_skip
+from prefetch_check.sglang.mappings.ack_drain.write_through_cases import skip as write_through_skip
 
 # the reset the world runs: the cache's _reset_full hands the storage threads to the controller's reset
 _resets = needs("mem_cache/unified_radix_cache.py", "self.cache_controller.reset()",
@@ -32,6 +33,10 @@ def skip_retries(srt) -> str:
 
 def skip_buffer(srt) -> str:
     return _resets(srt) or buffer_skip(srt)
+
+
+def skip_write_through(srt) -> str:
+    return _resets(srt) or write_through_skip(srt)
 
 
 def skip_untimed(srt) -> str:
@@ -73,6 +78,19 @@ RESET_CASES: tuple[Case, ...] = (
     Case("1 rank, buffer_only, write_through, flush_cache mid-storage write",
          CodeConfig(world=PROTOCOL, ranks=1, host_memory_mode="buffer_only", backup=True, reset_round=2),
          skip=skip_buffer),
+    # the same in cache mode, the default (write_through/): the write's D2H is submitted in the drain
+    # just before writing_check asks whether it is done, a copy not yet done keeps its ack for the next
+    # round, and the flush comes before it; the controller's reset clears the ack unsynchronised and
+    # the copy lands on a host slot the request arriving after the reset was handed (3,302 runs on
+    # 0.5.21-0.5.23, 1,736 on 0.5.19-0.5.20, exhaustive: data_integrity VIOLATED, docs/findings.md)
+    Case("1 rank, write_through, flush_cache mid-D2H copy, then a request arrives",
+         CodeConfig(world=PROTOCOL, ranks=1, requests=2, backup=True, reset_round=1, reset_arrival=True),
+         skip=skip_write_through),
+    # after round 2's drain the write may still be in its D2H copy, or in the backup thread's storage
+    # write, which the reset's join lets finish (7,333 runs on 0.5.21-0.5.23, 2,121 on 0.5.19-0.5.20,
+    # exhaustive, clean)
+    Case("1 rank, write_through, flush_cache after round 2's drain, the write in flight",
+         CodeConfig(world=PROTOCOL, ranks=1, backup=True, reset_round=2), skip=skip_write_through),
     # the same flush in the scheduler's retry path (the tree's own Scheduler methods, retries on as by
     # default): the reset drops the cache's retry registry while the scheduler's queue keeps the
     # request (924 runs on 0.5.21-0.5.23, 196 on 0.5.20, exhaustive, clean)

@@ -49,26 +49,33 @@ class _Event:
 
 
 class _Stream:
-    """The H2D stream's event of cache mode's load-back (start_loading): the copy runs on the device's
-    own thread G at a moment the search chooses (`copy_loop`), so `query` says False until then and
-    `synchronize` waits for it, as the CPU waits for the GPU."""
+    """A copy stream's event: cache mode's load-back H2D (start_loading) and, in its write path under
+    the cache's reset, the D2H (`DevicePool.d2h_on_stream`). The copy runs on the device's own
+    thread G at a moment the search chooses (`copy_loop`, late_copies.py's `StreamedWrites`), so
+    `query` says False until then and `synchronize` waits for it, as the CPU waits for the GPU."""
 
-    def __init__(self, world, rank: int, copy):
-        self.world, self.rank, self.copy, self.done = world, rank, copy, False
+    def __init__(self, world, rank: int, copy, what: str = "H2D", late=None):
+        self.world, self.rank, self.copy, self.what, self.late, self.done = world, rank, copy, what, late, False
+        self.acks = ack_queue_name(rank) if what == "H2D" else write_ack_queue_name(rank)
 
     def query(self) -> bool:
         """What the caller found enters its digest: it acts on it later (the ready count)."""
-        self.world.baton.touch(ack_queue_name(self.rank), write=False)
-        self.world.baton.observe(f"H2D {'done' if self.done else 'not done'}")
+        self.world.baton.touch(self.acks, write=False)
+        self.world.baton.observe(f"{self.what} {'done' if self.done else 'not done'}")
         return self.done
 
     def synchronize(self) -> None:
-        self.world.baton.point(f"synchronize the H2D (rank {self.rank})", lambda: self.done,
-                               (ack_queue_name(self.rank),))
+        self.world.baton.point(f"synchronize the {self.what} (rank {self.rank})", lambda: self.done, (self.acks,))
 
     def run(self) -> None:
         self.copy()
         self.done = True
+
+    def land_late(self) -> None:
+        """The copy runs with nobody waiting for it (the cache's reset dropped its ack), unless it ran."""
+        if not self.done:
+            self.done = True
+            self.late()
 
 
 @dataclass
@@ -92,6 +99,7 @@ class DevicePool:
         self.data: dict[int, str] = {}  # slot -> the page it holds
         self.copies_done = 0  # H2D copies thread G made (the gate "any" opens a round for each: write_gate.py)
         self.expected = expected  # (request, position) -> the page hash a token's KV is
+        self.d2h_on_stream = False  # the D2H runs on thread G, not at its synchronize (late_copies.py)
         self._kv = _KVCache(size)
         world.register(self)
 
@@ -263,7 +271,8 @@ class DevicePool:
                                      f"written ({self.host.written[h]})", LANDS_LATE, site)
                     self.host.written[h] = f"stale D2H of device row {d}"
 
-        return SimpleNamespace(start_event=None, finish_event=_Event(copy, late), timing_enabled=False)
+        event = _Stream(self.world, self.rank, copy, "D2H", late) if self.d2h_on_stream else _Event(copy, late)
+        return SimpleNamespace(start_event=None, finish_event=event, timing_enabled=False)
 
     def _submitted(self, transfers, label: str, ack_list: str) -> tuple:
         """An L2 submission, at a point of its own that writes the pool and the ack list: its

@@ -43,7 +43,8 @@ class _WritePart:
     def snapshot(self) -> tuple:
         c, cc = self.cache, self.cache.cache_controller
         part = ("write-through", tuple(sorted(c.ongoing_write_through)), tuple(sorted(c.ongoing_backup)),
-                tuple(tuple(op.node_ids) for op in cc.write_queue), tuple(tuple(a.node_ids) for a in cc.ack_write_queue))
+                tuple(tuple(op.node_ids) for op in cc.write_queue),
+                tuple((tuple(a.node_ids), a.finish_event.done) for a in cc.ack_write_queue))
         if "load_queue" not in cc.__dict__:  # no load-back in this run (CodeConfig.load_back)
             return part
         return part + (tuple(sorted(c.ongoing_load_back)), tuple(tuple(op.node_ids) for op in cc.load_queue),

@@ -72,6 +72,17 @@ class WriteThroughTree(InsertWalk, DeviceLocks, TreeCore):
         self.empty_match_result = SimpleNamespace(device_indices=Tensor([]))  # 0.5.19-0.5.21's nothing loaded
         self._inserting = False
 
+    def reset(self) -> None:
+        """The whole tree dropped (the cache's reset): every node, its host value, locks and marks.
+        Its device rows go back with the allocator's clear that follows in flush_cache."""
+        super().reset()
+        for part in (self.resident, self.host_value, self.host_locks, self.locked, self.start, self.parent,
+                     self.marks, self.load_pins):
+            part.clear()
+        self.written.clear()
+        self._walked.clear()
+        self._inserting = False
+
     # ---- the insert of the computed request (SCH's cache_unfinished_req after its prefill)
     def begin_insert(self, params) -> InsertStep:
         """The insert of a computed request: a new node for what the tree does not hold; a request
