@@ -132,44 +132,6 @@ def test_0_5_18_at_threshold_zero_never_admits_a_request_storage_does_not_hold(t
     assert answer == {"exit": 0, "error": "", "stdout": "not reproduced: the request was admitted in round 1\n"}
 
 
-RESET_STRANDS = REPRO / "reset_strands_sync_thread.py"
-
-
-@pytest.mark.parametrize("version, how", [("0.5.20", "has not returned after 15 s"),
-                                          ("0.5.23", "raised RuntimeError (Failed to stop HiCache storage threads "
-                                                     "cleanly.)")])
-def test_a_reset_at_two_ranks_strands_a_sync_thread_in_its_all_reduce(version, how):
-    """Real threads, the release's own thread functions and reset; about 10 s (0.5.23: the join's
-    timeout) and 15 s (0.5.20: the script's wait for a reset that never returns)."""
-    answer = run_unit_script(release(version), RESET_STRANDS)
-    assert answer["exit"] == 1 and not answer["error"], answer
-    assert answer["stdout"].startswith(f"REPRODUCED: rank 0's reset {how}"), answer["stdout"]
-    assert "all_reduce" in answer["stdout"] and "rank 1's sync thread left" in answer["stdout"]
-
-
-LATE_D2H = REPRO / "reset_leaves_d2h_copy_in_flight.py"
-# the fix docs/findings.md gives: the controller's reset waits for the D2H copies whose acks it drops
-ACKS_CLEARED = "        self.ack_write_queue.clear()\n        self.ack_load_queue.clear()\n"
-ACKS_SYNCED = "        for ack in self.ack_write_queue:\n            ack.finish_event.synchronize()\n" + ACKS_CLEARED
-
-
-@pytest.mark.parametrize("version", ["0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"])
-def test_the_reset_leaves_a_writes_d2h_copy_in_flight(version):
-    """The controller's reset is the same in both host memory modes: cache mode's write-through from
-    0.5.19, buffer_only's write path from 0.5.22."""
-    answer = run_unit_script(release(version), LATE_D2H)
-    assert answer["exit"] == 1 and not answer["error"], answer
-    assert answer["stdout"].startswith("REPRODUCED: the reset cleared the write's D2H ack without synchronising it"), answer
-    assert "host slot(s) [1] hold ['old request, device row 2']" in answer["stdout"]
-
-
-def test_the_late_copy_is_not_reproduced_once_the_reset_synchronises_its_write_acks(tmp_path):
-    fixed = edited(tmp_path, release("0.5.23"), "managers/cache_controller.py", ACKS_CLEARED, ACKS_SYNCED)
-    answer = run_unit_script(fixed, LATE_D2H)
-    assert answer == {"exit": 0, "error": "",
-                      "stdout": "not reproduced: the reset waited for the write's D2H copy before clearing its ack\n"}
-
-
 # ---- the report points at them (prefetch_check/sglang/known_findings.py)
 
 def test_every_known_finding_names_a_script_and_a_section_that_exist():

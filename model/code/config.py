@@ -52,9 +52,9 @@ class CodeConfig:
     # and the tree's _add_request_to_queue meets it with the server's queue settings (ARRIVALS says which)
     arrival_round: Optional[int] = None
     arrival: str = "preempts"
-    # the cache's reset while requests wait (worlds/ack_drain/cache_reset.py): the engine paused, flush_cache
-    # calls tree_cache.reset() with the waiting requests' prefetches in flight, in this scheduler round (0: as
-    # soon as every request is issued), and the engine resumes
+    # the cache's reset (worlds/ack_drain/cache_reset.py): the engine paused, flush_cache is asked from this
+    # scheduler round (0: as soon as every request is issued) and again each round until the tree's own
+    # is_fully_idle lets it through (flush_gate.py); then tree_cache.reset(), and the engine resumes
     reset_round: Optional[int] = None
     # with reset_round: the last request arrives as the engine resumes, issued after the reset and served by the
     # storage threads the reset started (what the restart must leave working: the stop event cleared, the queues)

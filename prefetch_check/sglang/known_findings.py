@@ -33,10 +33,6 @@ _QUERY_RAISES = ("a-storage-query-that-raises-ends-the-prefetch-thread", "storag
 _ABORT_KEEPS = ("an-aborted-requests-loaded-token-records-outlive-it", "abort_keeps_loaded_tokens.py")
 _THRESHOLD_ZERO = ("at-a-prefetch-threshold-of-0-a-request-storage-does-not-hold-is-never-admitted",
                    "threshold_zero_never_admits.py")
-_RESET = ("a-cache-reset-at-tp-2-strands-a-sync-thread-in-its-collective", "reset_strands_sync_thread.py")
-_LATE_D2H = ("a-cache-reset-leaves-a-writes-d2h-copy-in-flight", "reset_leaves_d2h_copy_in_flight.py")
-_RESET_CASE = "2 ranks, flush_cache (the cache's reset) after round 1's drain, a fetch in flight"
-_TIMED, _WAITS = f"{_RESET_CASE} (the reset's join times out)", f"{_RESET_CASE} (the reset's join waits)"
 
 KNOWN: tuple[KnownFinding, ...] = (
     KnownFinding("1 rank, prefetched again, best_effort", "operation_identity",
@@ -53,15 +49,6 @@ KNOWN: tuple[KnownFinding, ...] = (
     KnownFinding("1 rank, no hits, threshold 0", "progress", ("0.5.18",), *_THRESHOLD_ZERO),
     KnownFinding("1 rank, aborted by its client in round 2 (pages fetched)", "request_release", ("0.5.20",),
                  *_ABORT_KEEPS),
-    # the reset raises on the stranded rank (0.5.21 on: its join's timeout), or never returns (before)
-    KnownFinding(_TIMED, "no_crash", ("0.5.21", "0.5.22", "0.5.23"), *_RESET),
-    KnownFinding(_TIMED, "progress", ("0.5.21", "0.5.22", "0.5.23"), *_RESET),
-    KnownFinding(_WAITS, "deadlock_freedom", ("0.5.19", "0.5.20"), *_RESET),
-    KnownFinding(_WAITS, "progress", ("0.5.19", "0.5.20"), *_RESET),
-    KnownFinding("1 rank, buffer_only, write_through, flush_cache mid-D2H copy, then a request arrives",
-                 "data_integrity", ("0.5.22", "0.5.23"), *_LATE_D2H),
-    KnownFinding("1 rank, write_through, flush_cache mid-D2H copy, then a request arrives", "data_integrity",
-                 ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"), *_LATE_D2H),
 )
 
 

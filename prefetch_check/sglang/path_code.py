@@ -90,12 +90,13 @@ WHOLE_CLASSES = ("PrefetchOperation", "PrefetchAck", "StorageOperation")
 PACKAGE = "sglang.srt."
 
 
-# ... in the scheduler class (or the mixin its release defines them in): issue, retry, re-issue.
+# ... in the scheduler class (or the mixin its release defines them in): issue, retry, re-issue,
+# and flush_cache's gate, which decides when the cache's reset may run (the reset world runs it).
 SCHEDULER_CLASS = "Scheduler"
 SCHEDULER_ENTRIES = (
     "_prefetch_kvcache", "_retry_missed_storage_prefetches", "_process_storage_prefetch_retries",
     "_retry_storage_prefetch", "_prefetch_after_device_hit_loss", "_add_request_to_queue",
-    "_release_aborted_request",
+    "_release_aborted_request", "is_fully_idle",
 )
 # ... in classes the scheduler calls past the cache (the class's file, its name, the methods):
 # the buffer_only admission stages a hit through the cache's pipeline directly.

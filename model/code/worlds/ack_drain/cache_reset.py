@@ -25,6 +25,7 @@ from prefetch_check.model.code.stand_ins.context import Strict
 from prefetch_check.model.code.stand_ins.threads import ROLES, Thread
 from prefetch_check.model.code.worlds.ack_drain.buffer.backup_run import BackupRun
 from prefetch_check.model.code.worlds.ack_drain.buffer.harness import BufferRun
+from prefetch_check.model.code.worlds.ack_drain.flush_gate import FlushGate
 from prefetch_check.model.code.worlds.ack_drain.harness import Run
 from prefetch_check.model.code.worlds.ack_drain.late_copies import LateCopies, StreamedWrites
 from prefetch_check.model.code.worlds.ack_drain.write_through.run import WriteThroughRun
@@ -66,6 +67,8 @@ class Resets:
     def __init__(self, modules: dict, config, holder, roots: tuple[str, ...]):
         super().__init__(modules, config, holder, roots)
         self.world.starts_threads = True
+        self.flush_gate = FlushGate(self)
+        self.flushed: set[int] = set()  # the ranks whose flush_cache reset the cache
 
     def _build(self, i: int) -> Rank:
         rank = super()._build(i)
@@ -96,21 +99,38 @@ class Resets:
         return super().scripted_rounds() + (self.config.reset_round,)
 
     def abort_at_issue(self, rank: Rank) -> None:
-        """reset_round 0: the flush comes right after the scheduler issued every request."""
+        """reset_round 0: the flush is asked right after the scheduler issued every request."""
         super().abort_at_issue(rank)
         if self.config.reset_round == 0:
-            self._flush(rank)
+            self._ask(rank)
 
     def after_events(self, rank: Rank) -> None:
-        """reset_round n > 0: the flush comes after round n's check_hicache_events, whose drain may
-        have handed a fetch to IO (so it may be in flight on one rank and not yet on another)."""
+        """reset_round n > 0: the flush is asked after round n's check_hicache_events, whose drain
+        may have handed a fetch to IO (so it may be in flight on one rank and not yet on another);
+        refused, it is asked again after each later round's drain and admissions, as a client that
+        retries flush_cache until it succeeds (an RL loop around a weight update)."""
         super().after_events(rank)
-        if rank.rounds == self.config.reset_round:
-            self._flush(rank)
+        self._ask(rank)
 
-    def _flush(self, rank: Rank) -> None:
-        """SCH's flush_cache with the engine paused: tree_cache.reset() (the tree's own), then the
-        engine resumes."""
+    def round_ends(self, rank: Rank) -> None:
+        super().round_ends(rank)
+        self._ask(rank)
+
+    def _ask(self, rank: Rank) -> None:
+        if rank.index not in self.flushed and rank.rounds >= self.config.reset_round and self._flush(rank):
+            self.flushed.add(rank.index)
+
+    def key(self) -> tuple:
+        """The run's key, and which ranks' flush_cache reset their cache."""
+        return super().key() + ((("flushed",) + tuple(sorted(self.flushed)),) if self.flushed else ())
+
+    def _flush(self, rank: Rank) -> bool:
+        """SCH's flush_cache with the engine paused: where the tree's own is_fully_idle lets it
+        (flush_gate.py), tree_cache.reset() (the tree's own), then the engine resumes; else it
+        returns False and nothing is reset."""
+        if not self.flush_gate.idle(rank.cache, len(rank.waiting)):
+            self.baton.observe("flush_cache refused: not is_fully_idle")
+            return False
         self.world.draining.pop(rank.index, None)
         self.baton.observe("flush_cache: tree_cache.reset()")
         rank.cache.reset()
@@ -121,6 +141,7 @@ class Resets:
             self.issue(rank, q, device_tokens=0)  # nothing of it on the emptied device (buffer_only)
             rank.waiting.append(q)
             self.baton.observe(f"req{q} arrives after the reset")
+        return True
 
 
 class ResetRun(Resets, Run):
@@ -131,15 +152,13 @@ class BufferResets(Resets):
     """The cache's reset under host_memory_mode buffer_only (buffer/harness.py's world): the cache's
     _reset_full also runs the pipeline's own reset and clears the storage beliefs' in-flight
     entries, and flush_cache clears the device pool after the tree (token_to_kv_pool_allocator.clear()).
-    A request whose load-back is in flight is running, so the engine is not idle: flush_cache then
-    refuses (upstream returns False) and the run goes on without the reset."""
+    The gate reads the pipeline's `is_idle()` too (flush_gate.py)."""
 
-    def _flush(self, rank: Rank) -> None:
-        if rank.cache.buffer_pipeline.ongoing_buffer_load_back:
-            self.baton.observe("flush_cache refused: a load-back in flight (a request runs)")
-            return
-        super()._flush(rank)
+    def _flush(self, rank: Rank) -> bool:
+        if not super()._flush(rank):
+            return False
         rank.tree.device.clear()
+        return True
 
 
 class BufferResetRun(BufferResets, BufferRun):
@@ -148,18 +167,19 @@ class BufferResetRun(BufferResets, BufferRun):
 
 class BackupResetRun(LateCopies, BufferResets, BackupRun):
     """The reset in buffer_only's write path (CodeConfig.backup, buffer/backup_run.py): flush_cache
-    does not wait for the writes (Scheduler.is_fully_idle reads no write), so the computed request's
-    write may be queued, in its D2H copy or in the backup thread's storage write when the pipeline's
-    reset drops it and the controller's reset stops B and clears its queues; a D2H copy whose ack
-    the reset clears lands later (late_copies.py)."""
+    asked while the computed request's write is queued, in its D2H copy or in the backup thread's
+    storage write; the gate refuses while the pipeline holds it (`is_idle()`), and a D2H copy whose
+    ack a reset clears would land later (late_copies.py)."""
 
 
 class WriteThroughResetRun(StreamedWrites, Resets, WriteThroughRun):
-    """The reset in cache mode's write path (write_through/run.py): flush_cache waits for no write,
-    so the computed request's D2H copy may still run when `_reset_full` drops the cache's
-    write-through bookkeeping and the controller's reset clears its ack; flush_cache then clears the
-    device pool (token_to_kv_pool_allocator.clear()) after the tree."""
+    """The reset in cache mode's write path (write_through/run.py): flush_cache asked while the
+    computed request's D2H copy may still run; the gate refuses while `ongoing_write_through` or
+    `ongoing_backup` holds the write; flush_cache then clears the device pool
+    (token_to_kv_pool_allocator.clear()) after the tree."""
 
-    def _flush(self, rank: Rank) -> None:
-        super()._flush(rank)
+    def _flush(self, rank: Rank) -> bool:
+        if not super()._flush(rank):
+            return False
         rank.tree.device.clear()
+        return True

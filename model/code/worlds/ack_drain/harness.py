@@ -168,6 +168,7 @@ class Run(WorldRun):
                         reissued.add(q)
                         self.issue(rank, q)
                         rank.waiting.append(q)
+            self.round_ends(rank)
 
     def issue(self, rank: Rank, q: int, device_tokens=None) -> None:
         """SCH's _prefetch_kvcache for request q: the tree's prefetch_from_storage (`device_tokens`:
@@ -177,6 +178,10 @@ class Run(WorldRun):
     def after_events(self, rank: Rank) -> None:
         """What the scheduler does after a round's check_hicache_events (cache mode's load-back:
         write_through/load_back.py; the cache's reset: cache_reset.py)."""
+
+    def round_ends(self, rank: Rank) -> None:
+        """What the scheduler does after a round's admissions (the cache's reset asked again:
+        cache_reset.py)."""
 
     def round_begins(self, rank: Rank) -> None:
         """What happens outside the prefetch path as a round begins (buffer_only: device eviction)."""

@@ -39,14 +39,16 @@ class LateCopies:
             self.in_flight[i].pop(0).land_late()
             self.baton.observe("the D2H copy landed")
 
-    def _flush(self, rank: Rank) -> None:
+    def _flush(self, rank: Rank) -> bool:
         pending = [ack.finish_event for ack in rank.cc.ack_write_queue if not ack.finish_event.done]
-        super()._flush(rank)
+        if not super()._flush(rank):
+            return False
         pending = [event for event in pending if not event.done]  # a reset may synchronise them first
         if pending and not rank.cc.ack_write_queue:  # the reset cleared their acks: nobody waits for them
             self.baton.touch(late_copies(rank.index))
             self.in_flight.setdefault(rank.index, []).extend(pending)
             self.baton.observe(f"{len(pending)} D2H cop{'y' if len(pending) == 1 else 'ies'} left in flight")
+        return True
 
     def key(self) -> tuple:
         """The run's key, and how many copies each rank's write stream has still to land."""

@@ -107,6 +107,7 @@ def drive(run, rank, staging=None) -> None:
                 sch._add_request_to_queue(req, True)
                 run.baton.observe(f"req{q} retracted and readmitted ({readmitted[q]})")
         sync()
+        run.round_ends(rank)
 
 
 def pending(run) -> bool:
