@@ -35,31 +35,32 @@ RESET_CASES: tuple[Case, ...] = (
     # (and before 0.5.21, any waiting request); the client asks again after each round until it
     # succeeds. So each reset comes once the path is idle by the cache's books, and the request
     # arriving after it is served by the threads the reset started (their stop event cleared, their
-    # queues emptied). 177 runs on 0.5.23 (135 on 0.5.19), exhaustive, clean
+    # queues emptied). 177 runs on 0.5.21-0.5.23 (135 on 0.5.19-0.5.20), exhaustive, clean
     Case("1 rank, flush_cache asked after round 1's drain (refused until the cache is idle)",
          CodeConfig(world=PROTOCOL, ranks=1, reset_round=1), skip=skip),
-    # 397 runs on 0.5.23 (285 on 0.5.19), exhaustive, clean; the late request's delivery is judged
+    # 397 runs on 0.5.21-0.5.23 (285 on 0.5.19-0.5.20), exhaustive, clean; the late request's delivery is judged
     Case("1 rank, flush_cache asked after round 1's drain, then a request arrives",
          CodeConfig(world=PROTOCOL, ranks=1, requests=2, reset_round=1, reset_arrival=True), skip=skip),
     # best_effort admits a request early and terminates its fetch, which may still be in the storage
-    # threads when the cache's books let the flush through (6,277 runs on 0.5.23, exhaustive, clean)
+    # threads when the cache's books let the flush through (6,277 runs on 0.5.21-0.5.23, 1,933 on
+    # 0.5.19-0.5.20, exhaustive, clean)
     Case("1 rank, best_effort, flush_cache asked after round 1's drain, then a request arrives",
          CodeConfig(world=PROTOCOL, ranks=1, requests=2, reset_round=1, reset_arrival=True, policy="best_effort"),
          skip=skip),
     # under host_memory_mode buffer_only: the gate reads the pipeline's is_idle() too; the cache's
-    # reset runs the pipeline's own reset, and flush_cache clears the device pool (392 runs on 0.5.23,
+    # reset runs the pipeline's own reset, and flush_cache clears the device pool (392 runs on 0.5.22-0.5.23,
     # exhaustive, clean)
     Case("1 rank, buffer_only, 1 device page, flush_cache asked after round 1's drain, then a request arrives",
          CodeConfig(world=PROTOCOL, ranks=1, requests=2, host_memory_mode="buffer_only", device_pages=1,
                     reset_round=1, reset_arrival=True), skip=skip_buffer),
     # buffer_only's write path (hicache write_through): asked while the computed request's write is in
-    # its D2H copy or its storage write, refused until the pipeline is idle (2,011 runs on 0.5.23,
+    # its D2H copy or its storage write, refused until the pipeline is idle (2,011 runs on 0.5.22-0.5.23,
     # exhaustive, clean)
     Case("1 rank, buffer_only, write_through, flush_cache asked mid-write",
          CodeConfig(world=PROTOCOL, ranks=1, host_memory_mode="buffer_only", backup=True, reset_round=2),
          skip=skip_buffer),
     # the same flush in the scheduler's retry path (the tree's own Scheduler methods, retries on as by
-    # default; 172 runs on 0.5.23, exhaustive, clean)
+    # default; 172 runs on 0.5.21-0.5.23, 130 on 0.5.20, exhaustive, clean)
     Case("1 rank, retries: flush_cache asked after round 1's drain",
          CodeConfig(world=PROTOCOL, ranks=1, pages=1, retries=True, reset_round=1), skip=skip_retries),
 )
