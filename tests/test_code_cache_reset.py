@@ -52,6 +52,18 @@ def test_a_gate_that_lets_the_flush_through_under_a_fetch_strands_a_sync_thread_
     assert "all_reduce" in hang.message and "Y-completion" in hang.message, hang.message
 
 
+
+def test_a_flush_right_after_a_client_abort_strands_a_sync_thread_at_two_ranks_in_the_release():
+    """The abort's release_aborted_request pops the fetch's ongoing_prefetch entry while IO still runs
+    it, so the release's own gate lets the flush through (docs/findings.md)."""
+    config = CodeConfig(ranks=2, abort_round=1, reset_round=1, round_gate="any")
+    result = check_tree(release("0.5.23"), config, CodeLimits(max_seconds=150, stop_on=("no_crash", "progress")))
+    crash = result.violations["no_crash"]
+    assert "RuntimeError: Failed to stop HiCache storage threads cleanly" in crash.message, crash.message
+    assert any("aborted req0" in step.observed for step in crash.steps)
+    assert any("flush_cache: tree_cache.reset()" in step.observed for step in crash.steps)
+
+
 EDITS = {
     # the reset no longer joins the threads it stopped: one still runs at the is_alive check
     "reset_skips_the_joins": (CONTROLLER, "                t.join(timeout=10)\n", "                pass\n",
@@ -148,3 +160,19 @@ def test_reset_round_outside_its_world_is_refused():
         CodeConfig(ranks=1, reset_round=0, retries=True)
     with pytest.raises(ValueError, match="reset_round with retries"):
         CodeConfig(ranks=1, requests=2, reset_round=1, reset_arrival=True, retries=True)
+    with pytest.raises(ValueError, match="reset_round with abort_round: cache mode, the abort in the flush's round"):
+        CodeConfig(ranks=1, reset_round=1, abort_round=2)
+    with pytest.raises(ValueError, match="reset_round with abort_round"):
+        CodeConfig(ranks=1, reset_round=1, abort_round=1, host_memory_mode="buffer_only")
+
+
+def test_the_two_ranks_reset_cases_split_the_releases_by_how_their_reset_joins():
+    """One of the two cases of the same search runs on each tree: the join that waits (0.5.19-0.5.20)
+    or the one that times out (0.5.21 on)."""
+    from prefetch_check.sglang.mappings.ack_drain.reset_cases import RESET_CASES, STRANDED
+
+    two = [case for case in RESET_CASES if case.name.startswith(STRANDED)]
+    for version, judged in (("0.5.20", "deadlock_freedom"), ("0.5.23", "no_crash")):
+        srt = release(version)
+        run = [case for case in two if not case.skip(srt)]
+        assert len(run) == 1 and judged in run[0].judges, (version, [c.name for c in run])

@@ -132,6 +132,21 @@ def test_0_5_18_at_threshold_zero_never_admits_a_request_storage_does_not_hold(t
     assert answer == {"exit": 0, "error": "", "stdout": "not reproduced: the request was admitted in round 1\n"}
 
 
+RESET_STRANDS = REPRO / "reset_strands_sync_thread.py"
+
+
+@pytest.mark.parametrize("version, how", [("0.5.20", "has not returned after 15 s"),
+                                          ("0.5.23", "raised RuntimeError (Failed to stop HiCache storage threads "
+                                                     "cleanly.)")])
+def test_a_reset_at_two_ranks_strands_a_sync_thread_in_its_all_reduce(version, how):
+    """Real threads, the release's own thread functions and reset; about 10 s (0.5.23: the join's
+    timeout) and 15 s (0.5.20: the script's wait for a reset that never returns)."""
+    answer = run_unit_script(release(version), RESET_STRANDS)
+    assert answer["exit"] == 1 and not answer["error"], answer
+    assert answer["stdout"].startswith(f"REPRODUCED: rank 0's reset {how}"), answer["stdout"]
+    assert "all_reduce" in answer["stdout"] and "rank 1's sync thread left" in answer["stdout"]
+
+
 # ---- the report points at them (prefetch_check/sglang/known_findings.py)
 
 def test_every_known_finding_names_a_script_and_a_section_that_exist():

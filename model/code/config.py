@@ -441,9 +441,13 @@ def _check_reset(cfg: "CodeConfig") -> None:
                          "split_round, evict_device_round or load_back")
     if (cfg.world != "ack-drain" or cfg.cache_class != "UnifiedRadixCache"
             or cfg.reissue or cfg.host_held_pages or cfg.pp_size != 1
-            or cfg.storage != "stand-in" or cfg.abort_round is not None):
+            or cfg.storage != "stand-in"):
         raise ValueError("reset_round: the ack-drain world on UnifiedRadixCache with the storage stand-in, "
-                         "without reissue, host_held_pages, PP or an abort")
+                         "without reissue, host_held_pages or PP")
+    if cfg.abort_round is not None and (cfg.host_memory_mode != "cache" or cfg.backup or cfg.sidecars
+                                        or cfg.reset_arrival or cfg.abort_round > cfg.reset_round):
+        raise ValueError("reset_round with abort_round: cache mode, the abort in the flush's round or before, "
+                         "without backup, sidecars or reset_arrival")
     if cfg.sidecars and (cfg.host_memory_mode != "cache" or cfg.retries or cfg.shared_arena is not None):
         raise ValueError("reset_round with sidecars: cache mode, without retries or a shared arena")
 

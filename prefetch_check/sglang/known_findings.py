@@ -33,6 +33,9 @@ _QUERY_RAISES = ("a-storage-query-that-raises-ends-the-prefetch-thread", "storag
 _ABORT_KEEPS = ("an-aborted-requests-loaded-token-records-outlive-it", "abort_keeps_loaded_tokens.py")
 _THRESHOLD_ZERO = ("at-a-prefetch-threshold-of-0-a-request-storage-does-not-hold-is-never-admitted",
                    "threshold_zero_never_admits.py")
+_RESET = ("a-cache-reset-right-after-an-abort-strands-a-sync-thread-at-tp-2", "reset_strands_sync_thread.py")
+_STRANDED = "2 ranks, aborted by its client in round 1, then flush_cache"
+_TIMED, _WAITS = f"{_STRANDED} (the reset's join times out)", f"{_STRANDED} (the reset's join waits)"
 
 KNOWN: tuple[KnownFinding, ...] = (
     KnownFinding("1 rank, prefetched again, best_effort", "operation_identity",
@@ -49,6 +52,11 @@ KNOWN: tuple[KnownFinding, ...] = (
     KnownFinding("1 rank, no hits, threshold 0", "progress", ("0.5.18",), *_THRESHOLD_ZERO),
     KnownFinding("1 rank, aborted by its client in round 2 (pages fetched)", "request_release", ("0.5.20",),
                  *_ABORT_KEEPS),
+    # the reset raises on the stranded rank (0.5.21 on: its join's timeout), or never returns (before)
+    KnownFinding(_TIMED, "no_crash", ("0.5.21", "0.5.22", "0.5.23"), *_RESET),
+    KnownFinding(_TIMED, "progress", ("0.5.21", "0.5.22", "0.5.23"), *_RESET),
+    KnownFinding(_WAITS, "deadlock_freedom", ("0.5.19", "0.5.20"), *_RESET),
+    KnownFinding(_WAITS, "progress", ("0.5.19", "0.5.20"), *_RESET),
 )
 
 

@@ -6,7 +6,7 @@ flush is asked."""
 
 from __future__ import annotations
 
-from prefetch_check.model.code import CodeConfig
+from prefetch_check.model.code import CodeConfig, CodeLimits
 from prefetch_check.sglang.code_checks import Case, needs
 from prefetch_check.sglang.mappings.ack_drain.buffer_cases import skip as buffer_skip
 from prefetch_check.sglang.mappings.ack_drain.options import PROTOCOL
@@ -29,6 +29,25 @@ def skip_buffer(srt) -> str:
     return _resets(srt) or buffer_skip(srt)
 
 
+# how the controller's reset joins the sync thread: 0.5.19-0.5.20 without a timeout (a stranded thread
+# keeps the scheduler in the join: deadlock_freedom), 0.5.21 on through _stop_storage_threads, whose
+# 10 s join is followed by a RuntimeError (no_crash)
+UNTIMED_JOIN = "            self.prefetch_sync_thread.join()\n"
+_joins_untimed = needs("managers/cache_controller.py", UNTIMED_JOIN,
+                       "its reset joins the storage threads with a timeout: the case of that shape judges it")
+
+
+def skip_untimed(srt) -> str:
+    return _resets(srt) or _joins_untimed(srt)
+
+
+def skip_timed(srt) -> str:
+    return _resets(srt) or ("" if _joins_untimed(srt) else
+                            "its reset joins the storage threads without a timeout: the case of that shape judges it")
+
+
+TWO = CodeConfig(world=PROTOCOL, ranks=2, abort_round=1, reset_round=1)
+STRANDED = "2 ranks, aborted by its client in round 1, then flush_cache"
 RESET_CASES: tuple[Case, ...] = (
     # flush_cache asks the tree's own Scheduler.is_fully_idle first (worlds/ack_drain/flush_gate.py),
     # which refuses while the cache's books hold a prefetch, a write-through, a backup or a load-back
@@ -63,4 +82,15 @@ RESET_CASES: tuple[Case, ...] = (
     # default; 172 runs on 0.5.21-0.5.23, 130 on 0.5.20, exhaustive, clean)
     Case("1 rank, retries: flush_cache asked after round 1's drain",
          CodeConfig(world=PROTOCOL, ranks=1, pages=1, retries=True, reset_round=1), skip=skip_retries),
+    # the client aborts its request in round 1 and asks for the flush (as RL loops abort every request
+    # before a weight update): release_aborted_request terminates the fetch and pops its
+    # ongoing_prefetch entry while IO may still run it, so is_fully_idle lets the flush through. At
+    # two ranks a rank's sync thread may have taken the fetch's completion ACK into the all_reduce
+    # while its peer's reset stopped the peer's sync thread first: it waits forever, and its reset's
+    # join raises (0.5.21 on) or never returns (before). Each case judges only what the stranded
+    # thread does and stops once both are violated (1,500 runs on 0.5.23, 883 on 0.5.20)
+    Case(f"{STRANDED} (the reset's join times out)", TWO, judges=("no_crash", "progress"),
+         limits=CodeLimits(max_seconds=300, stop_on=("no_crash", "progress")), skip=skip_timed),
+    Case(f"{STRANDED} (the reset's join waits)", TWO, judges=("deadlock_freedom", "progress"),
+         limits=CodeLimits(max_seconds=300, stop_on=("deadlock_freedom", "progress")), skip=skip_untimed),
 )
