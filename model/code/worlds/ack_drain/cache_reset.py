@@ -148,17 +148,22 @@ class ResetRun(Resets, Run):
     """The cache's reset in cache mode (harness.py's world)."""
 
 
-class BufferResets(Resets):
-    """The cache's reset under host_memory_mode buffer_only (buffer/harness.py's world): the cache's
-    _reset_full also runs the pipeline's own reset and clears the storage beliefs' in-flight
-    entries, and flush_cache clears the device pool after the tree (token_to_kv_pool_allocator.clear()).
-    The gate reads the pipeline's `is_idle()` too (flush_gate.py)."""
+class DeviceResets(Resets):
+    """The reset in a world with a device pool: flush_cache clears it after the tree
+    (token_to_kv_pool_allocator.clear())."""
 
     def _flush(self, rank: Rank) -> bool:
         if not super()._flush(rank):
             return False
         rank.tree.device.clear()
         return True
+
+
+class BufferResets(DeviceResets):
+    """The cache's reset under host_memory_mode buffer_only (buffer/harness.py's world): the cache's
+    _reset_full also runs the pipeline's own reset and clears the storage beliefs' in-flight
+    entries, and the device pool is cleared after the tree. The gate reads the pipeline's
+    `is_idle()` too (flush_gate.py)."""
 
 
 class BufferResetRun(BufferResets, BufferRun):
@@ -172,14 +177,7 @@ class BackupResetRun(LateCopies, BufferResets, BackupRun):
     ack a reset clears would land later (late_copies.py)."""
 
 
-class WriteThroughResetRun(StreamedWrites, Resets, WriteThroughRun):
+class WriteThroughResetRun(StreamedWrites, DeviceResets, WriteThroughRun):
     """The reset in cache mode's write path (write_through/run.py): flush_cache asked while the
     computed request's D2H copy may still run; the gate refuses while `ongoing_write_through` or
-    `ongoing_backup` holds the write; flush_cache then clears the device pool
-    (token_to_kv_pool_allocator.clear()) after the tree."""
-
-    def _flush(self, rank: Rank) -> bool:
-        if not super()._flush(rank):
-            return False
-        rank.tree.device.clear()
-        return True
+    `ongoing_backup` holds the write; the device pool is cleared after the tree."""
