@@ -22,6 +22,7 @@ LIMITS = CodeLimits(max_seconds=180)
 FIRST = CodeLimits(max_seconds=180, stop_on_first=True)
 FIRES = "deadline fires on rank 0"
 PAST = "req0 still waits at the first check after its deadline fired"
+NO_DEADLINE = "req0 waits for its storage lookup at a check that read no clock"  # no firing needed to see it
 
 # one-place edits of 0.5.23's deadline functions: (old, new, configuration, limits, property, what it says)
 EDITS = {
@@ -30,7 +31,7 @@ EDITS = {
         TIMEOUT, LIMITS, "progress", PAST),
     "_can_terminate_prefetch ignores the expiry": (
         "should_terminate = self._prefetch_deadline_expired(operation)", "should_terminate = False",
-        TIMEOUT, LIMITS, "progress", PAST),
+        TIMEOUT, LIMITS, "progress", NO_DEADLINE),
     "the verdict is MIN-reduced, not MAX": (
         "self._all_reduce(should_terminate_tensor, torch.distributed.ReduceOp.MAX)",
         "self._all_reduce(should_terminate_tensor, torch.distributed.ReduceOp.MIN)",
@@ -68,7 +69,8 @@ def test_an_edit_of_the_deadline_is_caught_from_the_code(tmp_path, name):
     found = result.violations.get(prop)
     assert found is not None and result.verdicts[prop] == "VIOLATED", (name, result.verdicts)
     assert says in found.message, found.message
-    assert FIRES in [s.label for s in found.steps] or "deadline fires on rank 1" in [s.label for s in found.steps]
+    if says != NO_DEADLINE:  # the bound is judged at a check after a firing
+        assert FIRES in [s.label for s in found.steps] or "deadline fires on rank 1" in [s.label for s in found.steps]
     if prop == "progress":  # judged where the tree checks the request: check_prefetch_progress's def line
         site, _, line = found.site.partition(":")
         source = (tmp_path / "sglang" / "srt" / site).read_text().splitlines()[int(line) - 1]

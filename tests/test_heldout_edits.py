@@ -196,6 +196,21 @@ EDITS = {
         "            operation.handle, _StoragePrefetchWait()\n        ).expired = True\n",
         "            operation.handle, _StoragePrefetchWait()\n        ).expired = False\n",
         "progress", "issued after its deadline expired"),
+    # the wait record made without starting its timer: no deadline ever runs, and a slow storage holds
+    # the request for good (escaped: nothing fires a deadline nobody reads; deadlines.py now judges a
+    # blocked check that reads no clock; docs/code-mutants.md, the ninth round)
+    "deadline_timer_never_started": (
+        URC, "1 rank, timeout (deadlines fire as choices)",
+        "            wait.timer.observe(ready=False)\n            self._storage_prefetch_wait[operation.handle] = wait\n",
+        "            self._storage_prefetch_wait[operation.handle] = wait\n", "progress", "no deadline runs"),
+    # timeout's vote dropped: the policy falls through to best_effort's answer and admits at the first
+    # check with the lookup still running (escaped: deadlines.py now judges no_early_acceptance until
+    # a deadline fires, as the poll world does)
+    "timeout_vote_falls_through_to_best_effort": (
+        URC, "1 rank, timeout (deadlines fire as choices)",
+        "        if self.prefetch_stop_policy == \"timeout\":\n            # Wall clocks differ across ranks",
+        "        if self.prefetch_stop_policy == \"timeout_s\":\n            # Wall clocks differ across ranks",
+        "no_early_acceptance", "no rank's deadline had fired"),
     # ---- host eviction (hybrid_cache_controller.py)
     # evict_host asked only with a shared arena: the held pages are never evicted for the hit
     "evicts_only_with_a_shared_arena": (

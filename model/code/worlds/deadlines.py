@@ -34,6 +34,14 @@ REFETCHED = ("the request waits past its deadline for a storage lookup issued af
              "deadline no longer refuses re-issues, so the timeout no longer bounds the request's wait")
 
 
+EARLY = ("the timeout policy admits the request before any deadline passed, its storage lookup still running: "
+         "it recomputes the pages storage was delivering (a prefetch lost)")
+
+
+NO_DEADLINE = ("the request waits for storage with no deadline running: the timeout policy no longer bounds its wait "
+               "(a slow or hung storage backend holds it forever)")
+
+
 RESTARTED = ("the deadline restarts at every blocked check: a request polled more often than its timeout never "
              "expires, so the timeout policy no longer bounds its wait for storage")
 
@@ -52,6 +60,7 @@ class Deadlines:
         self.budget = cfg.requests * (2 if cfg.reissue else 1)
         # (rank, request) -> the firings at the reading a deadline runs from (ack-drain: a check's; poll: the issue's)
         self.pending: dict[tuple[int, int], int] = {}
+        self.deciding = frozenset(r.index for r in self._clocks(run))  # the ranks whose clock decides (PP: stage 0)
         for r in self._clocks(run):
             run.baton.spawn(f"{PREFIX}{r.index}", r.index, "deadline", lambda i=r.index: self._thread(i), starts=False,
                             touches=(GATE_INPUTS,))  # firing changes what the round gate reads (round_due)
@@ -109,7 +118,11 @@ class OwnDeadlineAdmits(Deadlines):
         timeout policy promises: a check that read the clock, then a firing of that clock, then
         another check of the same request while its KV has not landed must admit it (0.5.19:
         start_time passed; 0.5.23: the admission deadline, which never fires once the KV landed).
-        A check that still waits is a `progress` fault at check_prefetch_progress."""
+        A check that still waits is a `progress` fault at check_prefetch_progress. So is a deciding
+        rank's blocked check of an unlanded lookup that reads no clock (no deadline runs for it:
+        none can ever fire). And before any rank's deadline fired, a check may admit a lookup in
+        flight only once it ended (terminated, or its KV landed): else `no_early_acceptance`, as the
+        poll world judges it until a deadline fires."""
         i = rank.index
         self.run.baton.touch(clock_name(i), write=False)  # the judge reads the firings: a firing races with it
         due = self.pending.get((i, q))
@@ -122,8 +135,14 @@ class OwnDeadlineAdmits(Deadlines):
         # would grow by what nothing judges: 0.5.19-0.5.22's figures stay)
         cutting = (fired and handle in rank.cache.ongoing_prefetch and not self._landed(rank, handle)
                    and self._per_request(rank))
+        # the clocks stand still until a deadline fires, so before any firing only the lookup's end may admit it
+        early = not any(self.clock.epoch.values()) and self._cuttable(rank, handle)
         admitted, (read, at) = self._read_in(i, check)
         if admitted:
+            if early and not any(self.clock.epoch.values()):  # no rank's deadline fired during the check either
+                self.run.world.fault("no_early_acceptance", f"rank {i}: req{q} admitted while its storage lookup was "
+                                     "still running (not terminated, its KV not landed) and no rank's deadline had "
+                                     "fired", EARLY, self._site(rank))
             self.pending.pop((i, q), None)
             self.budgets.pop((i, q), None)
             if cutting:  # this check cut the prefetch at its deadline
@@ -132,6 +151,11 @@ class OwnDeadlineAdmits(Deadlines):
         if fired and not self._landed(rank, handle):  # landing only grows: not landed now, not during the check
             self.run.world.fault("progress", f"rank {i}: req{q} still waits at the first check after its deadline "
                                  "fired, and its KV has not landed", PAST_DEADLINE, self._site(rank))
+        if not read and i in self.deciding and self._unlanded(rank, handle):
+            # a blocked check of a lookup whose KV had not landed by its end read no clock: no deadline runs
+            # for it, so no firing can ever cut it (the tree's deadline never armed, or armed and never read)
+            self.run.world.fault("progress", f"rank {i}: req{q} waits for its storage lookup at a check that read "
+                                 "no clock: no deadline runs for it", NO_DEADLINE, self._site(rank))
         self._same_budget(rank, q, handle)
         if read:  # this check read the clock: a deadline may run from here
             self.pending[(i, q)] = at
@@ -170,6 +194,19 @@ class OwnDeadlineAdmits(Deadlines):
             self.budgets[(rank.index, q)] = timer
             self.run.world.fault("progress", f"rank {rank.index}: req{q}'s deadline started again at a later blocked "
                                  "check (its first blocked check's timer replaced)", RESTARTED, self._site(rank))
+
+    def _cuttable(self, rank, handle) -> bool:
+        """The request's lookup is in flight, not terminated, and its KV has not landed: only its
+        deadline may end it now (read off the operation's fields, not through its lock: the judge
+        is no step)."""
+        entry = rank.cache.ongoing_prefetch.get(handle)
+        return (entry is not None and not entry.operation.__dict__.get("_terminated_flag", False)
+                and not self._landed(rank, handle))
+
+    def _unlanded(self, rank, handle) -> bool:
+        """The request's lookup is in flight and its KV has not landed (landing only grows, so it had
+        not at any moment before either)."""
+        return handle in rank.cache.ongoing_prefetch and not self._landed(rank, handle)
 
     def _landed(self, rank, handle) -> bool:
         entry = rank.cache.ongoing_prefetch.get(handle)
