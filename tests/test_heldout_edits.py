@@ -174,6 +174,14 @@ EDITS = {
         "        while finish_count > 0:\n            ack = cc.ack_write_queue.pop(0)\n",
         "        while finish_count > 0 and False:\n            ack = cc.ack_write_queue.pop(0)\n",
         "progress", "the scheduler spins"),
+    # the hit drain no longer trims the device-resident head off the fetch: the staged bounce holds the
+    # head's page where the plan loads the next one (escaped: the only trimming case had the whole
+    # span covered at admission; the case of a partly covered span was added for it)
+    "device_resident_head_not_trimmed": (
+        URC, "1 rank, host_memory_mode=buffer_only, write_through, request 0's first page computed by another "
+        "request (the device covers the head of its staged span)",
+        "        self.cache_controller.trim_prefetch_full_head(operation, trim_tokens)\n", "",
+        "data_integrity", "holds q0p0, not q0p1"),
     # ---- the admission deadline
     # the deadline started again at every blocked check (escaped: deadlines.py's kept budget)
     "deadline_restarted_at_each_blocked_check": (

@@ -92,6 +92,10 @@ class CodeConfig:
     # buffer_only's write path: the computed request has request 0's tokens (another request computed
     # the prefix request 0 prefetches), so its insert may cover request 0's staged span on the device
     computed_shares: bool = False
+    # buffer_only's write path: the computed request's length in pages (None: `pages`); with
+    # computed_shares and fewer pages than request 0, the device comes to cover only the head of
+    # request 0's staged span (the hit-time trim of a device-resident head, then a partial plan)
+    computed_pages: Optional[int] = None
     # cache mode's write path: once the device eviction (evict_device_round) took the computed
     # request's node on every rank, a request of its tokens arrives, and the scheduler loads its host
     # hit back to the device through the cache's own init_load_back (write_through/run.py)
@@ -171,6 +175,10 @@ class CodeConfig:
                              f"between 1 and pages ({self.pages}) chunks of its computed request")
         if self.computed_shares and (not self.backup or self.host_memory_mode != "buffer_only"):
             raise ValueError("computed_shares: buffer_only's write path (backup=True)")
+        if self.computed_pages is not None and (not self.backup or self.host_memory_mode != "buffer_only"
+                                                or not self.computed_chunks <= self.computed_pages <= self.pages):
+            raise ValueError(f"computed_pages {self.computed_pages}: buffer_only's write path (backup=True), from "
+                             f"computed_chunks ({self.computed_chunks}) to pages ({self.pages})")
         if self.storage not in ("stand-in", "file"):
             raise ValueError(f"storage {self.storage!r}: the executor runs stand-in, file")
         if self.storage == "file" and (self.host_memory_mode != "cache" or self.world != "ack-drain"
@@ -374,7 +382,7 @@ class CodeConfig:
 
 
 _OPTIONAL_DEFAULTS = {"host_memory_mode": "cache", "device_pages": 0, "evict_device_round": None, "device_room": None,
-                      "backup": False, "split_round": None, "computed_chunks": 1, "computed_shares": False, "load_back": False, "device_full": False, "write_policy": "write_through", "storage": "stand-in", "file_pages": None,
+                      "backup": False, "split_round": None, "computed_chunks": 1, "computed_shares": False, "computed_pages": None, "load_back": False, "device_full": False, "write_policy": "write_through", "storage": "stand-in", "file_pages": None,
                       "file_metadata_cache": False, "file_lost": (),
                       "host_held_pages": 0, "host_locked_pages": 0, "host_anchored": False,
                       "cache_class": "UnifiedRadixCache", "sidecars": (),
@@ -432,7 +440,7 @@ def _check_reset(cfg: "CodeConfig") -> None:
                          "reset_arrival, an abort, a late arrival or a reused rid")
     if cfg.host_memory_mode == "buffer_only" and (cfg.ranks != 1 or cfg.retries or cfg.evict_device_round is not None):
         raise ValueError("reset_round under buffer_only: one rank, without retries or evict_device_round")
-    if cfg.backup and (cfg.computed_chunks != 1 or cfg.computed_shares):
+    if cfg.backup and (cfg.computed_chunks != 1 or cfg.computed_shares or cfg.computed_pages is not None):
         raise ValueError("reset_round with backup: the computed request in one chunk, not sharing a request's tokens")
     if cfg.backup and cfg.host_memory_mode == "cache" and (
             cfg.ranks != 1 or cfg.write_policy != "write_through" or cfg.split_round is not None

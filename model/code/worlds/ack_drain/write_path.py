@@ -49,7 +49,8 @@ class WritePath:
         k = rounds - COMPUTED_ROUND + 1
         if not 1 <= k <= cfg.computed_chunks:
             return 0
-        return -(-cfg.pages * k // cfg.computed_chunks) * cfg.page_size
+        pages = cfg.pages if cfg.computed_pages is None else cfg.computed_pages
+        return -(-pages * k // cfg.computed_chunks) * cfg.page_size
 
     def _writer(self, rank: Rank) -> None:
         """The controller of a rank that writes its own KV: its storage_config (0.5.23's

@@ -130,6 +130,14 @@ BUFFER_CASES: tuple[Case, ...] = (
     _case(f"1 rank, {BUFFER}, {WRITE}, request 0's prefix computed by another request in 2 chunks (the device "
           "covers its staged span)",
           _buffer(ranks=1, backup=True, computed_shares=True, computed_chunks=2)),
+    # the same prefix computed only to its first page: the device covers the head of request 0's
+    # staged span, so the hit drain trims the device-resident head off the fetch
+    # (`_trim_buffer_prefetch_full_head`) and admission loads the rest after the device's page (issue
+    # 29's tenth mutant round: with the whole span covered, every edit of the trim got the release's
+    # verdicts). 0.5.22-0.5.23: 25 runs, clean
+    _case(f"1 rank, {BUFFER}, {WRITE}, request 0's first page computed by another request (the device covers the "
+          "head of its staged span)",
+          _buffer(ranks=1, backup=True, computed_shares=True, computed_pages=1)),
     # the write path under the default stop policy, one page (two: 15,443 runs, 45 s untraced).
     # 0.5.23: 5,538 runs, exhaustive, clean; 0.5.22: 9,438 runs, traced near the 120 s budget (cut
     # there under load), so 300 s
