@@ -167,6 +167,36 @@ def test_a_staged_span_the_device_covers_gives_its_hold_back(tmp_path):
     assert "still pinned" in kept.violations["anchor_release"].message
 
 
+URC = "mem_cache/unified_radix_cache.py"
+HCC = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
+# the hit drain's trim of a device-resident head: skipped, or the operation's hash list left untrimmed
+TRIM_SKIPPED = (URC, "        self.cache_controller.trim_prefetch_full_head(operation, trim_tokens)\n", "")
+HASHES_UNTRIMMED = (HCC, "        operation.hash_value = original_hashes[trim_pages:]\n", "")
+
+
+@pytest.mark.parametrize("edit", [TRIM_SKIPPED, HASHES_UNTRIMMED], ids=["trim skipped", "hash list untrimmed"])
+def test_a_staged_span_the_device_covers_in_part_is_trimmed_and_loaded_after_the_device(tmp_path, edit):
+    """Request 0's first page computed by another request (CodeConfig.computed_pages=1): the device
+    covers the head of the staged span only, the hit drain trims it off the fetch, and admission loads
+    the fetched page after the device's. Clean on the release, with the trim run; an edit that
+    leaves the head in the fetch serves the head's page in the next page's slot."""
+    config = backup(computed_shares=True, computed_pages=1)
+    result = check_tree(release("0.5.23"), config, LIMITS, coverage={})
+    assert result.exhaustive and clean(result), {k: v.message for k, v in result.violations.items()}
+    source = (Path(release("0.5.23")) / HCC).read_text().splitlines()
+    assert _line(source, "operation.hash_value = original_hashes[trim_pages:]") in set(result.coverage["lines"][HCC])
+    wrong = check_tree(edited(tmp_path, release("0.5.23"), *edit), config, LIMITS)
+    assert "slot 1 (token 1) holds q0p0, not q0p1" in wrong.violations["data_integrity"].message
+
+
+@pytest.mark.parametrize("kwargs", [dict(computed_pages=3), dict(computed_pages=0), dict(computed_pages=1, computed_chunks=2),
+                                    dict(computed_pages=1, backup=False)],
+                         ids=["more than pages", "none", "fewer than chunks", "no write path"])
+def test_computed_pages_name_their_bounds(kwargs):
+    with pytest.raises(ValueError, match="computed_pages"):
+        CodeConfig(**{"ranks": 1, "host_memory_mode": "buffer_only", "backup": True, **kwargs})
+
+
 def test_a_shared_prefix_is_buffer_only_writes():
     with pytest.raises(ValueError, match="computed_shares"):
         CodeConfig(ranks=1, backup=True, computed_shares=True)
