@@ -41,8 +41,8 @@ NO_LOCK = ("        lock_params = cache.inc_lock_ref(snapshot.node_id).to_dec_pa
            "        lock_params = None\n")
 
 
-def test_the_write_cases_are_eleven_and_run_0_5_22_on():
-    assert len(WRITES) == 11
+def test_the_write_cases_are_twelve_and_run_0_5_22_on():
+    assert len(WRITES) == 12
     assert {case.skip(release("0.5.23")) for case in WRITES} == {""}
 
 

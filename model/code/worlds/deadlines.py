@@ -199,9 +199,8 @@ class OwnDeadlineAdmits(Deadlines):
         """The request's lookup is in flight, not terminated, and its KV has not landed: only its
         deadline may end it now (read off the operation's fields, not through its lock: the judge
         is no step)."""
-        entry = rank.cache.ongoing_prefetch.get(handle)
-        return (entry is not None and not entry.operation.__dict__.get("_terminated_flag", False)
-                and not self._landed(rank, handle))
+        op = _operation(rank.cache.ongoing_prefetch.get(handle))
+        return op is not None and not op.__dict__.get("_terminated_flag", False) and not self._landed(rank, handle)
 
     def _unlanded(self, rank, handle) -> bool:
         """The request's lookup is in flight and its KV has not landed (landing only grows, so it had
@@ -209,10 +208,10 @@ class OwnDeadlineAdmits(Deadlines):
         return handle in rank.cache.ongoing_prefetch and not self._landed(rank, handle)
 
     def _landed(self, rank, handle) -> bool:
-        entry = rank.cache.ongoing_prefetch.get(handle)
-        if entry is None:
+        op = _operation(rank.cache.ongoing_prefetch.get(handle))
+        if op is None:
             return False
-        d = entry.operation.__dict__  # the hooks are not asked: the judge is no step
+        d = op.__dict__  # the hooks are not asked: the judge is no step
         hashes = d.get("hash_value") or []
         return d.get("host_indices") is not None and d.get("completed_tokens", 0) >= len(hashes) * self.run.config.page_size
 
@@ -247,6 +246,18 @@ class OwnDeadlineAdmits(Deadlines):
         checked = tuple(sorted((r, tuple(sorted(s))) for r, s in self.checked.items()))
         return (self.clock.key(), tuple(sorted(self.seen.items())), checked, tuple(sorted(self.pending.items())),
                 tuple(sorted(self.expired)))
+
+
+def _operation(entry):
+    """The prefetch operation of an `ongoing_prefetch` entry: its `operation` field (UnifiedRadixCache's
+    NamedTuple), or the member of a plain tuple that is one (0.5.19-0.5.20's HiRadixCache keeps
+    `(last_host_node, token_ids, host_indices, operation)`); None for no entry."""
+    if entry is None:
+        return None
+    op = getattr(entry, "operation", None)
+    if op is None and isinstance(entry, tuple):
+        op = next((x for x in entry if "_terminated_flag" in getattr(x, "__dict__", {})), None)
+    return op
 
 
 class EveryDeadlineAdmits(Deadlines):
