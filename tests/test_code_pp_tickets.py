@@ -12,8 +12,9 @@ from prefetch_check.sglang.mappings.ack_drain.pp_cases import PP_CASES
 from test_code_executor import clean, edited, release
 
 TICKETS = CodeConfig(ranks=2, pp_size=2, pages=1, host_memory_mode="buffer_only")
-LIMITS = CodeLimits(max_seconds=600)  # 546 runs, 2 s on one quiet core (the sleep sets: 18,068, 39 s)
+LIMITS = CodeLimits(max_seconds=600)  # 3,779 runs, 26,683 states, 18 s (546 runs before the poll round)
 HYBRID = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
+URC = "mem_cache/unified_radix_cache.py"
 # take_ready_pp_prefetch frees every ready state's buffers, not only an empty one's: the request is
 # admitted with nothing although both stages read its page
 FREES_EVERY_STATE = ("                or state.operation.completed_tokens == 0\n",
@@ -24,11 +25,22 @@ def test_0_5_23s_tickets_run_as_written_exhaustive_and_clean():
     result = check_tree(release("0.5.23"), TICKETS, LIMITS)
     assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
     assert clean(result) and result.verdicts["wait_complete_delivers"] == "VERIFIED", result.verdicts
-    # DPOR over every enabled thread (569 runs): the persistent set changes no verdict here (the
-    # sleep sets' 18,068 runs, 40 s, give the same verdicts too: docs/executor.md)
+    # DPOR over every enabled thread (5,416 runs): the persistent set changes no verdict here
     everyone = check_tree(release("0.5.23"), TICKETS, CodeLimits(max_seconds=600, strategy="dpor", reduce=False))
     assert everyone.exhaustive and everyone.verdicts == result.verdicts
     assert result.runs > 500 and result.states > 3_000
+
+
+def test_a_pending_ticket_is_polled_and_found_not_ready_on_0_5_23():
+    """The round gate's poll (tickets.py `polled`): the admission check runs while PP0's ticket is
+    pending, and its "not ready" return is taken, with no violation."""
+    srt = release("0.5.23")
+    text = (srt / URC).read_text()
+    not_ready = text[:text.index("        if ready_tensor.item() == 0:\n            return False\n")].count("\n") + 2
+    result = check_tree(srt, TICKETS, LIMITS, {"count": {URC: [[not_ready, not_ready]]}})
+    assert result.exhaustive and clean(result), result.verdicts
+    runs = {tuple(e["span"]): e["runs"] for e in result.coverage["counted"][URC]}
+    assert runs[(not_ready, not_ready)] > 0, runs
 
 
 def test_an_admission_that_frees_every_ready_ticket_is_caught_as_the_prefetch_it_loses(tmp_path):

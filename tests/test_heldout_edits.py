@@ -258,6 +258,19 @@ EDITS = {
         "                tag=P2PTag.HICACHE_PP_SYNC,\n",
         "                group_src=self.pp_rank - 1,\n                group=self.pp_group,\n"
         "                tag=P2PTag.GRAMMAR_PP_SYNC,\n", "deadlock_freedom", "the other stage never sends"),
+    # the tickets' admission check goes on past a "not ready" vote: the scheduler blocks in
+    # take_ready_pp_prefetch's wait for the fetch (escaped: buffer/tickets.py's poll and ReadyEvent)
+    "pp_ticket_not_ready_falls_through": (
+        URC, "PP=2, 1 rank a stage, host_memory_mode=buffer_only (PP tickets), 1 page",
+        "        if ready_tensor.item() == 0:\n            return False\n\n", "\n",
+        "progress", "blocks until the storage fetch lands"),
+    # PP0 votes its ticket ready without asking it (the later stages' votes are overwritten by
+    # PP0's in _pp_sync): every stage takes its ticket before the fetch landed
+    "pp_first_stage_votes_ready_unasked": (
+        URC, "PP=2, 1 rank a stage, host_memory_mode=buffer_only (PP tickets), 1 page",
+        "        ready = self.pp_rank == 0 and self.cache_controller",
+        "        ready = self.pp_rank == 0 or self.cache_controller",
+        "progress", "blocks until the storage fetch lands"),
     # the round's sends are reaped but the list is never cleared (escaped: p2p.py's Work reaped once)
     "pp_sends_never_cleared": (
         URC, "PP=2, 1 rank a stage",

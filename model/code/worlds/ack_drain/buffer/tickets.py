@@ -7,18 +7,24 @@ takes it through `broadcast_pyobj` over the PP group, queries storage, agrees th
 hit MIN over the pipeline), allocates and hands the operation to its IO thread; the sync thread
 sets the state's `ready_event` at the last ACK; a stage's admission asks `check_prefetch_progress`,
 which under a ticket takes the ready state (`_check_pp_prefetch_progress`: PP0's readiness MAX'ed
-along the pipeline) and stages it in the buffer pipeline.
+along the pipeline) and stages it in the buffer pipeline. A scheduler that waits on a ticket's
+ready event before the first stage's ticket is ready blocks for the fetch (ReadyEvent.wait).
 
 Stood in: `broadcast_pyobj` (a rendezvous of the PP group, stand_ins/collectives.py), the ticket
 thread's liveness, the relay of PP0's decision to the later stages (every request PP0 tickets is
-bound TICKETED there once PP0 issued it: the request relay). The round gate does not start a round
-for a request whose ticket is not ready yet (its readiness changes only at the sync thread's ACK):
-that is the loop's waiting, not a round of its own."""
+bound TICKETED there once PP0 issued it: the request relay). The scheduler's loop polls a waiting
+request at every step. The round gate starts one polling round for a request whose ticket PP0 has
+submitted and PP0's ticket thread not yet taken from its queue (`polled`): upstream's loop checks
+it right after the issue, and every stage finds it not ready. Then the gate waits for every
+stage's ticket to be ready: readiness changes only at the sync thread's ACK, so a poll later in
+the fetch would find what the first found (the loop's waiting, not a round of its own). So a
+later stage's wait on its own fetch, with PP0's ticket ready and its own not, is not reached."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
+from prefetch_check.model.code.stand_ins.errors import caller_site
 from prefetch_check.model.code.stand_ins.p2p import LABEL as P2P
 from prefetch_check.model.code.stand_ins.shared_dict import SharedDict
 from prefetch_check.model.code.stand_ins.sync import Event
@@ -26,6 +32,31 @@ from prefetch_check.model.code.worlds.ack_drain.buffer.harness import BufferRun
 from prefetch_check.model.code.worlds.ack_drain.harness import HYBRID
 from prefetch_check.model.code.worlds.ack_drain.stages import StagesRun
 from prefetch_check.model.code.worlds.common import Rank
+
+
+TICKET_WAITS = ("the scheduler blocks until the storage fetch lands instead of polling: no batch runs on the "
+                "stage meanwhile, every request on it, running ones included, waits on storage IO, and a fetch "
+                "that never lands hangs the pipeline")
+
+
+class ReadyEvent(Event):
+    """A ticket state's ready event. A scheduler waits on it in `take_ready_pp_prefetch` once the
+    first stage voted the ticket ready: a later stage then waits only for its own fetch of the
+    same pages to finish (upstream's design, its IO ran beside the first stage's). A scheduler
+    that waits while no first-stage ticket of the request is ready waits for the fetch itself:
+    that is a progress fault, as the drain's blocking get is (stand_ins/queues.py)."""
+
+    def __init__(self, world, name: str, rid: str, first_stage_ready):
+        super().__init__(world, name)
+        self.rid, self.first_stage_ready = rid, first_stage_ready
+
+    def wait(self, timeout=None) -> bool:
+        me = self.world.baton.current()
+        if not self.flag and me is not None and me.role == "scheduler" and not self.first_stage_ready(self.rid):
+            self.world.fault("progress", f"rank {me.rank}: the scheduler waits on {self.name} while the first "
+                             f"stage's ticket for {self.rid} is not ready", TICKET_WAITS,
+                             caller_site(self.world.baton.roots))
+        return super().wait(timeout)
 
 
 class _Alive:
@@ -46,7 +77,10 @@ class TicketStagesRun(BufferRun, StagesRun):
         hybrid.broadcast_pyobj = lambda objects, rank, group, src=0: holder.collectives.broadcast_pyobj(
             objects, rank, group, src)
         _events_of_this_run(hybrid.PPPrefetchState, holder)
+        holder.ready_event = self.ready_event  # how this run's ticket states get their event
+        self.ready_events: dict = {}  # ready_name -> the run's ReadyEvent
         self.relayed: set = set()  # the requests PP0 has issued (their tickets travel with the relay)
+        self.polled: set = set()  # the requests a round checked while a stage's ticket was pending
         super().__init__(modules, config, holder, roots)
 
     def _build(self, i: int) -> Rank:
@@ -79,21 +113,72 @@ class TicketStagesRun(BufferRun, StagesRun):
         cache.bind_prefetch_ticket(rid)
 
     def gate_guard(self) -> tuple:
-        """The buffer world's, and what `_idle` reads of the tickets: each rank's ticket states and
-        their ready events (named by rank and request: `_events_of_this_run`)."""
+        """The buffer world's, and what `_idle` and the poll read of the tickets: each rank's ticket
+        states and their ready events (named by rank and request: `_events_of_this_run`), the first
+        stage's command queues."""
         guard = self.__dict__.get("_ticket_gate_guard")
         if guard is None:
             guard = self._ticket_gate_guard = super().gate_guard() + tuple(
                 name for r in self.ranks for name in (f"r{r.index}.pp_prefetch_states", f"r{r.index}.pp_state_lock")
-            ) + tuple(ready_name(r.index, h.rid) for r in self.ranks for h in r.handles)
+            ) + tuple(ready_name(r.index, h.rid) for r in self.ranks for h in r.handles) + tuple(
+                f"r{r.index}.pp_prefetch_command_queue" for r in self.first_stage())  # the poll's (_just_submitted)
         return guard
+
+    def round_enabled(self, rank: Rank) -> bool:
+        """The buffer world's gate, and one polling round for a request while its ticket is pending."""
+        if super().round_enabled(rank):
+            return True
+        most = max(r.rounds for r in self.ranks)
+        if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
+            return False
+        return bool(self._unpolled())
+
+    def enter_round(self, rank: Rank) -> None:
+        """The first stage-rank to start a round marks the requests it polls (`polled`)."""
+        super().enter_round(rank)
+        if sum(r.rounds == rank.rounds for r in self.ranks) == 1:
+            self.polled.update(self._unpolled())
+
+    def _unpolled(self) -> list:
+        """The requests waiting on every rank, their ticket pending on some, no round checked yet so."""
+        first = self.ranks[0]
+        return [first.handles[q].rid for q in range(self.config.requests)
+                if first.handles[q].rid not in self.polled and all(q in r.waiting for r in self.ranks)
+                and self._just_submitted(q)]
+
+    def _just_submitted(self, q: int) -> bool:
+        """PP0's ticket of the request is pending in its command queue, and no later stage holds one.
+        (A poll at any point of the fetch took 17 times the runs of no poll; this one, 7.)"""
+        first = self.first_stage()
+        return (all(self._ticket_pending(r, q) and r.cc.pp_prefetch_command_queue.peek_size() for r in first)
+                and all(r.cc.pp_prefetch_states.get(r.handles[q].rid) is None for r in self.ranks if r not in first))
+
+    def _gate_key(self) -> tuple:
+        """The gate's memory: the requests polled while pending."""
+        return super()._gate_key() + (tuple(sorted(self.polled)),)
+
+    def ready_event(self, rank: int, rid: str) -> ReadyEvent:
+        """A ticket state's ready event, built in this run's world and kept by name."""
+        event = self.ready_events[ready_name(rank, rid)] = ReadyEvent(
+            self.world, ready_name(rank, rid), rid, self.first_stage_ready)
+        return event
+
+    def first_stage_ready(self, rid: str) -> bool:
+        """Whether a first-stage rank's ticket of the request has had its last ACK (a consumed or
+        released ticket keeps its event set)."""
+        events = (self.ready_events.get(ready_name(r.index, rid)) for r in self.first_stage())
+        return any(e is not None and e.flag for e in events)
 
     def _idle(self, rank: Rank, q: int) -> bool:
         """Not only no `ongoing_prefetch` entry: no ticket of the request waiting for its last ACK
         either (a round would only find it not ready)."""
+        return super()._idle(rank, q) and not self._ticket_pending(rank, q)
+
+    @staticmethod
+    def _ticket_pending(rank: Rank, q: int) -> bool:
+        """The rank holds a ticket of the request that has not had its last ACK."""
         state = rank.cc.pp_prefetch_states.get(rank.handles[q].rid)
-        pending = state is not None and not state.consumed and not state.ready_event.flag
-        return super()._idle(rank, q) and not pending
+        return state is not None and not state.consumed and not state.ready_event.flag
 
 
 def _events_of_this_run(state_cls, holder) -> None:
@@ -108,7 +193,7 @@ def _events_of_this_run(state_cls, holder) -> None:
         world = holder.world
         if world is not None:
             me = world.baton.current()
-            self.ready_event = Event(world, ready_name(me.rank if me else 0, self.ticket.handle.rid))
+            self.ready_event = holder.ready_event(me.rank if me else 0, self.ticket.handle.rid)
 
     state_cls.__init__ = __init__
     state_cls._pc_events = True
