@@ -12,7 +12,7 @@ from prefetch_check.sglang.mappings.ack_drain.pp_cases import PP_CASES
 from test_code_executor import clean, edited, release
 
 TICKETS = CodeConfig(ranks=2, pp_size=2, pages=1, host_memory_mode="buffer_only")
-LIMITS = CodeLimits(max_seconds=600)  # 3,779 runs, 26,683 states, 18 s (546 runs before the poll round)
+LIMITS = CodeLimits(max_seconds=600)  # 4,315 runs, 29,174 states, 20 s (546 runs before the polls)
 HYBRID = "mem_cache/hybrid_cache/hybrid_cache_controller.py"
 URC = "mem_cache/unified_radix_cache.py"
 # take_ready_pp_prefetch frees every ready state's buffers, not only an empty one's: the request is
@@ -25,15 +25,16 @@ def test_0_5_23s_tickets_run_as_written_exhaustive_and_clean():
     result = check_tree(release("0.5.23"), TICKETS, LIMITS)
     assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
     assert clean(result) and result.verdicts["wait_complete_delivers"] == "VERIFIED", result.verdicts
-    # DPOR over every enabled thread (5,416 runs): the persistent set changes no verdict here
+    # DPOR over every enabled thread (8,014 runs): the persistent set changes no verdict here
     everyone = check_tree(release("0.5.23"), TICKETS, CodeLimits(max_seconds=600, strategy="dpor", reduce=False))
     assert everyone.exhaustive and everyone.verdicts == result.verdicts
     assert result.runs > 500 and result.states > 3_000
 
 
 def test_a_pending_ticket_is_polled_and_found_not_ready_on_0_5_23():
-    """The round gate's poll (tickets.py `polled`): the admission check runs while PP0's ticket is
-    pending, and its "not ready" return is taken, with no violation."""
+    """The round gate's first poll (tickets.py `_polls_due`): the admission check runs while PP0's
+    ticket is pending and takes its "not ready" return, with no violation. (The second, a later
+    stage behind PP0, is shown by the edit below: without it the edit got the release's verdicts.)"""
     srt = release("0.5.23")
     text = (srt / URC).read_text()
     not_ready = text[:text.index("        if ready_tensor.item() == 0:\n            return False\n")].count("\n") + 2
@@ -41,6 +42,18 @@ def test_a_pending_ticket_is_polled_and_found_not_ready_on_0_5_23():
     assert result.exhaustive and clean(result), result.verdicts
     runs = {tuple(e["span"]): e["runs"] for e in result.coverage["counted"][URC]}
     assert runs[(not_ready, not_ready)] > 0, runs
+
+
+# take_ready_pp_prefetch without its wait: a later stage takes its ticket while its own fetch is in
+# flight (a change the world could not tell apart before the gate's "behind" poll)
+NO_WAIT = ("            return None\n        state.ready_event.wait()\n", "            return None\n")
+
+
+def test_a_later_stage_that_takes_its_ticket_without_waiting_serves_another_prefix(tmp_path):
+    srt = edited(tmp_path, release("0.5.23"), HYBRID, *NO_WAIT)
+    result = check_tree(srt, TICKETS, CodeLimits(max_seconds=600, stop_on=("tp_agreement",)))
+    assert result.verdicts["tp_agreement"] == "VIOLATED", result.verdicts
+    assert "host trees hold [1, 0] tokens at admission" in result.violations["tp_agreement"].message
 
 
 def test_an_admission_that_frees_every_ready_ticket_is_caught_as_the_prefetch_it_loses(tmp_path):

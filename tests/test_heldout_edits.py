@@ -271,6 +271,12 @@ EDITS = {
         "        ready = self.pp_rank == 0 and self.cache_controller",
         "        ready = self.pp_rank == 0 or self.cache_controller",
         "progress", "blocks until the storage fetch lands"),
+    # a later stage takes its ticket without waiting for its own fetch (escaped: the gate never
+    # polled a ticket that PP0 had ready and stage 1 not; buffer/tickets.py's "behind" poll)
+    "pp_ticket_taken_without_waiting": (
+        HCC, "PP=2, 1 rank a stage, host_memory_mode=buffer_only (PP tickets), 1 page",
+        "            return None\n        state.ready_event.wait()\n", "            return None\n",
+        "tp_agreement", "host trees hold"),
     # the round's sends are reaped but the list is never cleared (escaped: p2p.py's Work reaped once)
     "pp_sends_never_cleared": (
         URC, "PP=2, 1 rank a stage",

@@ -13,12 +13,11 @@ ready event before the first stage's ticket is ready blocks for the fetch (Ready
 Stood in: `broadcast_pyobj` (a rendezvous of the PP group, stand_ins/collectives.py), the ticket
 thread's liveness, the relay of PP0's decision to the later stages (every request PP0 tickets is
 bound TICKETED there once PP0 issued it: the request relay). The scheduler's loop polls a waiting
-request at every step. The round gate starts one polling round for a request whose ticket PP0 has
-submitted and PP0's ticket thread not yet taken from its queue (`polled`): upstream's loop checks
-it right after the issue, and every stage finds it not ready. Then the gate waits for every
-stage's ticket to be ready: readiness changes only at the sync thread's ACK, so a poll later in
-the fetch would find what the first found (the loop's waiting, not a round of its own). So a
-later stage's wait on its own fetch, with PP0's ticket ready and its own not, is not reached."""
+request at every step; the round gate starts the polls that can see something new, one round each
+(`_polls_due`): just after PP0 submitted the ticket (every stage finds it not ready), and when PP0's
+ticket is ready and a later stage's is not (that stage's scheduler waits for its own fetch in
+`take_ready_pp_prefetch`). Otherwise it waits for every stage's ticket to be ready: readiness
+changes only at the sync thread's ACK, so another poll would find what an earlier one found."""
 
 from __future__ import annotations
 
@@ -80,7 +79,7 @@ class TicketStagesRun(BufferRun, StagesRun):
         holder.ready_event = self.ready_event  # how this run's ticket states get their event
         self.ready_events: dict = {}  # ready_name -> the run's ReadyEvent
         self.relayed: set = set()  # the requests PP0 has issued (their tickets travel with the relay)
-        self.polled: set = set()  # the requests a round checked while a stage's ticket was pending
+        self.polled: set = set()  # (request, moment): the polls of a pending ticket made (_polls_due)
         super().__init__(modules, config, holder, roots)
 
     def _build(self, i: int) -> Rank:
@@ -125,26 +124,35 @@ class TicketStagesRun(BufferRun, StagesRun):
         return guard
 
     def round_enabled(self, rank: Rank) -> bool:
-        """The buffer world's gate, and one polling round for a request while its ticket is pending."""
+        """The buffer world's gate, and the polling rounds of a pending ticket (`_polls_due`)."""
         if super().round_enabled(rank):
             return True
         most = max(r.rounds for r in self.ranks)
         if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
             return False
-        return bool(self._unpolled())
+        return bool(self._polls_due())
 
     def enter_round(self, rank: Rank) -> None:
-        """The first stage-rank to start a round marks the requests it polls (`polled`)."""
+        """The first stage-rank to start a round marks the polls it makes (`polled`)."""
         super().enter_round(rank)
         if sum(r.rounds == rank.rounds for r in self.ranks) == 1:
-            self.polled.update(self._unpolled())
+            self.polled.update(self._polls_due())
 
-    def _unpolled(self) -> list:
-        """The requests waiting on every rank, their ticket pending on some, no round checked yet so."""
+    def _polls_due(self) -> list:
+        """(request, moment) for each request waiting on every rank whose ticket is at a moment a
+        poll is due and no round has polled it there yet. Two moments: just submitted (every stage
+        finds it not ready) and behind (PP0's ticket ready, a later stage's not: that stage's
+        scheduler waits in `take_ready_pp_prefetch` for its own fetch)."""
         first = self.ranks[0]
-        return [first.handles[q].rid for q in range(self.config.requests)
-                if first.handles[q].rid not in self.polled and all(q in r.waiting for r in self.ranks)
-                and self._just_submitted(q)]
+        due = []
+        for q in range(self.config.requests):
+            if not all(q in r.waiting for r in self.ranks):
+                continue
+            rid = first.handles[q].rid
+            for moment, at in (("submitted", self._just_submitted), ("behind", self._later_stage_behind)):
+                if (rid, moment) not in self.polled and at(q):
+                    due.append((rid, moment))
+        return due
 
     def _just_submitted(self, q: int) -> bool:
         """PP0's ticket of the request is pending in its command queue, and no later stage holds one.
@@ -153,8 +161,14 @@ class TicketStagesRun(BufferRun, StagesRun):
         return (all(self._ticket_pending(r, q) and r.cc.pp_prefetch_command_queue.peek_size() for r in first)
                 and all(r.cc.pp_prefetch_states.get(r.handles[q].rid) is None for r in self.ranks if r not in first))
 
+    def _later_stage_behind(self, q: int) -> bool:
+        """Every first-stage ticket of the request has had its last ACK, a later stage's has not."""
+        first = self.first_stage()
+        return (all(self.first_stage_ready(r.handles[q].rid) for r in first)
+                and any(self._ticket_pending(r, q) for r in self.ranks if r not in first))
+
     def _gate_key(self) -> tuple:
-        """The gate's memory: the requests polled while pending."""
+        """The gate's memory: the polls made."""
         return super()._gate_key() + (tuple(sorted(self.polled)),)
 
     def ready_event(self, rank: int, rid: str) -> ReadyEvent:
