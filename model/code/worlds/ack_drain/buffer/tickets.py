@@ -162,9 +162,9 @@ class TicketStagesRun(BufferRun, StagesRun):
                 and all(r.cc.pp_prefetch_states.get(r.handles[q].rid) is None for r in self.ranks if r not in first))
 
     def _later_stage_behind(self, q: int) -> bool:
-        """Every first-stage ticket of the request has had its last ACK, a later stage's has not."""
+        """The first stage votes the request's ticket ready, and a later stage's has not had its last ACK."""
         first = self.first_stage()
-        return (all(self.first_stage_ready(r.handles[q].rid) for r in first)
+        return (self.first_stage_ready(self.ranks[0].handles[q].rid)
                 and any(self._ticket_pending(r, q) for r in self.ranks if r not in first))
 
     def _gate_key(self) -> tuple:
