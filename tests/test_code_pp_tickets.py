@@ -21,27 +21,23 @@ FREES_EVERY_STATE = ("                or state.operation.completed_tokens == 0\n
                      "                or state.operation.completed_tokens >= 0\n")
 
 
-def test_0_5_23s_tickets_run_as_written_exhaustive_and_clean():
-    result = check_tree(release("0.5.23"), TICKETS, LIMITS)
-    assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
-    assert clean(result) and result.verdicts["wait_complete_delivers"] == "VERIFIED", result.verdicts
-    # DPOR over every enabled thread (8,014 runs): the persistent set changes no verdict here
-    everyone = check_tree(release("0.5.23"), TICKETS, CodeLimits(max_seconds=600, strategy="dpor", reduce=False))
-    assert everyone.exhaustive and everyone.verdicts == result.verdicts
-    assert result.runs > 500 and result.states > 3_000
-
-
-def test_a_pending_ticket_is_polled_and_found_not_ready_on_0_5_23():
-    """The round gate's first poll (tickets.py `_polls_due`): the admission check runs while PP0's
-    ticket is pending and takes its "not ready" return, with no violation. (The second, a later
-    stage behind PP0, is shown by the edit below: without it the edit got the release's verdicts.)"""
+def test_0_5_23s_tickets_run_as_written_exhaustive_and_clean_and_a_pending_ticket_is_polled():
+    """Exhaustive and clean; the round gate's first poll (tickets.py `_polls_due`) runs the
+    admission check while PP0's ticket is pending, which takes its "not ready" return (counted by
+    the tracer). The second poll, a later stage behind PP0, is shown by the edit below: without it
+    that edit got the release's verdicts."""
     srt = release("0.5.23")
     text = (srt / URC).read_text()
     not_ready = text[:text.index("        if ready_tensor.item() == 0:\n            return False\n")].count("\n") + 2
     result = check_tree(srt, TICKETS, LIMITS, {"count": {URC: [[not_ready, not_ready]]}})
-    assert result.exhaustive and clean(result), result.verdicts
+    assert result.exhaustive and not result.not_modelled, (result.bound, result.not_modelled)
+    assert clean(result) and result.verdicts["wait_complete_delivers"] == "VERIFIED", result.verdicts
     runs = {tuple(e["span"]): e["runs"] for e in result.coverage["counted"][URC]}
     assert runs[(not_ready, not_ready)] > 0, runs
+    # DPOR over every enabled thread (8,014 runs): the persistent set changes no verdict here
+    everyone = check_tree(srt, TICKETS, CodeLimits(max_seconds=600, strategy="dpor", reduce=False))
+    assert everyone.exhaustive and everyone.verdicts == result.verdicts
+    assert result.runs > 500 and result.states > 3_000
 
 
 # take_ready_pp_prefetch without its wait: a later stage takes its ticket while its own fetch is in
@@ -58,7 +54,7 @@ def test_a_later_stage_that_takes_its_ticket_without_waiting_serves_another_pref
 
 def test_an_admission_that_frees_every_ready_ticket_is_caught_as_the_prefetch_it_loses(tmp_path):
     srt = edited(tmp_path, release("0.5.23"), HYBRID, *FREES_EVERY_STATE)
-    result = check_tree(srt, TICKETS, LIMITS)
+    result = check_tree(srt, TICKETS, CodeLimits(max_seconds=600, stop_on=("wait_complete_delivers",)))
     assert result.verdicts["wait_complete_delivers"] == "VIOLATED", result.verdicts
     message = result.violations["wait_complete_delivers"].message
     assert "admitted with [(0, 0), (1, 0)] (rank, tokens) on the device, the ranks agreed on 1" in message
