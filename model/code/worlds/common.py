@@ -169,6 +169,12 @@ class WorldRun:
         m = self.baton.threads[self.PER_RANK * rank.index]
         return m.status == "parked" and m.point.label == GATE
 
+    def _all_at_round_start(self) -> bool:
+        """Every scheduler waits at its round gate, all in the latest round (what every gate's
+        opening condition but lockstep asks first)."""
+        most = max(r.rounds for r in self.ranks)
+        return all(r.rounds == most and self._at_gate(r) for r in self.ranks)
+
     def ample(self) -> list[str]:
         """A persistent set: the enabled threads of the first rank whose next steps no other rank
         can interfere with. Ranks share only collectives, point-to-point channels and the round gate;

@@ -262,7 +262,7 @@ class Run(WorldRun):
         most = max(r.rounds for r in self.ranks)
         if rank.rounds < most:
             return True
-        if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
+        if not self._all_at_round_start():
             return False
         for q in S_QUEUES:
             if min(getattr(r.cc, q).peek_size() for r in self.drain_deciders()) > 0:

@@ -17,8 +17,7 @@ class WriteAcksGate:
     def round_enabled(self, rank) -> bool:
         if super().round_enabled(rank):
             return True
-        most = max(r.rounds for r in self.ranks)
-        if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
+        if not self._all_at_round_start():
             return False
         return self._write_round_due()
 

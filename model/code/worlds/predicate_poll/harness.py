@@ -185,7 +185,7 @@ class PollRun(WorldRun):
         most = max(r.rounds for r in self.ranks)
         if rank.rounds < most:
             return True
-        if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
+        if not self._all_at_round_start():
             return False
         if any(r.waiting for r in self.ranks):
             return True

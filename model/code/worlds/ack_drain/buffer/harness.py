@@ -194,8 +194,7 @@ class BufferRun(NumberedFromZero, Run):
         under wait_complete `Run`'s gate waits only for what is queued)."""
         if super().round_enabled(rank):
             return True
-        most = max(r.rounds for r in self.ranks)
-        if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
+        if not self._all_at_round_start():
             return False
         if min(len(r.cc.ack_load_queue) for r in self.ranks) > 0:
             return True

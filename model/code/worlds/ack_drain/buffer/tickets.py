@@ -127,8 +127,7 @@ class TicketStagesRun(BufferRun, StagesRun):
         """The buffer world's gate, and the polling rounds of a pending ticket (`_polls_due`)."""
         if super().round_enabled(rank):
             return True
-        most = max(r.rounds for r in self.ranks)
-        if any(r.rounds < most or not self._at_gate(r) for r in self.ranks):
+        if not self._all_at_round_start():
             return False
         return bool(self._polls_due())
 
